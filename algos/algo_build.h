@@ -1,0 +1,100 @@
+/* Internal to algos/: the plan builder the compilers share, slot numbers, chunking and the
+ * per-collective buffer layouts (also used by the verifier to build its reference). */
+#ifndef ALGOS_ALGO_BUILD_H
+#define ALGOS_ALGO_BUILD_H
+
+#include "algos/plan.h"
+
+/* Notify slots (ALGO_SLOT_PUB = 0 is publication). DATA: "I wrote/reduced into your buffer" (or
+ * "my data is ready"); READY: "my accumulator is initialised, you may reduce into it"; DONE: "I no
+ * longer touch your buffers" (the end-of-plan handshake, see algo_b_epilogue). */
+#define ALGO_SLOT_DATA 1
+#define ALGO_SLOT_READY 2
+#define ALGO_SLOT_DONE 3
+#define ALGO_NSLOTS 4
+
+/* Plan under construction. Step appends never fail on the spot: an allocation failure is sticky
+ * in err and reported by algo_b_finish, so compilers stay linear. */
+typedef struct algo_b {
+    algo_plan *p;
+    const algo_op *op; /* == &p->op (plan-owned copy) */
+    uint32_t n, r;
+    uint64_t esz;
+    uint8_t *fetch;      /* fetch[q]: this rank FETCHes q (and may touch q's IN/OUT) */
+    uint8_t *fetched_by; /* fetched_by[q]: q FETCHes this rank, so this rank SIGNALs PUB to q */
+    bool no_ring_check; /* SENDRECV: only the item peers take part in the call */
+    int err;
+} algo_b;
+
+int algo_b_init(algo_b *b, const algo_op *op, algo_kind kind);
+/* Hands the plan over (0) or frees it and returns the sticky error. */
+int algo_b_finish(algo_b *b, algo_plan **out);
+void algo_b_abort(algo_b *b);
+
+void algo_b_push(algo_b *b, uint32_t stream, algo_step st);
+/* A ref to `owner`'s buffer at `elem_off` elements (owner == this rank -> ALGO_SELF). */
+algo_ref algo_b_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint64_t elem_off);
+/* COPY/REDUCE of `elems` elements; nothing is emitted for 0 elements. */
+void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
+void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
+void algo_b_signal(algo_b *b, uint32_t s, uint32_t peer, uint32_t slot);
+void algo_b_wait(algo_b *b, uint32_t s, uint32_t peer, uint32_t slot);
+void algo_b_fork(algo_b *b, uint32_t s);
+void algo_b_join(algo_b *b, uint32_t s);
+
+/* Marks the ring neighbours (left fetched, right fetches me), then emits on stream 0: PUBLISH,
+ * SIGNAL{q, PUB} for every q in fetched_by, FETCH{p} for every p in fetch. All PUB signals come
+ * before the first FETCH, so no two ranks can wait on each other's publication. */
+void algo_b_prologue(algo_b *b);
+/* On stream s: SIGNAL{p, DONE} to every fetched p, then WAIT{q, DONE} from every q that fetched
+ * this rank. Orders every access a peer made to this rank's buffers, and every peer's FETCH of
+ * this rank's record, before this plan's end. Plans whose data signals already give that order
+ * skip it (the verifier checks they do). */
+void algo_b_epilogue(algo_b *b, uint32_t s);
+/* Marks every other rank as fetched and fetching (direct algorithms). */
+void algo_b_fetch_all(algo_b *b);
+
+/* Balanced split of count elements into parts: part i = [off(i), off(i+1)). */
+static inline uint64_t algo_chunk_off(uint64_t count, uint32_t parts, uint32_t i)
+{
+    uint64_t q = count / parts, rem = count % parts;
+    return (uint64_t)i * q + (i < rem ? i : rem);
+}
+static inline uint64_t algo_chunk_len(uint64_t count, uint32_t parts, uint32_t i)
+{
+    return algo_chunk_off(count, parts, i + 1) - algo_chunk_off(count, parts, i);
+}
+static inline uint32_t algo_mod(int64_t x, uint32_t n)
+{
+    int64_t m = x % (int64_t)n;
+    return (uint32_t)(m < 0 ? m + n : m);
+}
+
+/* Block layouts, in elements. A "block" is what one rank contributes to / receives from another. */
+/* ALLGATHER(V) OUT / REDUCE_SCATTER(V) IN / SCATTER IN: block j of the n-block buffer. */
+uint64_t algo_blk_off(const algo_op *op, uint32_t j);
+uint64_t algo_blk_len(const algo_op *op, uint32_t j);
+/* ALLTOALL family: where rank i's block for rank j starts in i's IN, where it lands in j's OUT,
+ * and its length. For ALLTOALLV only the sender side and length are known locally: *vdispl_out is
+ * set to i (the index into j's published recv displacements) and the returned offset is 0. */
+uint64_t algo_a2a_len(const algo_op *op, uint32_t i, uint32_t j);
+uint64_t algo_a2a_send_off(const algo_op *op, uint32_t i, uint32_t j);
+uint64_t algo_a2a_recv_off(const algo_op *op, uint32_t i, uint32_t j);
+
+/* Validates op for compilation (HAL_E_PARAM with a log line on a bad one). */
+int algo_op_check(const algo_op *op);
+
+/* The compilers: 0, HAL_E_NOT_SUPPORTED for a collective they do not do. */
+int algo_ring_build(algo_b *b);
+int algo_mesh_build(algo_b *b);
+int algo_pairwise_build(algo_b *b);
+int algo_p2p_build(algo_b *b);
+/* All-to-all pieces shared by pairwise, ring and mesh: the pairwise body; my block to rank j
+ * written into j's OUT, then SIGNAL{j, DATA}; my block to myself. */
+void algo_a2a_pairwise_body(algo_b *b);
+void algo_a2a_send(algo_b *b, uint32_t s, uint32_t j);
+void algo_a2a_self(algo_b *b, uint32_t s);
+/* A plan that moves nothing but still publishes, checks and ends in step (count 0). */
+void algo_b_empty(algo_b *b);
+
+#endif

@@ -1,0 +1,186 @@
+/* What each collective's IN and OUT hold, in elements: block layouts, buffer extents and the
+ * validation of an op descriptor. The compilers and the verifier's reference both use these. */
+#include "algos/algo_build.h"
+#include "common/oh_check.h"
+
+static bool is_v(const algo_op *op)
+{
+    return op->coll == ALGO_COLL_ALLGATHERV || op->coll == ALGO_COLL_REDUCE_SCATTERV;
+}
+
+uint64_t algo_blk_off(const algo_op *op, uint32_t j)
+{
+    return is_v(op) ? op->counts[op->nranks + j] : (uint64_t)j * op->count;
+}
+
+uint64_t algo_blk_len(const algo_op *op, uint32_t j)
+{
+    return is_v(op) ? op->counts[j] : op->count;
+}
+
+uint64_t algo_a2a_len(const algo_op *op, uint32_t i, uint32_t j)
+{
+    uint32_t n = op->nranks;
+    switch (op->coll) {
+    case ALGO_COLL_ALLTOALLVC:
+        return op->counts[(uint64_t)i * n + j];
+    case ALGO_COLL_ALLTOALLV: /* [sc, sd, rc, rd] of op->rank */
+        return i == op->rank ? op->counts[j] : op->counts[2 * n + i];
+    default:
+        return op->count;
+    }
+}
+
+uint64_t algo_a2a_send_off(const algo_op *op, uint32_t i, uint32_t j)
+{
+    uint32_t n = op->nranks;
+    uint64_t off = 0;
+    switch (op->coll) {
+    case ALGO_COLL_ALLTOALLVC:
+        for (uint32_t k = 0; k < j; k++)
+            off += op->counts[(uint64_t)i * n + k];
+        return off;
+    case ALGO_COLL_ALLTOALLV:
+        return op->counts[n + j];
+    default:
+        return (uint64_t)j * op->count;
+    }
+}
+
+uint64_t algo_a2a_recv_off(const algo_op *op, uint32_t i, uint32_t j)
+{
+    uint32_t n = op->nranks;
+    uint64_t off = 0;
+    switch (op->coll) {
+    case ALGO_COLL_ALLTOALLVC:
+        for (uint32_t k = 0; k < i; k++)
+            off += op->counts[(uint64_t)k * n + j];
+        return off;
+    case ALGO_COLL_ALLTOALLV:
+        return op->counts[3 * n + i];
+    default:
+        return (uint64_t)i * op->count;
+    }
+}
+
+static uint64_t max_end(const uint64_t *cnt, const uint64_t *dsp, uint32_t n)
+{
+    uint64_t m = 0;
+    for (uint32_t j = 0; j < n; j++)
+        if (cnt[j] && dsp[j] + cnt[j] > m)
+            m = dsp[j] + cnt[j];
+    return m;
+}
+
+static void p2p_elems(const algo_op *op, uint64_t *in, uint64_t *out)
+{
+    size_t esz = hal_dtype_size(op->dtype);
+    for (uint32_t k = 0; k < op->nitems; k++) {
+        const algo_p2p_item *it = &op->items[k];
+        uint64_t end = (esz ? it->offset / esz : 0) + it->count;
+        uint64_t *m = it->is_send ? in : out;
+        if (it->count && end > *m)
+            *m = end;
+    }
+}
+
+void algo_buffer_elems(const algo_op *op, uint64_t *in_elems, uint64_t *out_elems)
+{
+    uint32_t n = op->nranks, r = op->rank;
+    uint64_t in = 0, out = 0, c = op->count;
+    switch (op->coll) {
+    case ALGO_COLL_ALLREDUCE:
+    case ALGO_COLL_BROADCAST:
+        in = out = c;
+        break;
+    case ALGO_COLL_REDUCE:
+        in = c;
+        out = r == op->root ? c : 0;
+        break;
+    case ALGO_COLL_ALLGATHER:
+        in = c;
+        out = c * n;
+        break;
+    case ALGO_COLL_REDUCE_SCATTER:
+        in = c * n;
+        out = c;
+        break;
+    case ALGO_COLL_SCATTER:
+        in = r == op->root ? c * n : 0;
+        out = c;
+        break;
+    case ALGO_COLL_ALLTOALL:
+        in = out = c * n;
+        break;
+    case ALGO_COLL_ALLTOALLV:
+        in = max_end(op->counts, op->counts + n, n);
+        out = max_end(op->counts + 2 * n, op->counts + 3 * n, n);
+        break;
+    case ALGO_COLL_ALLTOALLVC:
+        for (uint32_t j = 0; j < n; j++) {
+            in += op->counts[(uint64_t)r * n + j];
+            out += op->counts[(uint64_t)j * n + r];
+        }
+        break;
+    case ALGO_COLL_ALLGATHERV:
+        in = op->counts[r];
+        out = max_end(op->counts, op->counts + n, n);
+        break;
+    case ALGO_COLL_REDUCE_SCATTERV:
+        in = max_end(op->counts, op->counts + n, n);
+        out = op->counts[r];
+        break;
+    case ALGO_COLL_SENDRECV:
+        p2p_elems(op, &in, &out);
+        break;
+    default:
+        break;
+    }
+    *in_elems = in;
+    *out_elems = out;
+}
+
+static uint32_t counts_needed(const algo_op *op)
+{
+    uint32_t n = op->nranks;
+    switch (op->coll) {
+    case ALGO_COLL_ALLTOALLV: return 4 * n;
+    case ALGO_COLL_ALLTOALLVC: return n * n;
+    case ALGO_COLL_ALLGATHERV:
+    case ALGO_COLL_REDUCE_SCATTERV: return 2 * n;
+    default: return 0;
+    }
+}
+
+/* Rejects what no compiler can turn into a sane plan; every element/byte offset a plan computes
+ * stays below 2^63 once this passes. */
+int algo_op_check(const algo_op *op)
+{
+    const uint64_t lim = (uint64_t)1 << 62;
+    CHECK_ARG(op && op->nranks >= 1 && op->nranks <= (1u << 20), HAL_E_PARAM, "algos", "bad nranks");
+    CHECK_ARG(op->rank < op->nranks, HAL_E_PARAM, "algos", "rank %u >= nranks %u", op->rank, op->nranks);
+    CHECK_ARG((unsigned)op->coll < ALGO_COLL_COUNT, HAL_E_PARAM, "algos", "bad collective %d", (int)op->coll);
+    size_t esz = hal_dtype_size(op->dtype);
+    CHECK_ARG(esz, HAL_E_PARAM, "algos", "bad dtype %d", (int)op->dtype);
+    CHECK_ARG((unsigned)op->redop < HAL_OP_COUNT, HAL_E_PARAM, "algos", "bad reduce op %d", (int)op->redop);
+    CHECK_ARG(op->root < op->nranks, HAL_E_PARAM, "algos", "root %u >= nranks %u", op->root, op->nranks);
+    uint32_t need = counts_needed(op);
+    CHECK_ARG(!need || (op->counts && op->ncounts >= need), HAL_E_PARAM, "algos",
+              "%s needs %u counts, got %u", algo_coll_name(op->coll), need, op->counts ? op->ncounts : 0);
+    for (uint32_t k = 0; k < need; k++)
+        CHECK_ARG(op->counts[k] < lim / esz / op->nranks, HAL_E_PARAM, "algos", "count %u too large", k);
+    CHECK_ARG(op->count < lim / esz / op->nranks, HAL_E_PARAM, "algos", "count too large");
+    if (op->coll == ALGO_COLL_SENDRECV) {
+        CHECK_ARG(!op->nitems || op->items, HAL_E_PARAM, "algos", "items missing");
+        for (uint32_t k = 0; k < op->nitems; k++) {
+            const algo_p2p_item *it = &op->items[k];
+            CHECK_ARG(it->peer < op->nranks, HAL_E_PARAM, "algos", "item %u: peer %u out of range", k, it->peer);
+            CHECK_ARG(it->offset % esz == 0 && it->offset < lim && it->count < lim / esz, HAL_E_PARAM,
+                      "algos", "item %u: bad offset/count", k);
+            for (uint32_t m = 0; m < k; m++)
+                CHECK_ARG(op->items[m].peer != it->peer || op->items[m].is_send != it->is_send, HAL_E_PARAM,
+                          "algos", "two %s items for peer %u in one call", it->is_send ? "send" : "recv", it->peer);
+        }
+    }
+    return 0;
+}

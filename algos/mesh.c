@@ -1,0 +1,187 @@
+/* Mesh (direct): the intra-server fast path. Every rank addresses every peer's IN/OUT directly:
+ * reductions read the peers' IN straight into the rank's own OUT slice, gathers write the rank's
+ * block into every peer's OUT. O(1) rounds; writes to different peers run on slave streams (one
+ * per group of peers) so that parallel links are busy at once. */
+#include "algos/algo_build.h"
+
+/* Slave streams used for n ranks: none for n <= 2, else one per peer up to the limit. */
+static uint32_t mesh_nslaves(uint32_t n)
+{
+    if (n <= 2)
+        return 0;
+    return n - 1 < ALGO_MAX_STREAMS - 1 ? n - 1 : ALGO_MAX_STREAMS - 1;
+}
+
+/* Stream handling the peer at distance k (1..n-1). */
+static uint32_t mesh_stream(uint32_t n, uint32_t k)
+{
+    uint32_t ns = mesh_nslaves(n);
+    return ns ? 1 + (k - 1) % ns : 0;
+}
+
+typedef void (*mesh_peer_fn)(algo_b *b, uint32_t s, uint32_t peer);
+
+/* Runs fn for every peer (r+1, r+2, ...) on its stream, between FORKs and JOINs on stream 0. */
+static void mesh_fanout(algo_b *b, mesh_peer_fn fn)
+{
+    uint32_t n = b->n, ns = mesh_nslaves(n);
+    for (uint32_t s = 1; s <= ns; s++)
+        algo_b_fork(b, s);
+    for (uint32_t k = 1; k < n; k++)
+        fn(b, mesh_stream(n, k), (b->r + k) % n);
+    for (uint32_t s = 1; s <= ns; s++)
+        algo_b_join(b, s);
+}
+
+static void wait_all(algo_b *b)
+{
+    for (uint32_t k = 1; k < b->n; k++)
+        algo_b_wait(b, 0, (b->r + b->n - k) % b->n, ALGO_SLOT_DATA);
+}
+
+/* OUT[dst_off..+len] (mine) op= every peer's IN[src_off..+len], peers in rotating order so each
+ * peer serves one reader at a time. The reduce target is one region: one stream, no RMW race. */
+static void reduce_from_peers(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
+{
+    for (uint32_t k = 1; k < b->n; k++)
+        algo_b_reduce(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off),
+                      algo_b_ref(b, ALGO_BUF_IN, (b->r + k) % b->n, src_off), len);
+}
+
+static void put_my_slice(algo_b *b, uint32_t s, uint32_t p)
+{
+    uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r);
+    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, off), algo_b_ref(b, ALGO_BUF_OUT, b->r, off),
+                algo_chunk_len(c, b->n, b->r));
+    algo_b_signal(b, s, p, ALGO_SLOT_DATA);
+}
+
+/* Reduce my 1/n slice from everyone's IN, then write it into every peer's OUT. In place, a peer
+ * reads my IN slice p before it writes my OUT slice p (its own program order), and only I write
+ * my slice r, so no extra synchronisation is needed. */
+static void mesh_allreduce(algo_b *b)
+{
+    uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r), len = algo_chunk_len(c, b->n, b->r);
+    algo_b_fetch_all(b);
+    algo_b_prologue(b);
+    if (!b->op->in_place)
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, off), algo_b_ref(b, ALGO_BUF_IN, b->r, off), len);
+    reduce_from_peers(b, off, off, len);
+    mesh_fanout(b, put_my_slice);
+    wait_all(b);
+}
+
+static void put_my_block(algo_b *b, uint32_t s, uint32_t p)
+{
+    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, algo_blk_off(b->op, b->r)), algo_b_ref(b, ALGO_BUF_IN, b->r, 0),
+                algo_blk_len(b->op, b->r));
+    algo_b_signal(b, s, p, ALGO_SLOT_DATA);
+}
+
+static void mesh_allgather(algo_b *b)
+{
+    const algo_op *op = b->op;
+    algo_b_fetch_all(b);
+    algo_b_prologue(b);
+    if (!op->in_place)
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, algo_blk_off(op, b->r)),
+                    algo_b_ref(b, ALGO_BUF_IN, b->r, 0), algo_blk_len(op, b->r));
+    mesh_fanout(b, put_my_block);
+    wait_all(b);
+}
+
+/* Reduce my block from everyone's IN into my OUT; DONE tells the peers I stopped reading them. */
+static void mesh_reduce_scatter(algo_b *b)
+{
+    const algo_op *op = b->op;
+    uint64_t off = algo_blk_off(op, b->r), len = algo_blk_len(op, b->r);
+    algo_b_fetch_all(b);
+    algo_b_prologue(b);
+    if (!op->in_place)
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), algo_b_ref(b, ALGO_BUF_IN, b->r, off), len);
+    reduce_from_peers(b, 0, off, len);
+    algo_b_epilogue(b, 0);
+}
+
+static void mesh_reduce(algo_b *b)
+{
+    uint32_t r = b->r, root = b->op->root;
+    if (r == root)
+        algo_b_fetch_all(b);
+    else
+        b->fetched_by[root] = 1;
+    algo_b_prologue(b);
+    if (r == root) {
+        if (!b->op->in_place)
+            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), b->op->count);
+        reduce_from_peers(b, 0, 0, b->op->count);
+    }
+    algo_b_epilogue(b, 0);
+}
+
+static void put_whole(algo_b *b, uint32_t s, uint32_t p)
+{
+    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, 0), algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), b->op->count);
+    algo_b_signal(b, s, p, ALGO_SLOT_DATA);
+}
+
+static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
+{
+    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, 0), algo_b_ref(b, ALGO_BUF_IN, b->r, algo_blk_off(b->op, p)),
+                b->op->count);
+    algo_b_signal(b, s, p, ALGO_SLOT_DATA);
+}
+
+/* Broadcast (root writes its buffer into every peer) and Scatter (root writes each its block). */
+static void mesh_rooted_put(algo_b *b, mesh_peer_fn put)
+{
+    uint32_t r = b->r, root = b->op->root;
+    if (r == root)
+        algo_b_fetch_all(b);
+    else
+        b->fetched_by[root] = 1;
+    algo_b_prologue(b);
+    if (r == root) {
+        if (b->op->coll == ALGO_COLL_SCATTER && !b->op->in_place)
+            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, algo_blk_off(b->op, r)),
+                        b->op->count);
+        mesh_fanout(b, put);
+    } else {
+        algo_b_wait(b, 0, root, ALGO_SLOT_DATA);
+    }
+    algo_b_epilogue(b, 0); /* the ring-check fetch of the root must precede the root's end */
+}
+
+static void mesh_alltoall(algo_b *b)
+{
+    algo_b_fetch_all(b);
+    algo_b_prologue(b);
+    algo_a2a_self(b, 0);
+    mesh_fanout(b, algo_a2a_send);
+    wait_all(b);
+}
+
+int algo_mesh_build(algo_b *b)
+{
+    const algo_op *op = b->op;
+    switch (op->coll) {
+    case ALGO_COLL_ALLREDUCE: mesh_allreduce(b); break;
+    case ALGO_COLL_ALLGATHER:
+    case ALGO_COLL_ALLGATHERV: mesh_allgather(b); break;
+    case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_REDUCE_SCATTERV: mesh_reduce_scatter(b); break;
+    case ALGO_COLL_REDUCE: mesh_reduce(b); break;
+    case ALGO_COLL_BROADCAST: mesh_rooted_put(b, put_whole); break;
+    case ALGO_COLL_SCATTER: mesh_rooted_put(b, put_scatter_block); break;
+    case ALGO_COLL_ALLTOALL:
+    case ALGO_COLL_ALLTOALLV:
+    case ALGO_COLL_ALLTOALLVC:
+        if (op->in_place)
+            return HAL_E_NOT_SUPPORTED;
+        mesh_alltoall(b);
+        break;
+    default:
+        return HAL_E_NOT_SUPPORTED;
+    }
+    return 0;
+}

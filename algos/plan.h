@@ -1,0 +1,177 @@
+/* The Plan: what one rank executes for one collective, as per-stream lists of steps.
+ *
+ * algos/ is pure: it compiles an op descriptor into a Plan and verifies Plans, with no HAL calls
+ * and no I/O (it uses only hal_types.h for dtypes). runtime/ binds a Plan to the buffers of a call
+ * and launches it onto HAL streams.
+ *
+ * Execution model the compilers target (and the verifier simulates):
+ * - Stream 0 is the user's stream; streams 1..nstreams-1 are slave streams. A slave stream's list
+ *   starts when stream 0 executes FORK{that stream}; stream 0's JOIN{s} waits until stream s has run
+ *   its whole list. Each slave stream is forked and joined exactly once per plan.
+ * - SIGNAL{peer, slot} increments the notify that `peer` owns for (sender = this rank, slot);
+ *   WAIT{peer, slot} waits on this rank's notify for (sender = peer, slot) and consumes one count
+ *   (counting semaphore). Signals and waits of one plan must balance exactly across all ranks.
+ * - Slot ALGO_SLOT_PUB is reserved for publication: PUBLISH writes this rank's record for this call
+ *   (sequence number, op signature, IN/OUT addresses, V-op displacements) into its peer-visible slot;
+ *   the plan then SIGNALs {peer, ALGO_SLOT_PUB} to every rank that will FETCH it. FETCH{peer}
+ *   implies WAIT{peer, ALGO_SLOT_PUB}, reads the peer's record, checks the peer's signature against
+ *   this rank's (a mismatch fails the op on every rank) and makes the peer's IN/OUT refs usable.
+ *   A peer's IN/OUT may be referenced only after FETCH of that peer on the same stream (or ordered
+ *   after it through FORK/JOIN/WAIT). Peer SCRATCH is static (exchanged at init): no FETCH needed.
+ * - Every plan starts its stream 0 with PUBLISH, SIGNAL{ring right} and FETCH{ring left} (plus
+ *   whatever it needs) so that any disagreement between ranks is detected before data moves
+ *   (algo_emit_prologue does this).
+ * - A peer's buffer may be written only after that peer PUBLISHed this call (FETCH orders it), and
+ *   a rank's plan may finish only after every peer has finished reading/writing its IN/OUT for
+ *   this call (peers SIGNAL it; it WAITs): buffers are the user's again when stream 0 passes the end.
+ * - COPY: dst <- src, `bytes`. REDUCE: dst[i] = dst[i] op src[i] for `count` elements (plan's dtype
+ *   and redop), in place, as an SDMA inline reduce. Either side may be local or a peer's.
+ */
+#ifndef ALGOS_PLAN_H
+#define ALGOS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/hal_types.h"
+
+#define ALGO_MAX_STREAMS 8
+#define ALGO_SLOT_PUB 0
+#define ALGO_MAX_SLOTS 8 /* notify slots per (sender, receiver) pair, including ALGO_SLOT_PUB */
+#define ALGO_SELF (-1)
+
+/* Collective kinds. */
+typedef enum algo_coll {
+    ALGO_COLL_ALLREDUCE = 0,
+    ALGO_COLL_BROADCAST,
+    ALGO_COLL_ALLGATHER,
+    ALGO_COLL_REDUCE_SCATTER,
+    ALGO_COLL_REDUCE,
+    ALGO_COLL_SCATTER,
+    ALGO_COLL_ALLTOALL,
+    ALGO_COLL_ALLTOALLV,   /* per-rank counts/displs; peers' recv displs come from their publication */
+    ALGO_COLL_ALLTOALLVC,  /* full count matrix known to every rank */
+    ALGO_COLL_ALLGATHERV,
+    ALGO_COLL_REDUCE_SCATTERV,
+    ALGO_COLL_SENDRECV,    /* Send/Recv/BatchSendRecv/group: a list of point-to-point items */
+    ALGO_COLL_COUNT,
+} algo_coll;
+
+/* Algorithms. AUTO lets algo_select choose. */
+typedef enum algo_kind {
+    ALGO_AUTO = 0,
+    ALGO_RING,      /* every collective */
+    ALGO_MESH,      /* direct / full mesh: intra-server fast path */
+    ALGO_PAIRWISE,  /* AlltoAll(V/VC) */
+    ALGO_P2P,       /* SENDRECV */
+    ALGO_KIND_COUNT,
+} algo_kind;
+
+typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2 } algo_buf;
+
+/* A symbolic buffer reference, bound to an address only at launch:
+ * address = base(owner, buf) + offset + (vdispl >= 0 ? owner's published recv displacement
+ * number vdispl, in elements, times the element size : 0). */
+typedef struct algo_ref {
+    uint8_t buf;     /* algo_buf */
+    int32_t owner;   /* ALGO_SELF or a peer's rank in the communicator */
+    int32_t vdispl;  /* -1, or the index into the owner's recv displacements (ALLTOALLV) */
+    uint64_t offset; /* bytes */
+} algo_ref;
+
+typedef enum algo_step_kind {
+    ALGO_STEP_COPY = 0,
+    ALGO_STEP_REDUCE,
+    ALGO_STEP_SIGNAL,
+    ALGO_STEP_WAIT,
+    ALGO_STEP_FORK,
+    ALGO_STEP_JOIN,
+    ALGO_STEP_PUBLISH,
+    ALGO_STEP_FETCH,
+} algo_step_kind;
+
+typedef struct algo_step {
+    uint8_t kind; /* algo_step_kind */
+    union {
+        struct { algo_ref dst, src; uint64_t bytes; } copy;
+        struct { algo_ref dst, src; uint64_t count; } reduce;
+        struct { uint32_t peer, slot; } sync;   /* SIGNAL, WAIT */
+        struct { uint32_t stream; } fork;       /* FORK, JOIN */
+        struct { uint32_t peer; } fetch;        /* FETCH */
+    } u;
+} algo_step;
+
+typedef struct algo_step_list {
+    algo_step *steps;
+    uint32_t nsteps, cap;
+} algo_step_list;
+
+/* One point-to-point item of a SENDRECV op. */
+typedef struct algo_p2p_item {
+    uint8_t is_send;   /* 1 send (reads IN at offset), 0 recv (writes OUT at offset) */
+    uint32_t peer;
+    uint64_t count;    /* elements */
+    uint64_t offset;   /* bytes into IN (send) / OUT (recv); runtime packs items' buffers */
+} algo_p2p_item;
+
+/* What to compile. Counts are elements, with HCCL's meaning per collective:
+ *  ALLREDUCE/REDUCE/BROADCAST: count = buffer elements; ALLGATHER: count = send count per rank;
+ *  REDUCE_SCATTER/SCATTER: count = recv count per rank; ALLTOALL: count = per-peer count.
+ *  ALLTOALLV: counts = [send counts(n), send displs(n), recv counts(n), recv displs(n)] of THIS rank.
+ *  ALLTOALLVC: counts = the n x n send-count matrix (row i = what rank i sends to each j).
+ *  ALLGATHERV / REDUCE_SCATTERV: counts = [counts(n), displs(n)] (same on every rank).
+ *  SENDRECV: items/nitems. */
+typedef struct algo_op {
+    algo_coll coll;
+    uint32_t nranks, rank;
+    uint64_t count;
+    hal_dtype dtype;
+    hal_redop redop;
+    uint32_t root;
+    bool in_place;           /* IN and OUT alias as HCCL defines in-place for the collective */
+    const uint64_t *counts;  /* see above; copied into the plan */
+    uint32_t ncounts;
+    const algo_p2p_item *items;
+    uint32_t nitems;
+} algo_op;
+
+/* Where ranks sit: server_of[r] for r < nranks (NULL = all on one server). */
+typedef struct algo_topo {
+    uint32_t nranks;
+    const uint32_t *server_of;
+} algo_topo;
+
+typedef struct algo_plan {
+    algo_op op;              /* a copy; op.counts/op.items point into plan-owned memory */
+    algo_kind algo;
+    char name[32];           /* e.g. "ring", "mesh" */
+    uint32_t nstreams;
+    algo_step_list streams[ALGO_MAX_STREAMS];
+    uint64_t scratch_bytes;  /* per rank, this plan's need */
+    uint32_t nslots;         /* notify slots per peer used, incl. ALGO_SLOT_PUB */
+} algo_plan;
+
+/* Compiles op with algorithm `kind` (not AUTO). 0, or HAL_E_NOT_SUPPORTED if the algorithm does not
+ * do this collective, HAL_E_PARAM for a bad op, HAL_E_NOMEM. */
+int algo_compile(const algo_op *op, const algo_topo *topo, algo_kind kind, algo_plan **out);
+void algo_plan_free(algo_plan *plan);
+
+/* Chooses an algorithm for op: `forced` (from HCCL_ALGO / config; ALGO_AUTO = none) wins when it
+ * supports the collective, else by size, rank count and topology. */
+algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced);
+/* Parses HCCL_ALGO's syntax ("level0:NA;level1:ring" or per-op "allreduce=level0:NA;level1:ring/...")
+ * into the algorithm forced for coll; ALGO_AUTO when not named. -1 on a syntax error. */
+int algo_parse_env(const char *spec, algo_coll coll, algo_kind *forced);
+
+const char *algo_kind_name(algo_kind kind);
+const char *algo_coll_name(algo_coll coll); /* HCCL API name, e.g. "HcclAllReduce" */
+
+/* Element counts of the IN and OUT buffers this rank's plan touches (for launch-time checks). */
+void algo_buffer_elems(const algo_op *op, uint64_t *in_elems, uint64_t *out_elems);
+
+/* Added by algos/: true when algo_compile(op, kind) can succeed for this op's collective and
+ * in-place flag (AlltoAll(V/VC) in place is not supported by any algorithm yet). */
+bool algo_supports(algo_kind kind, const algo_op *op);
+
+#endif

@@ -1,0 +1,172 @@
+/* Algorithm selection and the HCCL_ALGO parser.
+ *
+ * Selection (documented in docs/algorithms.md): a forced algorithm wins when it supports the
+ * collective; SENDRECV -> p2p; everything on one server with n <= 8 -> mesh (direct, O(1) rounds
+ * over HCCS); otherwise ring for reductions/gathers and pairwise for all-to-all. */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "algos/algo_build.h"
+
+#define ALGO_MESH_MAX_RANKS 8
+
+static bool is_a2a(algo_coll c)
+{
+    return c == ALGO_COLL_ALLTOALL || c == ALGO_COLL_ALLTOALLV || c == ALGO_COLL_ALLTOALLVC;
+}
+
+bool algo_supports(algo_kind kind, const algo_op *op)
+{
+    if (!op || (unsigned)op->coll >= ALGO_COLL_COUNT)
+        return false;
+    if (is_a2a(op->coll) && op->in_place)
+        return false;
+    switch (kind) {
+    case ALGO_RING:
+    case ALGO_MESH: return op->coll != ALGO_COLL_SENDRECV;
+    case ALGO_PAIRWISE: return is_a2a(op->coll);
+    case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
+    default: return false;
+    }
+}
+
+static bool one_server(const algo_topo *topo, uint32_t n)
+{
+    if (!topo || !topo->server_of)
+        return true;
+    for (uint32_t r = 1; r < n && r < topo->nranks; r++)
+        if (topo->server_of[r] != topo->server_of[0])
+            return false;
+    return true;
+}
+
+algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)
+{
+    if (forced != ALGO_AUTO && algo_supports(forced, op))
+        return forced;
+    if (op->coll == ALGO_COLL_SENDRECV)
+        return ALGO_P2P;
+    if (one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS)
+        return ALGO_MESH;
+    return is_a2a(op->coll) ? ALGO_PAIRWISE : ALGO_RING;
+}
+
+/* ---- HCCL_ALGO ---------------------------------------------------------------------------- */
+
+/* Copies [s, e) trimmed of blanks into buf; false if it does not fit. */
+static bool token(const char *s, const char *e, char *buf, size_t cap)
+{
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    if ((size_t)(e - s) >= cap)
+        return false;
+    memcpy(buf, s, (size_t)(e - s));
+    buf[e - s] = 0;
+    return true;
+}
+
+/* HCCL's accepted algorithm tokens; the ones we do not implement map to AUTO (HCCL, too, falls
+ * back silently when the configured algorithm does not support an op). */
+static int algo_token(const char *t, algo_kind *k)
+{
+    static const struct { const char *name; algo_kind kind; } map[] = {
+        {"ring", ALGO_RING},      {"fullmesh", ALGO_MESH}, {"pairwise", ALGO_PAIRWISE},
+        {"null", ALGO_AUTO},      {"NA", ALGO_AUTO},       {"pipeline", ALGO_AUTO},
+        {"H-D_R", ALGO_AUTO},     {"NHR", ALGO_AUTO},      {"NHR_V1", ALGO_AUTO},
+        {"AHC", ALGO_AUTO},       {"AHC_BROKE", ALGO_AUTO}, {"NB", ALGO_AUTO},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcasecmp(t, map[i].name)) {
+            *k = map[i].kind;
+            return 0;
+        }
+    return -1;
+}
+
+/* "level0:NA;level1:ring[;level2:..]" -> the level1 algorithm (level0/2/3 are accepted and
+ * ignored: our algorithms are flat). */
+static int parse_levels(const char *s, const char *e, algo_kind *level1)
+{
+    bool seen[4] = {false};
+    *level1 = ALGO_AUTO;
+    if (s == e)
+        return -1;
+    while (s < e) {
+        const char *semi = memchr(s, ';', (size_t)(e - s));
+        const char *end = semi ? semi : e;
+        const char *colon = memchr(s, ':', (size_t)(end - s));
+        char lv[16], al[16];
+        algo_kind k;
+        if (!colon || !token(s, colon, lv, sizeof(lv)) || !token(colon + 1, end, al, sizeof(al)))
+            return -1;
+        if (strncasecmp(lv, "level", 5) || lv[5] < '0' || lv[5] > '3' || lv[6] || seen[lv[5] - '0'])
+            return -1;
+        seen[lv[5] - '0'] = true;
+        if (algo_token(al, &k))
+            return -1;
+        if (lv[5] == '1')
+            *level1 = k;
+        if (semi && semi + 1 == e)
+            return -1; /* trailing ';' */
+        s = semi ? semi + 1 : e;
+    }
+    return 0;
+}
+
+/* HCCL_ALGO op names and the collectives each covers (-1 = unknown name). */
+static int op_index(const char *name)
+{
+    static const char *const names[] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                        "reduce",    "scatter",   "alltoall"};
+    for (int i = 0; i < 7; i++)
+        if (!strcasecmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+static bool op_covers(int idx, algo_coll c)
+{
+    static const algo_coll cover[7][3] = {
+        {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLREDUCE},
+        {ALGO_COLL_ALLGATHER, ALGO_COLL_ALLGATHERV, ALGO_COLL_ALLGATHER},
+        {ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_REDUCE_SCATTER},
+        {ALGO_COLL_BROADCAST, ALGO_COLL_BROADCAST, ALGO_COLL_BROADCAST},
+        {ALGO_COLL_REDUCE, ALGO_COLL_REDUCE, ALGO_COLL_REDUCE},
+        {ALGO_COLL_SCATTER, ALGO_COLL_SCATTER, ALGO_COLL_SCATTER},
+        {ALGO_COLL_ALLTOALL, ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC},
+    };
+    return c == cover[idx][0] || c == cover[idx][1] || c == cover[idx][2];
+}
+
+int algo_parse_env(const char *spec, algo_coll coll, algo_kind *forced)
+{
+    *forced = ALGO_AUTO;
+    if (!spec || !spec[0] || strspn(spec, " \t") == strlen(spec))
+        return 0; /* unset or blank */
+    const char *s = spec, *e = spec + strlen(spec);
+    if (!memchr(s, '=', (size_t)(e - s)))
+        return parse_levels(s, e, forced);
+    uint32_t seen = 0;
+    while (s < e) { /* "<op>=<levels>/<op>=<levels>..." */
+        const char *slash = memchr(s, '/', (size_t)(e - s));
+        const char *end = slash ? slash : e;
+        const char *eq = memchr(s, '=', (size_t)(end - s));
+        char name[24];
+        algo_kind k;
+        if (!eq || !token(s, eq, name, sizeof(name)) || parse_levels(eq + 1, end, &k))
+            return -1;
+        int idx = op_index(name);
+        if (idx < 0 || (seen & (1u << idx)))
+            return -1; /* unknown op, or the same op twice */
+        seen |= 1u << idx;
+        if (op_covers(idx, coll))
+            *forced = k;
+        if (slash && slash + 1 == e)
+            return -1; /* trailing '/' */
+        s = slash ? slash + 1 : e;
+    }
+    return 0;
+}

@@ -1,0 +1,96 @@
+/* Registry of live ACL handles that are plain pointers.
+ *
+ * CANN hands out events, notifies, host buffers and physical-memory handles as void pointers,
+ * and programs pass back whatever they hold: destroyed handles, handles of another kind, stack
+ * garbage. Dereferencing those to check a magic number could crash, so every such handle is
+ * recorded here at creation and looked up before use. A chained hash keyed by (kind, pointer)
+ * under one mutex: these calls are control-path, not per-byte work.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "hal/emu/acl_internal.h"
+
+#define ACL_REG_BUCKETS 1024u
+
+typedef struct acl_reg_node {
+    struct acl_reg_node *next;
+    acl_handle_kind kind;
+    const void *key;
+    uintptr_t value;
+} acl_reg_node;
+
+static acl_reg_node *g_buckets[ACL_REG_BUCKETS];
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned reg_hash(acl_handle_kind kind, const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
+    h ^= (uint64_t)kind * 0xC2B2AE3D27D4EB4Full;
+    return (unsigned)(h >> 40) % ACL_REG_BUCKETS;
+}
+
+/* Address of the link that points at the node, or of the bucket's terminating NULL. */
+static acl_reg_node **reg_slot(acl_handle_kind kind, const void *key)
+{
+    acl_reg_node **link = &g_buckets[reg_hash(kind, key)];
+    while (*link && ((*link)->kind != kind || (*link)->key != key))
+        link = &(*link)->next;
+    return link;
+}
+
+int acl_reg_add(acl_handle_kind kind, const void *key, uintptr_t value)
+{
+    acl_reg_node *n = malloc(sizeof *n);
+    if (!n)
+        return -1;
+    n->kind = kind;
+    n->key = key;
+    n->value = value;
+    pthread_mutex_lock(&g_reg_lock);
+    acl_reg_node **link = reg_slot(kind, key);
+    int dup = *link != NULL;
+    if (!dup) {
+        n->next = NULL;
+        *link = n;
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    if (dup)
+        free(n);
+    return dup ? -1 : 0;
+}
+
+int acl_reg_find(acl_handle_kind kind, const void *key, uintptr_t *value)
+{
+    if (!key)
+        return 0;
+    pthread_mutex_lock(&g_reg_lock);
+    acl_reg_node *n = *reg_slot(kind, key);
+    if (n && value)
+        *value = n->value;
+    pthread_mutex_unlock(&g_reg_lock);
+    return n != NULL;
+}
+
+int acl_reg_remove(acl_handle_kind kind, const void *key)
+{
+    pthread_mutex_lock(&g_reg_lock);
+    acl_reg_node **link = reg_slot(kind, key);
+    acl_reg_node *n = *link;
+    if (n)
+        *link = n->next;
+    pthread_mutex_unlock(&g_reg_lock);
+    free(n);
+    return n != NULL;
+}
+
+int acl_reg_count_value(acl_handle_kind kind, uintptr_t value)
+{
+    int count = 0;
+    pthread_mutex_lock(&g_reg_lock);
+    for (unsigned b = 0; b < ACL_REG_BUCKETS; b++)
+        for (acl_reg_node *n = g_buckets[b]; n; n = n->next)
+            count += n->kind == kind && n->value == value;
+    pthread_mutex_unlock(&g_reg_lock);
+    return count;
+}

@@ -1,0 +1,314 @@
+/* DMA engines: per device a few threads that execute pieces of DMA batches. A batch is cut into
+ * pieces (one per descriptor, large descriptors split into chunks); the stream worker posts the
+ * job, runs pieces itself too, and returns when all are done. Small batches run inline. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/oh_log.h"
+#include "hal/emu/emu_internal.h"
+#include "hal/emu/emu_reduce.h"
+#include "hal/emu/emu_sys.h"
+
+#define DMA_INLINE_BYTES (512u << 10) /* below this a batch runs on the worker alone */
+#define DMA_MIN_CHUNK (256u << 10)
+
+typedef enum { P_COPY, P_MOVE, P_REDUCE, P_SET } piece_kind;
+
+typedef struct dma_piece {
+    piece_kind kind;
+    char *dst;
+    const char *src;
+    size_t n; /* bytes (copy, move, set) or elements (reduce) */
+    hal_dtype dt;
+    hal_redop op;
+    int value;
+    uint32_t desc; /* descriptor index, for messages */
+} dma_piece;
+
+struct emu_dma_job {
+    dma_piece *p;
+    uint32_t n, next, remaining;
+    hal_result rc;
+    char msg[EMU_MSG_LEN];
+    emu_dma_job *qnext;
+};
+
+static hal_result piece_run(const dma_piece *p, char *msg, size_t len)
+{
+    switch (p->kind) {
+    case P_COPY:
+        memcpy(p->dst, p->src, p->n);
+        return HAL_OK;
+    case P_MOVE:
+        memmove(p->dst, p->src, p->n);
+        return HAL_OK;
+    case P_SET:
+        memset(p->dst, p->value, p->n);
+        return HAL_OK;
+    case P_REDUCE: {
+        hal_result rc = emu_reduce(p->dst, p->src, p->n, p->dt, p->op);
+        if (rc != HAL_OK)
+            snprintf(msg, len, "DMA reduce (descriptor %u, %zu x %s %s, dst %p, src %p) failed: %s", p->desc,
+                     p->n, hal_dtype_name(p->dt), hal_redop_name(p->op), (void *)p->dst,
+                     (const void *)p->src, hal_result_name(rc));
+        return rc;
+    }
+    }
+    return HAL_E_INTERNAL;
+}
+
+/* Takes the next piece of the queue head under d->mu; NULL if none. */
+static dma_piece *take_locked(emu_dma *d, emu_dma_job **job)
+{
+    emu_dma_job *j = d->head;
+    if (!j)
+        return NULL;
+    dma_piece *p = &j->p[j->next++];
+    if (j->next == j->n) { /* fully handed out: leave the queue */
+        d->head = j->qnext;
+        if (!d->head)
+            d->tail = NULL;
+    }
+    *job = j;
+    return p;
+}
+
+static void finish_locked(emu_dma *d, emu_dma_job *j, hal_result rc, const char *msg)
+{
+    if (rc != HAL_OK && j->rc == HAL_OK) {
+        j->rc = rc;
+        snprintf(j->msg, sizeof j->msg, "%s", msg);
+    }
+    if (--j->remaining == 0)
+        pthread_cond_broadcast(&d->cv_done);
+}
+
+static void *engine_main(void *arg)
+{
+    emu_dma *d = arg;
+    char msg[EMU_MSG_LEN];
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        emu_dma_job *j;
+        dma_piece *p = take_locked(d, &j);
+        if (!p) {
+            if (d->stop)
+                break;
+            pthread_cond_wait(&d->cv_work, &d->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&d->mu);
+        msg[0] = 0;
+        hal_result rc = piece_run(p, msg, sizeof msg);
+        pthread_mutex_lock(&d->mu);
+        finish_locked(d, j, rc, msg);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+hal_result emu_dma_start(emu_dma *d, uint32_t engines)
+{
+    memset(d, 0, sizeof *d);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv_work, NULL);
+    pthread_cond_init(&d->cv_done, NULL);
+    d->threads = calloc(engines ? engines : 1, sizeof *d->threads);
+    if (!d->threads)
+        return HAL_E_NOMEM;
+    for (uint32_t i = 0; i < engines; i++) {
+        if (pthread_create(&d->threads[i], NULL, engine_main, d) != 0) {
+            emu_dma_stop(d);
+            return HAL_E_SYSCALL;
+        }
+        d->nthreads++;
+    }
+    return HAL_OK;
+}
+
+void emu_dma_stop(emu_dma *d)
+{
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_broadcast(&d->cv_work);
+    pthread_mutex_unlock(&d->mu);
+    for (uint32_t i = 0; i < d->nthreads; i++)
+        pthread_join(d->threads[i], NULL);
+    free(d->threads);
+    d->threads = NULL;
+    d->nthreads = 0;
+    pthread_cond_destroy(&d->cv_work);
+    pthread_cond_destroy(&d->cv_done);
+    pthread_mutex_destroy(&d->mu);
+}
+
+/* Runs the pieces: inline if one piece or no engines, else shared with the engines. */
+static hal_result run_pieces(emu_dma *d, dma_piece *p, uint32_t n, char *msg, size_t len)
+{
+    if (n <= 1 || d->nthreads == 0) {
+        for (uint32_t i = 0; i < n; i++) {
+            hal_result rc = piece_run(&p[i], msg, len);
+            if (rc != HAL_OK)
+                return rc;
+        }
+        return HAL_OK;
+    }
+    emu_dma_job j = {.p = p, .n = n, .remaining = n};
+    char m[EMU_MSG_LEN];
+    pthread_mutex_lock(&d->mu);
+    if (d->tail)
+        d->tail->qnext = &j;
+    else
+        d->head = &j;
+    d->tail = &j;
+    pthread_cond_broadcast(&d->cv_work);
+    while (j.next < j.n) { /* the worker takes pieces of its own job only */
+        dma_piece *q = &j.p[j.next++];
+        if (j.next == j.n) /* unlink: engines may still hold pieces, tracked by remaining */
+            for (emu_dma_job **pp = &d->head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->qnext)
+                if (*pp == &j) {
+                    *pp = j.qnext;
+                    if (d->tail == &j)
+                        d->tail = prev;
+                    break;
+                }
+        pthread_mutex_unlock(&d->mu);
+        m[0] = 0;
+        hal_result rc = piece_run(q, m, sizeof m);
+        pthread_mutex_lock(&d->mu);
+        finish_locked(d, &j, rc, m);
+    }
+    while (j.remaining)
+        pthread_cond_wait(&d->cv_done, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+    if (j.rc != HAL_OK)
+        snprintf(msg, len, "%s", j.msg);
+    return j.rc;
+}
+
+/* Chunk size in bytes for a batch of `total` bytes over `par` executors. */
+static size_t chunk_bytes(uint64_t total, uint32_t par)
+{
+    if (total < DMA_INLINE_BYTES || par <= 1)
+        return SIZE_MAX;
+    size_t c = (size_t)(total / ((uint64_t)par * 4));
+    c = c < DMA_MIN_CHUNK ? DMA_MIN_CHUNK : c;
+    return (c + 4095) & ~(size_t)4095;
+}
+
+static bool overlap(const char *a, const char *b, size_t n)
+{
+    return n && a < b + n && b < a + n;
+}
+
+/* Resolves descriptor i into p (unsplit). */
+static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char *msg, size_t len)
+{
+    p->dst = hal_ref_resolve(d->dst);
+    p->src = hal_ref_resolve(d->src);
+    p->desc = i;
+    if (d->kind == HAL_DMA_COPY) {
+        p->n = d->bytes;
+        p->kind = overlap(p->dst, p->src, p->n) ? P_MOVE : P_COPY;
+    } else {
+        p->kind = P_REDUCE;
+        p->n = d->count;
+        p->dt = d->dtype;
+        p->op = d->op;
+    }
+    if (p->n && (!p->dst || !p->src)) {
+        snprintf(msg, len, "DMA descriptor %u: %s address resolved to NULL", i, p->dst ? "source" : "destination");
+        return HAL_E_PARAM;
+    }
+    return HAL_OK;
+}
+
+/* Appends piece p cut into chunks of at most chunk bytes (element-aligned for reduces). */
+static uint32_t split(const dma_piece *p, size_t chunk, dma_piece *out)
+{
+    size_t es = p->kind == P_REDUCE ? hal_dtype_size(p->dt) : 1;
+    size_t per = p->kind == P_MOVE || chunk == SIZE_MAX ? p->n : chunk / es;
+    if (per == 0 || per >= p->n) {
+        out[0] = *p;
+        return 1;
+    }
+    uint32_t k = 0;
+    for (size_t at = 0; at < p->n; at += per, k++) {
+        out[k] = *p;
+        out[k].n = p->n - at < per ? p->n - at : per;
+        out[k].dst = p->dst + at * es;
+        if (p->src)
+            out[k].src = p->src + at * es;
+    }
+    return k;
+}
+
+static uint64_t piece_bytes(const dma_piece *p)
+{
+    return p->kind == P_REDUCE ? p->n * hal_dtype_size(p->dt) : p->n;
+}
+
+/* Cuts n unsplit pieces into chunks and runs them. Takes ownership of base. */
+static hal_result run_split(emu_dma *d, dma_piece *base, uint32_t n, char *msg, size_t len)
+{
+    uint64_t total = 0, count = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += piece_bytes(&base[i]);
+    size_t chunk = chunk_bytes(total, d->nthreads + 1);
+    for (uint32_t i = 0; i < n; i++)
+        count += chunk == SIZE_MAX ? 1 : piece_bytes(&base[i]) / chunk + 1;
+    dma_piece *all = count > n ? malloc(count * sizeof *all) : base;
+    if (!all) {
+        free(base);
+        snprintf(msg, len, "DMA: out of host memory for %llu pieces", (unsigned long long)count);
+        return HAL_E_NOMEM;
+    }
+    uint32_t k = 0;
+    if (all != base)
+        for (uint32_t i = 0; i < n; i++)
+            k += split(&base[i], chunk, all + k);
+    else
+        k = n;
+    hal_result rc = run_pieces(d, all, k, msg, len);
+    if (all != base)
+        free(all);
+    free(base);
+    return rc;
+}
+
+hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
+{
+    if (n == 0)
+        return HAL_OK;
+    if (n == 1 && (descs[0].kind == HAL_DMA_COPY ? descs[0].bytes : descs[0].count * hal_dtype_size(descs[0].dtype)) <
+                      DMA_INLINE_BYTES) { /* the common small case: no allocation */
+        dma_piece p;
+        hal_result rc = resolve(&descs[0], 0, &p, msg, len);
+        return rc != HAL_OK ? rc : piece_run(&p, msg, len);
+    }
+    dma_piece *base = malloc(n * sizeof *base);
+    if (!base)
+        return HAL_E_NOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        hal_result rc = resolve(&descs[i], i, &base[i], msg, len);
+        if (rc != HAL_OK) {
+            free(base);
+            return rc;
+        }
+    }
+    return run_split(d, base, n, msg, len);
+}
+
+hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)
+{
+    if (bytes < DMA_INLINE_BYTES) {
+        memset(dst, value, bytes);
+        return HAL_OK;
+    }
+    dma_piece *base = malloc(sizeof *base);
+    if (!base)
+        return HAL_E_NOMEM;
+    *base = (dma_piece){.kind = P_SET, .dst = dst, .n = bytes, .value = value};
+    return run_split(d, base, 1, msg, len);
+}

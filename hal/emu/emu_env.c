@@ -1,0 +1,64 @@
+/* The emulator's configuration, read once per process from the environment. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/oh_log.h"
+#include "hal/emu/emu_internal.h"
+
+static emu_config g_cfg;
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+
+/* Unsigned value of env var `name` in [lo, hi], else `def` (with a warning if set but invalid). */
+static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || x < lo || x > hi) {
+        OH_WARN("emu", "%s=%s is not in [%llu, %llu]; using %llu", name, v, (unsigned long long)lo,
+                (unsigned long long)hi, (unsigned long long)def);
+        return def;
+    }
+    return x;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void cfg_init(void)
+{
+    const char *ns = getenv("HCCL_EMU_NAMESPACE");
+    if (ns && *ns)
+        snprintf(g_cfg.ns, sizeof g_cfg.ns, "%s", ns);
+    else
+        snprintf(g_cfg.ns, sizeof g_cfg.ns, "default-%u", (unsigned)getuid());
+    g_cfg.server_key = fnv1a(g_cfg.ns);
+    g_cfg.server_index = (uint32_t)env_u64("HCCL_EMU_SERVER_INDEX", 0, 0, 1u << 20);
+    g_cfg.ndev = (uint32_t)env_u64("HCCL_EMU_DEVICES", 8, 1, EMU_MAX_DEVICES);
+    g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);
+    g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
+}
+
+const emu_config *emu_cfg(void)
+{
+    pthread_once(&g_cfg_once, cfg_init);
+    return &g_cfg;
+}
+
+void *emu_region_base(uint32_t server_index, uint32_t id)
+{
+    uint64_t slot = ((uint64_t)server_index * EMU_MAX_DEVICES + id) % EMU_REGION_SLOTS;
+    return (void *)(uintptr_t)(EMU_REGION_BASE + slot * EMU_REGION_SIZE);
+}

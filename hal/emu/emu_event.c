@@ -1,0 +1,258 @@
+/* Events: markers recorded on a stream and waited for by other streams or the host.
+ *
+ * Each record gets a sequence number at enqueue (rec_enq); when the record task runs it sets
+ * rec_done (and the timestamp with HAL_EVENT_TIMING). A wait enqueued on a stream waits for the
+ * record that was the latest at the time of the wait call (CUDA's rule). A never-recorded (or
+ * reset) event completes a wait at once, unless HAL_EVENT_WAIT_UNRECORDED_BLOCKS: then the wait
+ * waits for the next record (CANN's rule). Reset takes effect at the call.
+ * Errors: a record on a failed stream still completes, carrying the stream's error; event_sync
+ * returns it, and a stream waiting on it fails with the same code and message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/oh_log.h"
+#include "hal/emu/emu_internal.h"
+#include "hal/emu/emu_sys.h"
+
+struct hal_event {
+    hal_device *dev;
+    uint32_t flags;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t rec_enq, rec_done, reset_mark;
+    uint64_t ts_ns;
+    hal_result err; /* error carried by the last completed record */
+    char msg[EMU_MSG_LEN];
+    _Atomic int refs; /* the user's + one per pending task */
+    bool destroyed;
+    struct hal_event *next, *prev;
+};
+
+static void event_unlink(hal_event *e)
+{
+    hal_device *dev = e->dev;
+    pthread_mutex_lock(&dev->mu);
+    if (e->prev)
+        e->prev->next = e->next;
+    else if (dev->events == e)
+        dev->events = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->next = e->prev = NULL;
+    pthread_mutex_unlock(&dev->mu);
+}
+
+static void event_free(hal_event *e)
+{
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+void emu_event_put(hal_event *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) == 1)
+        event_free(e);
+}
+
+void emu_events_free_all(hal_device *dev)
+{
+    for (;;) {
+        pthread_mutex_lock(&dev->mu);
+        hal_event *e = dev->events;
+        pthread_mutex_unlock(&dev->mu);
+        if (!e)
+            break;
+        emu_event_destroy(e);
+    }
+}
+
+hal_result emu_event_create(hal_device *dev, uint32_t flags, hal_event **out)
+{
+    if (!out || !emu_device_live(dev))
+        return HAL_E_PARAM;
+    if (flags & ~(uint32_t)(HAL_EVENT_TIMING | HAL_EVENT_WAIT_UNRECORDED_BLOCKS)) {
+        OH_ERR("emu", "event_create: unknown flags 0x%x", flags);
+        return HAL_E_PARAM;
+    }
+    hal_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return HAL_E_NOMEM;
+    e->dev = dev;
+    e->flags = flags;
+    pthread_mutex_init(&e->mu, NULL);
+    emu_cond_init(&e->cv);
+    atomic_init(&e->refs, 1);
+    pthread_mutex_lock(&dev->mu);
+    e->next = dev->events;
+    if (dev->events)
+        dev->events->prev = e;
+    dev->events = e;
+    pthread_mutex_unlock(&dev->mu);
+    *out = e;
+    return HAL_OK;
+}
+
+hal_result emu_event_destroy(hal_event *e)
+{
+    if (!e)
+        return HAL_E_PARAM;
+    pthread_mutex_lock(&e->mu);
+    bool twice = e->destroyed;
+    e->destroyed = true;
+    pthread_mutex_unlock(&e->mu);
+    if (twice)
+        return HAL_E_PARAM;
+    event_unlink(e);
+    emu_event_put(e); /* pending tasks keep it alive until they ran */
+    return HAL_OK;
+}
+
+static hal_result event_enqueue(hal_event *e, hal_stream *s, emu_task_kind kind, uint64_t seq)
+{
+    emu_task *t = emu_task_new(kind);
+    if (!t)
+        return HAL_E_NOMEM;
+    atomic_fetch_add(&e->refs, 1);
+    t->u.ev.e = e;
+    t->u.ev.seq = seq;
+    return emu_stream_push(s, t);
+}
+
+hal_result emu_event_record(hal_event *e, hal_stream *s)
+{
+    if (!e || !s)
+        return HAL_E_PARAM;
+    if (s->dev != e->dev) {
+        OH_ERR("emu", "event of device %u recorded on a stream of device %u", e->dev->id, s->dev->id);
+        return HAL_E_PARAM;
+    }
+    pthread_mutex_lock(&e->mu);
+    uint64_t seq = ++e->rec_enq;
+    pthread_mutex_unlock(&e->mu);
+    return event_enqueue(e, s, EMU_T_EVENT_RECORD, seq);
+}
+
+hal_result emu_event_reset(hal_event *e, hal_stream *s)
+{
+    if (!e || !s)
+        return HAL_E_PARAM;
+    pthread_mutex_lock(&e->mu);
+    e->reset_mark = e->rec_enq;
+    pthread_mutex_unlock(&e->mu);
+    return HAL_OK;
+}
+
+hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
+{
+    if (!e || !s)
+        return HAL_E_PARAM;
+    pthread_mutex_lock(&e->mu);
+    uint64_t target = e->rec_enq;
+    if (target == e->reset_mark) /* nothing recorded since create/reset */
+        target = e->flags & HAL_EVENT_WAIT_UNRECORDED_BLOCKS ? target + 1 : 0;
+    pthread_mutex_unlock(&e->mu);
+    if (target == 0)
+        return HAL_OK;
+    return event_enqueue(e, s, EMU_T_EVENT_WAIT, target);
+}
+
+void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
+{
+    hal_event *e = t->u.ev.e;
+    uint64_t now = emu_now_ns();
+    pthread_mutex_lock(&e->mu);
+    if (t->u.ev.seq > e->rec_done) {
+        e->rec_done = t->u.ev.seq;
+        e->ts_ns = now;
+        e->err = sticky;
+        if (sticky != HAL_OK) {
+            pthread_mutex_lock(&s->mu);
+            snprintf(e->msg, sizeof e->msg, "%s", s->msg);
+            pthread_mutex_unlock(&s->mu);
+        }
+        pthread_cond_broadcast(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void emu_event_run_wait(hal_stream *s, emu_task *t)
+{
+    hal_event *e = t->u.ev.e;
+    pthread_mutex_lock(&e->mu);
+    /* Slices of 200 ms only to notice device close; a plain wait otherwise. */
+    while (e->rec_done < t->u.ev.seq && !atomic_load(&s->dev->closing))
+        emu_cond_wait_until(&e->cv, &e->mu, emu_now_ns() + 200000000ull);
+    bool done = e->rec_done >= t->u.ev.seq;
+    hal_result err = e->err;
+    char msg[EMU_MSG_LEN];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    pthread_mutex_unlock(&e->mu);
+    if (!done)
+        emu_stream_fail(s, HAL_E_ABORTED, "event wait aborted: device %u is closing", s->dev->id);
+    else if (err != HAL_OK)
+        emu_stream_fail(s, err, "waited on an event recorded by a failed stream: %s", msg);
+}
+
+hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
+{
+    if (!e)
+        return HAL_E_PARAM;
+    uint64_t deadline = emu_deadline_ms(timeout_ms);
+    pthread_mutex_lock(&e->mu);
+    uint64_t target = e->rec_enq == e->reset_mark ? 0 : e->rec_enq;
+    hal_result rc = HAL_OK;
+    while (e->rec_done < target) {
+        if (emu_cond_wait_until(&e->cv, &e->mu, deadline) == ETIMEDOUT && e->rec_done < target) {
+            rc = HAL_E_TIMEOUT;
+            break;
+        }
+    }
+    if (rc == HAL_OK && target)
+        rc = e->err;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+hal_result emu_event_query(hal_event *e)
+{
+    if (!e)
+        return HAL_E_PARAM;
+    pthread_mutex_lock(&e->mu);
+    hal_result rc = e->rec_enq == e->reset_mark || e->rec_done >= e->rec_enq ? HAL_OK : HAL_E_NOT_READY;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+int emu_event_recorded(hal_event *e)
+{
+    if (!e)
+        return 0;
+    pthread_mutex_lock(&e->mu);
+    int r = e->rec_enq != e->reset_mark;
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+hal_result emu_event_elapsed_ms(hal_event *start, hal_event *end, float *ms)
+{
+    if (!start || !end || !ms)
+        return HAL_E_PARAM;
+    if (!(start->flags & HAL_EVENT_TIMING) || !(end->flags & HAL_EVENT_TIMING)) {
+        OH_ERR("emu", "event_elapsed_ms: both events need HAL_EVENT_TIMING");
+        return HAL_E_PARAM;
+    }
+    if (emu_event_query(start) != HAL_OK || emu_event_query(end) != HAL_OK)
+        return HAL_E_NOT_READY;
+    pthread_mutex_lock(&start->mu);
+    uint64_t a = start->ts_ns, ra = start->rec_done;
+    pthread_mutex_unlock(&start->mu);
+    pthread_mutex_lock(&end->mu);
+    uint64_t b = end->ts_ns, rb = end->rec_done;
+    pthread_mutex_unlock(&end->mu);
+    if (!ra || !rb)
+        return HAL_E_NOT_READY;
+    *ms = (float)((double)((int64_t)(b - a)) / 1e6);
+    return HAL_OK;
+}

@@ -1,0 +1,256 @@
+/* The emulator's objects and the functions its files share (hal/emu only). See docs/emulator.md,
+ * "Emulator internals", for the picture: per device a memfd region at a fixed address (control
+ * area + heap), a listener that hands the memfd to peers, stream workers, DMA engine threads. */
+#ifndef EMU_INTERNAL_H
+#define EMU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/emu/emu_heap.h"
+#include "hal/hal.h"
+
+#define EMU_MAX_DEVICES 16
+#define EMU_REGION_BASE 0x200000000000ull /* 32 TiB */
+#define EMU_REGION_SIZE (16ull << 30)      /* per device: control area + heap */
+#define EMU_CTRL_SIZE (64ull << 20)        /* control area at the start of the region */
+#define EMU_REGION_SLOTS 4096u             /* slots wrap after 256 servers (never co-mapped) */
+#define EMU_MAX_NOTIFIES 65536u
+#define EMU_NOTIFY_OFFSET 4096u /* notify counters start here in the control area */
+#define EMU_MSG_LEN 256
+#define EMU_MAGIC 0x4f48454d55000001ull /* "OHEMU" v1 */
+
+/* --- configuration (emu_env.c): read once per process --- */
+typedef struct emu_config {
+    char ns[128];           /* HCCL_EMU_NAMESPACE */
+    uint64_t server_key;    /* FNV-1a of ns */
+    uint32_t server_index;  /* HCCL_EMU_SERVER_INDEX */
+    uint32_t ndev;          /* HCCL_EMU_DEVICES */
+    uint32_t dma_engines;   /* HCCL_EMU_DMA_ENGINES */
+    uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
+} emu_config;
+const emu_config *emu_cfg(void);
+/* Fixed address of device `id`'s region on this process's server. */
+void *emu_region_base(uint32_t server_index, uint32_t id);
+
+/* --- control area header, at the region base (peers read it after import) --- */
+typedef struct emu_notify_slot {
+    _Atomic uint32_t count;   /* futex word */
+    _Atomic uint32_t waiters; /* > 0: a record must FUTEX_WAKE */
+} emu_notify_slot;
+
+typedef struct emu_ctrl {
+    uint64_t magic;
+    uint32_t owner_pid;
+    uint32_t device_id;
+    uint64_t heap_offset; /* heap = base + heap_offset, heap_size bytes */
+    uint64_t heap_size;
+} emu_ctrl;
+
+static inline emu_notify_slot *emu_notify_slots(void *base)
+{
+    return (emu_notify_slot *)((char *)base + EMU_NOTIFY_OFFSET);
+}
+
+/* --- regions (emu_region.c): every device region mapped in this process --- */
+typedef struct emu_region {
+    void *base;
+    uint64_t size;
+    int fd;
+    int refs;            /* owner: 1; imports: one per importing device */
+    bool owned;          /* opened here (heap allocator valid) */
+    hal_device_handle handle;
+    struct hal_device *dev; /* owned: the device */
+} emu_region;
+
+/* Maps a new region for device `id` owned by this process (memfd + MAP_FIXED_NOREPLACE). */
+hal_result emu_region_create(uint32_t id, emu_region **out);
+/* Unmaps and forgets a region (owner close, or last import reference). */
+void emu_region_destroy(emu_region *r);
+/* Maps a peer's region from its memfd (fd ownership moves in), or adds a reference. */
+hal_result emu_region_import(const hal_device_handle *peer, int fd, uint64_t size, emu_region **out);
+/* Drops one import reference. */
+void emu_region_release(emu_region *r);
+/* Region already mapped for device `id` of this server, or NULL. Caller holds emu_regions_lock. */
+emu_region *emu_region_find_locked(uint32_t id);
+void emu_regions_lock(void);
+void emu_regions_unlock(void);
+
+/* --- sharing (emu_share.c) --- */
+typedef struct emu_listener {
+    int fd;
+    pthread_t thread;
+    atomic_bool stop;
+    bool running;
+    const struct emu_region *region;
+} emu_listener;
+/* Claims device id on this server (abstract socket bind): HAL_E_INVALID_DEVICE if another live
+ * process owns it. Then emu_listener_run starts the thread that hands the region's fd to peers. */
+hal_result emu_listener_claim(emu_listener *l, uint32_t id);
+hal_result emu_listener_run(emu_listener *l, const emu_region *r);
+void emu_listener_stop(emu_listener *l);
+/* Connects to the owner of `peer` and receives its memfd and region size. */
+hal_result emu_share_fetch(const hal_device_handle *peer, int *fd, uint64_t *size, uint32_t *pid);
+
+/* --- DMA engines (emu_dma.c) --- */
+typedef struct emu_dma_job emu_dma_job;
+typedef struct emu_dma {
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* engines wait for pieces */
+    pthread_cond_t cv_done; /* stream workers wait for their job */
+    emu_dma_job *head, *tail;
+    bool stop;
+    uint32_t nthreads;
+    pthread_t *threads;
+} emu_dma;
+hal_result emu_dma_start(emu_dma *d, uint32_t engines);
+void emu_dma_stop(emu_dma *d);
+/* Runs a batch on the engines (plus the calling worker); error message into msg. */
+hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
+hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len);
+
+/* --- the device --- */
+struct hal_device {
+    uint32_t id;
+    uint64_t gen;             /* open generation (per-thread current device checks) */
+    int refs;                 /* opens in this process (under the device table lock) */
+    emu_region *region;
+    emu_heap heap;
+    emu_listener listener;
+    emu_dma dma;
+    atomic_bool closing;      /* set at last close: blocked waits give up */
+    pthread_mutex_t mu;       /* guards the object lists below */
+    struct hal_stream *streams;
+    struct hal_event *events;
+    struct hal_notify *notifies;
+    struct hal_stream *default_stream;
+    uint8_t *notify_bitmap;   /* EMU_MAX_NOTIFIES bits, owner side */
+    emu_region *imports[EMU_MAX_DEVICES]; /* mem_import references held by this device */
+};
+hal_device_handle emu_device_handle(const hal_device *dev);
+/* 1 if dev is a live device of this process. */
+bool emu_device_live(const hal_device *dev);
+
+/* --- streams (emu_stream.c) --- */
+typedef enum emu_task_kind {
+    EMU_T_DMA,
+    EMU_T_MEMSET,
+    EMU_T_FN,
+    EMU_T_HOST,
+    EMU_T_EVENT_RECORD,
+    EMU_T_EVENT_WAIT,
+    EMU_T_NOTIFY_RECORD,
+    EMU_T_NOTIFY_WAIT,
+} emu_task_kind;
+
+typedef struct emu_task {
+    struct emu_task *next;
+    emu_task_kind kind;
+    union {
+        struct { hal_dma_desc *descs; uint32_t n; } dma;
+        struct { void *dst; int value; size_t bytes; } set;
+        struct { hal_task_fn fn; void *arg; } fn;
+        struct { hal_host_fn fn; void *arg; } host;
+        struct { struct hal_event *e; uint64_t seq; } ev;
+        struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; bool reset; } nt;
+    } u;
+    hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
+} emu_task;
+
+struct hal_stream {
+    hal_device *dev;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    emu_task *head, *tail;
+    uint64_t enq, done;
+    bool sleeping, stop;
+    int sync_waiters;
+    hal_result err;
+    char msg[EMU_MSG_LEN];
+    pthread_t thread;
+    struct hal_stream *next, *prev; /* device list */
+    struct hal_stream *gnext, *gprev; /* process-wide registry (stream_from_native) */
+};
+hal_result emu_stream_new(hal_device *dev, hal_stream **out);
+void emu_stream_free(hal_stream *s);
+emu_task *emu_task_new(emu_task_kind kind);
+hal_result emu_stream_push(hal_stream *s, emu_task *t);
+/* Records an error on the stream if it has none yet. */
+void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool emu_stream_live(const hal_stream *s);
+hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms);
+
+/* --- task bodies run by the worker (emu_tasks.c, emu_event.c, emu_notify.c) --- */
+void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky);
+void emu_task_free(emu_task *t);
+void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky);
+void emu_event_run_wait(hal_stream *s, emu_task *t);
+void emu_event_put(struct hal_event *e);
+void emu_notify_run(hal_stream *s, emu_task *t);
+void emu_notify_put(struct hal_notify *n);
+
+/* Freeing leftovers at device close. */
+void emu_events_free_all(hal_device *dev);
+void emu_notifies_free_all(hal_device *dev);
+
+/* --- the op table pieces --- */
+hal_result emu_device_count(uint32_t *count);
+hal_result emu_device_open(int32_t id, hal_device **dev);
+hal_result emu_device_close(hal_device *dev);
+hal_result emu_device_info(hal_device *dev, hal_device_info *info);
+hal_result emu_device_sync(hal_device *dev, int32_t timeout_ms);
+hal_link_class emu_link_class(hal_device *dev, const hal_device_handle *peer);
+hal_result emu_current_device(hal_device **dev);
+hal_result emu_set_current_device(hal_device *dev);
+
+hal_result emu_mem_alloc(hal_device *dev, size_t bytes, void **ptr);
+hal_result emu_mem_free(hal_device *dev, void *ptr);
+hal_result emu_mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after);
+hal_result emu_mem_import(hal_device *dev, const hal_device_handle *peer);
+
+size_t emu_vmm_granularity(hal_device *dev);
+hal_result emu_vmm_reserve(hal_device *dev, size_t size, void **va);
+hal_result emu_vmm_release(hal_device *dev, void *va);
+hal_result emu_vmm_phys_alloc(hal_device *dev, size_t size, hal_phys_mem **pm);
+hal_result emu_vmm_phys_free(hal_phys_mem *pm);
+hal_result emu_vmm_map(void *va, size_t size, size_t offset, hal_phys_mem *pm);
+hal_result emu_vmm_unmap(void *va);
+
+hal_result emu_stream_create(hal_device *dev, hal_stream **s);
+hal_result emu_stream_destroy(hal_stream *s);
+hal_result emu_stream_sync(hal_stream *s, int32_t timeout_ms);
+hal_result emu_stream_query(hal_stream *s);
+const char *emu_stream_error_msg(hal_stream *s);
+void emu_stream_clear_error(hal_stream *s);
+hal_device *emu_stream_device(hal_stream *s);
+hal_result emu_stream_from_native(void *native, hal_stream **s);
+
+hal_result emu_dma_batch(hal_stream *s, const hal_dma_desc *descs, uint32_t n);
+hal_result emu_memset_async(hal_stream *s, void *dst, int value, size_t bytes);
+hal_result emu_task_async(hal_stream *s, hal_task_fn fn, void *arg);
+hal_result emu_host_func_async(hal_stream *s, hal_host_fn fn, void *arg);
+
+hal_result emu_event_create(hal_device *dev, uint32_t flags, struct hal_event **e);
+hal_result emu_event_destroy(struct hal_event *e);
+hal_result emu_event_record(struct hal_event *e, hal_stream *s);
+hal_result emu_event_reset(struct hal_event *e, hal_stream *s);
+hal_result emu_stream_wait_event(hal_stream *s, struct hal_event *e);
+hal_result emu_event_sync(struct hal_event *e, int32_t timeout_ms);
+hal_result emu_event_query(struct hal_event *e);
+int emu_event_recorded(struct hal_event *e);
+hal_result emu_event_elapsed_ms(struct hal_event *start, struct hal_event *end, float *ms);
+
+hal_result emu_notify_create(hal_device *dev, struct hal_notify **n);
+hal_result emu_notify_destroy(struct hal_notify *n);
+hal_result emu_notify_export(struct hal_notify *n, hal_notify_handle *h);
+hal_result emu_notify_import(hal_device *dev, const hal_notify_handle *h, struct hal_notify **n);
+uint32_t emu_notify_id(struct hal_notify *n);
+hal_result emu_notify_record(struct hal_notify *n, hal_stream *s);
+hal_result emu_notify_wait(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms,
+                           const volatile uint32_t *abort_flag);
+hal_result emu_notify_wait_reset(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms);
+
+#endif

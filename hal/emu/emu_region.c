@@ -1,0 +1,155 @@
+/* Device regions: one memfd per device, mapped MAP_SHARED at the same fixed address in every
+ * process of the emulated server, so device pointers are valid everywhere once imported. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/oh_log.h"
+#include "hal/emu/emu_internal.h"
+
+static pthread_mutex_t g_regions_mu = PTHREAD_MUTEX_INITIALIZER;
+static emu_region *g_regions[EMU_MAX_DEVICES]; /* by device id, this process's server */
+
+void emu_regions_lock(void) { pthread_mutex_lock(&g_regions_mu); }
+void emu_regions_unlock(void) { pthread_mutex_unlock(&g_regions_mu); }
+
+emu_region *emu_region_find_locked(uint32_t id)
+{
+    return id < EMU_MAX_DEVICES ? g_regions[id] : NULL;
+}
+
+/* Maps fd at the device's fixed address; never replaces an existing mapping. */
+static hal_result region_map(uint32_t id, int fd, uint64_t size, void **out)
+{
+    void *want = emu_region_base(emu_cfg()->server_index, id);
+    void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+    if (p == MAP_FAILED || p != want) {
+        int e = errno;
+        if (p != MAP_FAILED)
+            munmap(p, size);
+        OH_ERR("emu", "cannot map device %u memory at its fixed address %p (%s): the address range "
+               "is taken in this process", id, want, strerror(e));
+        return HAL_E_SYSCALL;
+    }
+    *out = p;
+    return HAL_OK;
+}
+
+hal_result emu_region_create(uint32_t id, emu_region **out)
+{
+    const emu_config *cfg = emu_cfg();
+    char name[64];
+    snprintf(name, sizeof name, "openhccl-emu-dev%u", id);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) {
+        OH_ERR("emu", "memfd_create for device %u: %s", id, strerror(errno));
+        return HAL_E_SYSCALL;
+    }
+    if (ftruncate(fd, (off_t)EMU_REGION_SIZE) != 0) {
+        OH_ERR("emu", "ftruncate device %u memory to %llu bytes: %s", id,
+               (unsigned long long)EMU_REGION_SIZE, strerror(errno));
+        close(fd);
+        return HAL_E_SYSCALL;
+    }
+    emu_region *r = calloc(1, sizeof *r);
+    if (!r) {
+        close(fd);
+        return HAL_E_NOMEM;
+    }
+    emu_regions_lock();
+    emu_region *stale = g_regions[id];
+    if (stale && !stale->owned) { /* an import of a previous owner that is gone: drop it */
+        g_regions[id] = NULL;
+        munmap(stale->base, stale->size);
+        close(stale->fd);
+        free(stale);
+    }
+    hal_result rc = g_regions[id] ? HAL_E_INTERNAL : region_map(id, fd, EMU_REGION_SIZE, &r->base);
+    if (rc != HAL_OK) {
+        emu_regions_unlock();
+        close(fd);
+        free(r);
+        return rc;
+    }
+    r->size = EMU_REGION_SIZE;
+    r->fd = fd;
+    r->refs = 1;
+    r->owned = true;
+    r->handle = (hal_device_handle){cfg->server_key, cfg->server_index, id, (uint32_t)getpid(), {0}};
+    emu_ctrl *c = r->base;
+    c->owner_pid = (uint32_t)getpid();
+    c->device_id = id;
+    c->heap_offset = EMU_CTRL_SIZE;
+    c->heap_size = EMU_REGION_SIZE - EMU_CTRL_SIZE;
+    c->magic = EMU_MAGIC;
+    g_regions[id] = r;
+    emu_regions_unlock();
+    *out = r;
+    return HAL_OK;
+}
+
+void emu_region_destroy(emu_region *r)
+{
+    emu_regions_lock();
+    uint32_t id = r->handle.device_id;
+    if (id < EMU_MAX_DEVICES && g_regions[id] == r)
+        g_regions[id] = NULL;
+    emu_regions_unlock();
+    munmap(r->base, r->size);
+    close(r->fd);
+    free(r);
+}
+
+hal_result emu_region_import(const hal_device_handle *peer, int fd, uint64_t size, emu_region **out)
+{
+    uint32_t id = peer->device_id;
+    emu_regions_lock();
+    emu_region *r = g_regions[id];
+    if (r) { /* raced with another import, or already mapped */
+        r->refs++;
+        emu_regions_unlock();
+        close(fd);
+        *out = r;
+        return HAL_OK;
+    }
+    r = calloc(1, sizeof *r);
+    hal_result rc = r ? region_map(id, fd, size, &r->base) : HAL_E_NOMEM;
+    if (rc == HAL_OK && ((emu_ctrl *)r->base)->magic != EMU_MAGIC) {
+        OH_ERR("emu", "device %u memory received from pid %u has no emulator header", id, peer->pid);
+        munmap(r->base, size);
+        rc = HAL_E_PEER;
+    }
+    if (rc != HAL_OK) {
+        emu_regions_unlock();
+        close(fd);
+        free(r);
+        return rc;
+    }
+    r->size = size;
+    r->fd = fd;
+    r->refs = 1;
+    r->owned = false;
+    r->handle = *peer;
+    g_regions[id] = r;
+    emu_regions_unlock();
+    *out = r;
+    return HAL_OK;
+}
+
+void emu_region_release(emu_region *r)
+{
+    emu_regions_lock();
+    bool last = --r->refs == 0;
+    if (last && g_regions[r->handle.device_id] == r)
+        g_regions[r->handle.device_id] = NULL;
+    emu_regions_unlock();
+    if (last) {
+        munmap(r->base, r->size);
+        close(r->fd);
+        free(r);
+    }
+}

@@ -1,0 +1,167 @@
+/* Sharing device memory between the processes of an emulated server. The process that opens a
+ * device binds an abstract Unix socket named after (namespace, server, device): the bind is the
+ * ownership claim (the kernel drops the name when the process dies, so nothing goes stale), and
+ * a listener thread answers each connection with the device's memfd over SCM_RIGHTS. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/oh_log.h"
+#include "hal/emu/emu_internal.h"
+
+typedef struct share_msg {
+    uint64_t magic;
+    uint64_t size;
+    uint32_t pid;
+    uint32_t device_id;
+} share_msg;
+
+static socklen_t share_addr(struct sockaddr_un *a, uint64_t key, uint32_t server, uint32_t id)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    /* sun_path[0] = 0: abstract namespace. */
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "openhccl-emu/%016llx/%u/%u",
+                     (unsigned long long)key, server, id);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void share_send(int c, const emu_region *r)
+{
+    share_msg m = {EMU_MAGIC, r->size, (uint32_t)getpid(), r->handle.device_id};
+    struct iovec iov = {&m, sizeof m};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &r->fd, sizeof(int));
+    if (sendmsg(c, &mh, MSG_NOSIGNAL) < 0)
+        OH_WARN("emu", "device %u: sending memory to a peer failed: %s", r->handle.device_id,
+                strerror(errno));
+}
+
+static void *listener_main(void *p)
+{
+    emu_listener *l = p;
+    for (;;) {
+        int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (atomic_load(&l->stop)) {
+            if (c >= 0)
+                close(c);
+            break;
+        }
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            OH_ERR("emu", "device %u listener: accept: %s", l->region->handle.device_id, strerror(errno));
+            break;
+        }
+        share_send(c, l->region);
+        close(c);
+    }
+    return NULL;
+}
+
+hal_result emu_listener_claim(emu_listener *l, uint32_t id)
+{
+    const emu_config *cfg = emu_cfg();
+    struct sockaddr_un a;
+    socklen_t len = share_addr(&a, cfg->server_key, cfg->server_index, id);
+    l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
+        OH_ERR("emu", "socket: %s", strerror(errno));
+        return HAL_E_SYSCALL;
+    }
+    if (bind(l->fd, (struct sockaddr *)&a, len) != 0) {
+        int e = errno;
+        close(l->fd);
+        l->fd = -1;
+        if (e == EADDRINUSE) {
+            OH_ERR("emu", "device %u of server %u in namespace \"%s\" is already opened by another "
+                   "live process", id, cfg->server_index, cfg->ns);
+            return HAL_E_INVALID_DEVICE;
+        }
+        OH_ERR("emu", "bind device %u socket: %s", id, strerror(e));
+        return HAL_E_SYSCALL;
+    }
+    if (listen(l->fd, 64) != 0) {
+        OH_ERR("emu", "listen on device %u socket: %s", id, strerror(errno));
+        close(l->fd);
+        return HAL_E_SYSCALL;
+    }
+    return HAL_OK;
+}
+
+hal_result emu_listener_run(emu_listener *l, const emu_region *r)
+{
+    l->region = r;
+    atomic_store(&l->stop, false);
+    if (pthread_create(&l->thread, NULL, listener_main, l) != 0)
+        return HAL_E_SYSCALL;
+    l->running = true;
+    return HAL_OK;
+}
+
+void emu_listener_stop(emu_listener *l)
+{
+    if (l->running) {
+        atomic_store(&l->stop, true);
+        shutdown(l->fd, SHUT_RDWR); /* wakes accept() */
+        pthread_join(l->thread, NULL);
+        l->running = false;
+    }
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+}
+
+hal_result emu_share_fetch(const hal_device_handle *peer, int *fd, uint64_t *size, uint32_t *pid)
+{
+    struct sockaddr_un a;
+    socklen_t len = share_addr(&a, peer->server_key, peer->server_index, peer->device_id);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return HAL_E_SYSCALL;
+    if (connect(s, (struct sockaddr *)&a, len) != 0) {
+        OH_ERR("emu", "cannot reach device %u of server %u (pid %u): %s; is it open?", peer->device_id,
+               peer->server_index, peer->pid, strerror(errno));
+        close(s);
+        return HAL_E_PEER;
+    }
+    share_msg m;
+    struct iovec iov = {&m, sizeof m};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    ssize_t n;
+    do
+        n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    while (n < 0 && errno == EINTR);
+    close(s);
+    struct cmsghdr *cm = n == (ssize_t)sizeof m ? CMSG_FIRSTHDR(&mh) : NULL;
+    if (!cm || cm->cmsg_type != SCM_RIGHTS || m.magic != EMU_MAGIC || m.device_id != peer->device_id) {
+        OH_ERR("emu", "device %u of server %u: bad memory handshake", peer->device_id, peer->server_index);
+        if (cm && cm->cmsg_type == SCM_RIGHTS) {
+            int f;
+            memcpy(&f, CMSG_DATA(cm), sizeof f);
+            close(f);
+        }
+        return HAL_E_PEER;
+    }
+    memcpy(fd, CMSG_DATA(cm), sizeof(int));
+    *size = m.size;
+    *pid = m.pid;
+    return HAL_OK;
+}

@@ -1,0 +1,78 @@
+/* Small OS helpers of the emulator: futexes, monotonic time, condvars on CLOCK_MONOTONIC. */
+#ifndef EMU_SYS_H
+#define EMU_SYS_H
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline uint64_t emu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct timespec emu_ts_from_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    return ts;
+}
+
+/* Waits while *addr == val, at most rel_ns (0 = no limit). `shared`: the word may live in memory
+ * mapped by other processes (notify counters), so the non-PRIVATE futex is used. */
+static inline void emu_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t rel_ns, bool shared)
+{
+    struct timespec ts = emu_ts_from_ns(rel_ns);
+    syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, val,
+            rel_ns ? &ts : NULL, NULL, 0);
+}
+
+static inline void emu_futex_wake_all(_Atomic uint32_t *addr, bool shared)
+{
+    syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+            NULL, 0);
+}
+
+static inline void emu_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* A condvar whose timed waits use CLOCK_MONOTONIC. */
+static inline void emu_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* Waits on cv until the absolute monotonic deadline (0 = none). Returns ETIMEDOUT past it. */
+static inline int emu_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns)
+{
+    if (!deadline_ns)
+        return pthread_cond_wait(cv, mu);
+    struct timespec ts = emu_ts_from_ns(deadline_ns);
+    return pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Absolute deadline for a timeout in ms (negative = none -> 0). */
+static inline uint64_t emu_deadline_ms(int64_t timeout_ms)
+{
+    return timeout_ms < 0 ? 0 : emu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+#endif

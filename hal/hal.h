@@ -1,0 +1,206 @@
+/* The device interface: one table of functions per backend (emu, ascend).
+ *
+ * Everything above the HAL (runtime/, the ACL front of the emulator, tests) reaches devices only
+ * through `const hal_ops *`. Work is asynchronous: calls that take a stream enqueue a task and
+ * return; the task runs later in stream order on the device. A task that fails puts its stream
+ * into a sticky error state: later tasks of that stream are skipped and the error (with its
+ * message) is reported by stream_sync / stream_query / event sync on events recorded after it.
+ *
+ * Threading: every function may be called from any thread of the process. A device is opened
+ * by exactly one process of its emulated server; other processes reach its memory and notifies
+ * by import (mem_import / notify_import).
+ */
+#ifndef HAL_H
+#define HAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/hal_types.h"
+
+typedef struct hal_device hal_device; /* an opened device of this process */
+typedef struct hal_stream hal_stream; /* FIFO task queue executed by the device */
+typedef struct hal_event hal_event;   /* cross-stream marker (local to one device) */
+typedef struct hal_notify hal_notify; /* counting semaphore in device memory, reachable by peers */
+
+/* Plain-data handles that travel between processes (through the bootstrap). */
+typedef struct hal_device_handle {
+    uint64_t server_key;  /* identifies the emulated server (namespace); equal = same server */
+    uint32_t server_index; /* position of the server in the job (HCCL_EMU_TOPO), 0 by default */
+    uint32_t device_id;    /* device id on that server */
+    uint32_t pid;          /* owning process, for liveness checks and logs */
+    uint32_t reserved[3];
+} hal_device_handle;
+
+typedef struct hal_notify_handle {
+    hal_device_handle owner; /* the device whose memory holds the counter */
+    uint64_t offset;         /* backend-private locator (emu: notify index) */
+} hal_notify_handle;
+
+/* How two devices reach each other; the cost model names the same classes. */
+typedef enum hal_link_class {
+    HAL_LINK_SELF = 0,   /* same device */
+    HAL_LINK_INTRA = 1,  /* same server: load/store into peer memory (HCCS-like), zero copy */
+    HAL_LINK_NET = 2,    /* different servers: through hal/net (RoCE/TCP) */
+} hal_link_class;
+
+/* A device address that may be resolved only when the task executes: address =
+ * (indirect ? *indirect : base) + offset. Plans use `indirect` for a peer's buffer whose address
+ * becomes known on the device (published per call), after the task was enqueued. */
+typedef struct hal_ref {
+    void *base;
+    void *const *indirect;
+    uint64_t offset;
+} hal_ref;
+
+static inline hal_ref hal_ref_ptr(void *p)
+{
+    hal_ref r = {p, NULL, 0};
+    return r;
+}
+
+static inline void *hal_ref_resolve(hal_ref r)
+{
+    char *b = r.indirect ? (char *)*r.indirect : (char *)r.base;
+    return b ? b + r.offset : NULL;
+}
+
+typedef enum hal_dma_kind { HAL_DMA_COPY = 0, HAL_DMA_REDUCE = 1 } hal_dma_kind;
+
+/* One DMA descriptor: COPY moves `bytes`; REDUCE does dst[i] = dst[i] op src[i] for `count`
+ * elements of `dtype` (an SDMA inline reduce). */
+typedef struct hal_dma_desc {
+    hal_dma_kind kind;
+    hal_ref dst;
+    hal_ref src;
+    uint64_t bytes;   /* COPY */
+    uint64_t count;   /* REDUCE */
+    hal_dtype dtype;  /* REDUCE */
+    hal_redop op;     /* REDUCE */
+} hal_dma_desc;
+
+/* A task run by the stream's executor. Returning non-zero fails the stream with that code;
+ * `msg` (size msg_len) may be filled with the reason and becomes the stream's error message. */
+typedef int (*hal_task_fn)(void *arg, char *msg, size_t msg_len);
+/* A plain host function (compute stand-in, callbacks): cannot fail the stream. */
+typedef void (*hal_host_fn)(void *arg);
+
+enum hal_event_flags {
+    HAL_EVENT_TIMING = 1u << 0,    /* record a timestamp (for elapsed_time) */
+    HAL_EVENT_WAIT_UNRECORDED_BLOCKS = 1u << 1, /* a wait on a never-recorded event blocks until a record
+                                                   (default: completes at once, like a CUDA event) */
+};
+
+typedef struct hal_device_info {
+    hal_device_handle handle;
+    uint64_t mem_total;   /* bytes of device memory */
+    uint64_t mem_free;
+    uint32_t dma_engines; /* engines a DMA batch is spread over */
+    const char *soc_name; /* e.g. "Ascend910B1" */
+} hal_device_info;
+
+/* Virtual memory management (for aclrtReserveMemAddress & co). Granularity: vmm_granularity. */
+typedef struct hal_phys_mem hal_phys_mem;
+
+typedef struct hal_ops {
+    const char *name; /* "emu", "ascend" */
+
+    /* --- devices --- */
+    hal_result (*device_count)(uint32_t *count);
+    /* Opens device `id` in this process (reference counted: open twice, close twice). */
+    hal_result (*device_open)(int32_t id, hal_device **dev);
+    /* Last close: drains streams, frees memory, notifies, streams and events of the device. */
+    hal_result (*device_close)(hal_device *dev);
+    hal_result (*device_info)(hal_device *dev, hal_device_info *info);
+    hal_result (*device_sync)(hal_device *dev, int32_t timeout_ms); /* all streams; -1 = no limit */
+    /* Link class between this device and a peer named by its handle. */
+    hal_link_class (*link_class)(hal_device *dev, const hal_device_handle *peer);
+    /* The device this thread selected (aclrtSetDevice on emu); HAL_E_INVALID_DEVICE if none. */
+    hal_result (*current_device)(hal_device **dev);
+    /* Selects dev for this thread (opens nothing). */
+    hal_result (*set_current_device)(hal_device *dev);
+
+    /* --- memory --- */
+    hal_result (*mem_alloc)(hal_device *dev, size_t bytes, void **ptr);
+    /* HAL_E_FOREIGN if ptr is not the start of a live allocation of dev. */
+    hal_result (*mem_free)(hal_device *dev, void *ptr);
+    /* Which device (of this server, opened here or imported) owns ptr, and how many bytes of its
+     * allocation follow ptr. HAL_E_FOREIGN if ptr is not device memory. */
+    hal_result (*mem_lookup)(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after);
+    /* Makes a peer device's memory addressable from this process (same server only): after it,
+     * device addresses the peer publishes are valid here as they are. Idempotent. */
+    hal_result (*mem_import)(hal_device *dev, const hal_device_handle *peer);
+
+    /* Virtual memory: reserve address space of dev, allocate physical chunks, map them. */
+    size_t (*vmm_granularity)(hal_device *dev);
+    hal_result (*vmm_reserve)(hal_device *dev, size_t size, void **va);
+    hal_result (*vmm_release)(hal_device *dev, void *va);
+    hal_result (*vmm_phys_alloc)(hal_device *dev, size_t size, hal_phys_mem **pm);
+    hal_result (*vmm_phys_free)(hal_phys_mem *pm);
+    hal_result (*vmm_map)(void *va, size_t size, size_t offset, hal_phys_mem *pm);
+    hal_result (*vmm_unmap)(void *va);
+
+    /* --- streams --- */
+    hal_result (*stream_create)(hal_device *dev, hal_stream **s);
+    /* Waits for queued work, then destroys. */
+    hal_result (*stream_destroy)(hal_stream *s);
+    /* Blocks (no spinning) until all queued tasks ran; timeout_ms -1 = no limit.
+     * Returns the sticky error if a task failed (HAL_E_TIMEOUT if the deadline passed). */
+    hal_result (*stream_sync)(hal_stream *s, int32_t timeout_ms);
+    /* HAL_OK if idle, HAL_E_NOT_READY if work is pending, or the sticky error. */
+    hal_result (*stream_query)(hal_stream *s);
+    /* Sticky error message of the stream ("" when none). */
+    const char *(*stream_error_msg)(hal_stream *s);
+    /* Clears the sticky error (aclrtSetStreamFailureMode-style recovery, tests). */
+    void (*stream_clear_error)(hal_stream *s);
+    hal_device *(*stream_device)(hal_stream *s);
+    /* The HAL stream behind a user's aclrtStream (emu: the same object). NULL = the default
+     * stream of this thread's current device. HAL_E_PARAM if it is not a live stream. */
+    hal_result (*stream_from_native)(void *native, hal_stream **s);
+
+    /* --- tasks (all enqueue and return) --- */
+    hal_result (*dma_batch)(hal_stream *s, const hal_dma_desc *descs, uint32_t n); /* parallel, completes as one task */
+    hal_result (*memset_async)(hal_stream *s, void *dst, int value, size_t bytes);
+    hal_result (*task_async)(hal_stream *s, hal_task_fn fn, void *arg);
+    hal_result (*host_func_async)(hal_stream *s, hal_host_fn fn, void *arg);
+
+    /* --- events (same device) --- */
+    hal_result (*event_create)(hal_device *dev, uint32_t flags, hal_event **e);
+    hal_result (*event_destroy)(hal_event *e);
+    hal_result (*event_record)(hal_event *e, hal_stream *s);
+    hal_result (*event_reset)(hal_event *e, hal_stream *s);
+    hal_result (*stream_wait_event)(hal_stream *s, hal_event *e);
+    hal_result (*event_sync)(hal_event *e, int32_t timeout_ms);
+    /* HAL_OK when the last record completed (or never recorded), HAL_E_NOT_READY if pending. */
+    hal_result (*event_query)(hal_event *e);
+    /* 1 once some record of it has been enqueued (recorded status), else 0. */
+    int (*event_recorded)(hal_event *e);
+    hal_result (*event_elapsed_ms)(hal_event *start, hal_event *end, float *ms);
+
+    /* --- notifies (counting semaphores in device memory, cross-device, cross-process) --- */
+    hal_result (*notify_create)(hal_device *dev, hal_notify **n);
+    hal_result (*notify_destroy)(hal_notify *n);
+    hal_result (*notify_export)(hal_notify *n, hal_notify_handle *h);
+    /* Opens a notify of another device of the same server (after mem_import of its owner). */
+    hal_result (*notify_import)(hal_device *dev, const hal_notify_handle *h, hal_notify **n);
+    uint32_t (*notify_id)(hal_notify *n);
+    /* Enqueue: count += 1 and wake. */
+    hal_result (*notify_record)(hal_notify *n, hal_stream *s);
+    /* Enqueue: wait until count > 0, then count -= 1; past timeout_ms (0 = the default,
+     * HCCL_EXEC_TIMEOUT) the stream fails with HAL_E_TIMEOUT. `abort_flag`, if not NULL, is
+     * polled while waiting (a few times a second); non-zero fails the wait with HAL_E_ABORTED. */
+    hal_result (*notify_wait)(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag);
+    /* Enqueue: wait until count > 0, then count = 0 (aclrtWaitAndResetNotify). */
+    hal_result (*notify_wait_reset)(hal_notify *n, hal_stream *s, uint32_t timeout_ms);
+} hal_ops;
+
+/* The backend chosen for this process: HCCL_HAL=emu|ascend (default emu). */
+const hal_ops *hal_get(void);
+/* The emulator's table (hal/emu). */
+extern const hal_ops emu_hal_ops;
+
+/* Human-readable name of a hal_result. */
+const char *hal_result_name(hal_result rc);
+
+#endif

@@ -1,0 +1,83 @@
+/* Communicator management, with CANN's names and signatures (hccl_comm.h). */
+#ifndef HCCL_COMM_H_
+#define HCCL_COMM_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <hccl/hccl_types.h>
+#include <acl/acl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm);
+HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank, HcclCommConfig *config,
+                                         HcclComm *comm);
+HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
+                                   uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm);
+HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
+HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm);
+HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                      const HcclCommConfig *config, HcclComm *comm);
+HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue);
+HcclResult HcclGetConfig(HcclConfig config, HcclConfigValue *configValue);
+HcclResult HcclGetCommName(HcclComm comm, char *commName);
+HcclResult HcclCommGetHandleWithName(const char *commName, HcclComm *comm);
+HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize);
+HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
+HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
+HcclResult HcclCommDestroy(HcclComm comm);
+HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms);
+HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError);
+const char *HcclGetErrorString(HcclResult code);
+uint32_t HcclGetCommConfigCapability(void);
+
+/* Fills the ABI header {size, magic, version} and every "not set" sentinel. The library reads
+ * only the fields that existed in the caller's header version (size/version). */
+static inline void HcclCommConfigInit(HcclCommConfig *config)
+{
+    typedef struct {
+        size_t size;
+        uint32_t magicWord;
+        uint32_t version;
+        uint64_t reserved;
+    } HcclCommConfigHeader;
+    if (config == NULL) {
+        return;
+    }
+    HcclCommConfigHeader *info = (HcclCommConfigHeader *)(void *)config;
+    info->size = sizeof(HcclCommConfig);
+    info->magicWord = HCCL_COMM_CONFIG_MAGIC_WORD;
+    info->version = HCCL_COMM_CONFIG_VERSION;
+    info->reserved = 0;
+    config->hcclBufferSize = HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET;
+    config->hcclDeterministic = HCCL_COMM_DETERMINISTIC_CONFIG_NOT_SET;
+    config->hcclCommName[0] = '\0';
+    config->hcclUdi[0] = '\0';
+    config->hcclOpExpansionMode = HCCL_COMM_DEFAULT_OP_EXPANSION_MODE;
+    config->hcclRdmaTrafficClass = HCCL_COMM_TRAFFIC_CLASS_CONFIG_NOT_SET;
+    config->hcclRdmaServiceLevel = HCCL_COMM_SERVICE_LEVEL_CONFIG_NOT_SET;
+    config->hcclWorldRankID = 0;
+    config->hcclJobID = 0;
+    config->aclGraphZeroCopyEnable = 0;
+    config->hcclExecTimeOut = HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET;
+    config->hcclAlgo[0] = '\0';
+    config->hcclRetryEnable[0] = '\0';
+    config->hcclRetryParams[0] = '\0';
+    config->hcclBufferName[0] = '\0';
+    config->hcclQos = HCCL_COMM_QOS_CONFIG_NOT_SET;
+    config->hcclSymWinMaxMemSizePerRank = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE;
+}
+
+HcclResult HcclCommSuspend(HcclComm comm);
+HcclResult HcclCommResume(HcclComm comm);
+HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status);
+HcclResult HcclGroupStart(void);
+HcclResult HcclGroupEnd(void);
+HcclResult HcclGroupStatusGet(bool *isGroupEnabled);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

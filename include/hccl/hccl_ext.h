@@ -1,0 +1,31 @@
+/* OpenHCCL extensions: functions CANN's HCCL does not have. Programs that must also build against
+ * CANN should guard their use (e.g. #ifdef OPENHCCL_EXT). */
+#ifndef HCCL_EXT_H_
+#define HCCL_EXT_H_
+
+#include <stdint.h>
+#include <hccl/hccl_types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OPENHCCL_EXT 1
+
+/* OpenHCCL extension. Hands one HcclRootInfo from rank 0 to every rank through the launcher's
+ * key-value store (MASTER_ADDR/MASTER_PORT, set by hcclrun or torchrun-style launchers): rank 0 calls
+ * HcclGetRootInfo(rootInfo) and publishes it; the other ranks wait for it (up to HCCL_CONNECT_TIMEOUT).
+ * Every rank must call it the same number of times in the same order: the n-th call of each rank
+ * shares the n-th root info, so one job can create several communicators. */
+HcclResult HcclExtShareRootInfo(uint32_t rank, HcclRootInfo *rootInfo);
+
+/* OpenHCCL extension. Reads the launcher's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE.
+ * RANK and WORLD_SIZE are required (HCCL_E_PARA with a hint to use hcclrun otherwise); LOCAL_RANK and
+ * LOCAL_WORLD_SIZE default to RANK and WORLD_SIZE. Any output pointer may be NULL. */
+HcclResult HcclExtGetLaunchEnv(uint32_t *rank, uint32_t *worldSize, uint32_t *localRank, uint32_t *localWorldSize);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

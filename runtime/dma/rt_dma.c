@@ -1,0 +1,68 @@
+/* DMA task construction: binds a plan's symbolic refs to this call's addresses and splits large
+ * transfers across the device's DMA engines (one HAL batch: the pieces run in parallel and
+ * complete as one task, so stream order is kept). */
+#include "runtime/rt_launch.h"
+
+#define RT_DMA_SPLIT_MIN (1u << 20) /* below this one engine is faster than the hand-off */
+#define RT_DMA_MAX_PIECES 8
+
+hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
+{
+    rt_comm *c = ctx->c;
+    uint32_t owner = r->owner == ALGO_SELF ? c->rank : (uint32_t)r->owner;
+    void **slot = &ctx->base[(size_t)r->buf * c->nranks + owner];
+    hal_ref ref = {NULL, NULL, r->offset};
+    if (r->vdispl >= 0)
+        ref.indirect = (void *const *)&ctx->vbase[owner];
+    else if (owner == c->rank || r->buf == ALGO_BUF_SCRATCH)
+        ref.base = *slot; /* known now */
+    else
+        ref.indirect = (void *const *)slot; /* filled by FETCH on the device */
+    return ref;
+}
+
+static uint32_t pieces_for(uint64_t bytes, uint32_t engines)
+{
+    if (engines <= 1 || bytes < 2ull * RT_DMA_SPLIT_MIN)
+        return 1;
+    uint64_t n = bytes / RT_DMA_SPLIT_MIN;
+    if (n > engines)
+        n = engines;
+    return n > RT_DMA_MAX_PIECES ? RT_DMA_MAX_PIECES : (uint32_t)n;
+}
+
+/* Splits [0, total) elements into n nearly equal pieces; piece i starts at elem_start. */
+static void piece_range(uint64_t total, uint32_t n, uint32_t i, uint64_t *start, uint64_t *len)
+{
+    uint64_t base = total / n, extra = total % n;
+    *start = i * base + (i < extra ? i : extra);
+    *len = base + (i < extra ? 1 : 0);
+}
+
+hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *step)
+{
+    hal_dma_desc d[RT_DMA_MAX_PIECES];
+    bool is_copy = step->kind == ALGO_STEP_COPY;
+    const algo_ref *dst = is_copy ? &step->u.copy.dst : &step->u.reduce.dst;
+    const algo_ref *src = is_copy ? &step->u.copy.src : &step->u.reduce.src;
+    /* Copies split on bytes, reductions on whole elements. */
+    uint64_t unit = is_copy ? 1 : ctx->esize;
+    uint64_t total = is_copy ? step->u.copy.bytes : step->u.reduce.count;
+    if (total == 0)
+        return HAL_OK;
+    uint32_t n = pieces_for(total * unit, ctx->c->dma_engines);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t start, len;
+        piece_range(total, n, i, &start, &len);
+        d[i].kind = is_copy ? HAL_DMA_COPY : HAL_DMA_REDUCE;
+        d[i].dst = rt_dma_bind(ctx, dst);
+        d[i].src = rt_dma_bind(ctx, src);
+        d[i].dst.offset += start * unit;
+        d[i].src.offset += start * unit;
+        d[i].bytes = is_copy ? len : len * unit;
+        d[i].count = is_copy ? 0 : len;
+        d[i].dtype = ctx->plan->op.dtype;
+        d[i].op = ctx->plan->op.redop;
+    }
+    return ctx->c->hal->dma_batch(s, d, n);
+}

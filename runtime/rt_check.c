@@ -1,0 +1,92 @@
+/* Argument checks shared by every collective: one clear line per bad argument, never a crash. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/rt_internal.h"
+
+static bool dtype_valid(uint32_t dt)
+{
+    return dt < HAL_DT_COUNT && dt != 13 && hal_dtype_size((hal_dtype)dt) != 0;
+}
+
+static bool coll_reduces(algo_coll coll)
+{
+    return coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCE || coll == ALGO_COLL_REDUCE_SCATTER ||
+           coll == ALGO_COLL_REDUCE_SCATTERV;
+}
+
+static bool coll_rooted(algo_coll coll)
+{
+    return coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE || coll == ALGO_COLL_SCATTER;
+}
+
+/* A buffer this rank's plan touches must be memory of this rank's device, large enough. */
+static HcclResult check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes)
+{
+    if (bytes == 0)
+        return HCCL_SUCCESS;
+    CHECK_ARG(p, HCCL_E_PTR, "check", "%s: rank %u: %s is NULL (%llu bytes needed)", api, c->rank, what,
+              (unsigned long long)bytes);
+    hal_device_handle owner;
+    uint64_t after = 0;
+    hal_device_info me;
+    CHECK_MAP(c->hal->device_info(c->dev, &me), rt_from_hal);
+    CHECK_ARG(c->hal->mem_lookup(p, &owner, &after) == HAL_OK, HCCL_E_PARA, "check",
+              "%s: rank %u: %s=%p is not device memory (allocate it with aclrtMalloc)", api, c->rank, what, p);
+    CHECK_ARG(owner.device_id == me.handle.device_id && owner.server_key == me.handle.server_key, HCCL_E_PARA,
+              "check", "%s: rank %u: %s=%p belongs to device %u, not this communicator's device %u", api, c->rank,
+              what, p, owner.device_id, me.handle.device_id);
+    CHECK_ARG(after >= bytes, HCCL_E_PARA, "check",
+              "%s: rank %u: %s=%p has %llu bytes left in its allocation but the call needs %llu", api, c->rank, what,
+              p, (unsigned long long)after, (unsigned long long)bytes);
+    return HCCL_SUCCESS;
+}
+
+static HcclResult check_op(rt_comm *c, const rt_call *call, const char *api)
+{
+    const algo_op *op = &call->op;
+    CHECK_ARG(dtype_valid(op->dtype), HCCL_E_PARA, "check", "%s: rank %u: dataType=%d is not an HcclDataType", api,
+              c->rank, (int)op->dtype);
+    if (coll_reduces(op->coll)) {
+        CHECK_ARG(op->redop < HAL_OP_COUNT, HCCL_E_PARA, "check", "%s: rank %u: op=%d is not an HcclReduceOp", api,
+                  c->rank, (int)op->redop);
+        CHECK_ARG(hal_reduce_supported(op->dtype, op->redop), HCCL_E_NOT_SUPPORT, "check",
+                  "%s: rank %u: reduce op %s is not supported for %s", api, c->rank, hal_redop_name(op->redop),
+                  hal_dtype_name(op->dtype));
+    }
+    if (coll_rooted(op->coll))
+        CHECK_ARG(op->root < c->nranks, HCCL_E_PARA, "check", "%s: rank %u: root=%u is out of range (rank size %u)",
+                  api, c->rank, op->root, c->nranks);
+    /* Byte counts must fit comfortably in 63 bits for every buffer the plan derives. */
+    uint64_t limit = (UINT64_C(1) << 62) / hal_dtype_size(op->dtype) / c->nranks;
+    CHECK_ARG(op->count <= limit, HCCL_E_PARA, "check", "%s: rank %u: count=%llu overflows the addressable size", api,
+              c->rank, (unsigned long long)op->count);
+    return HCCL_SUCCESS;
+}
+
+HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api)
+{
+    rt_comm *c = rt_comm_check(comm);
+    CHECK_ARG(c, HCCL_E_PTR, "check", "%s: comm is NULL or not a live communicator", api);
+    if (atomic_load(&c->ctrl->abort) == 2) {
+        OH_ERR("check", "%s: rank %u: communicator %s has failed earlier: %s", api, c->rank, c->name,
+               c->ctrl->abort_msg);
+        return (HcclResult)c->ctrl->abort_code;
+    }
+    call->op.nranks = c->nranks;
+    call->op.rank = c->rank;
+    CHECK(check_op(c, call, api));
+    uint64_t in_elems = 0, out_elems = 0;
+    algo_buffer_elems(&call->op, &in_elems, &out_elems);
+    size_t es = hal_dtype_size(call->op.dtype);
+    CHECK(check_buffer(c, api, "sendBuf", call->in, in_elems * es));
+    CHECK(check_buffer(c, api, "recvBuf", call->out, out_elems * es));
+    CHECK_ARG(c->hal->stream_from_native(stream, &call->stream) == HAL_OK, HCCL_E_PARA, "check",
+              "%s: rank %u: stream %p is not a live stream of this process", api, c->rank, stream);
+    if (getenv("HCCL_ENTRY_LOG_ENABLE") && getenv("HCCL_ENTRY_LOG_ENABLE")[0] == '1')
+        fprintf(stderr, "[OpenHCCL] Entry-%s: comm[%s] sendBuf[%p] recvBuf[%p] count[%llu] dataType[%s] op[%s] "
+                "root[%u] localRank[%u] seq[%llu]\n", api, c->name, call->in, call->out,
+                (unsigned long long)call->op.count, hal_dtype_name(call->op.dtype), hal_redop_name(call->op.redop),
+                call->op.root, c->rank, (unsigned long long)c->seq + 1);
+    return rt_launch(c, call);
+}

@@ -1,0 +1,112 @@
+/* Collectives with per-rank counts: AlltoAllV, AlltoAllVC, AllGatherV, ReduceScatterV.
+ * Count and displacement arrays are uint64 element counts in host memory (as CANN's docs). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_internal.h"
+
+static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, void *out, HcclDataType dt,
+                         HcclReduceOp op, const uint64_t *counts, uint32_t ncounts, aclrtStream stream,
+                         const char *api, const uint64_t *rcounts, const uint64_t *rdispls)
+{
+    rt_call call;
+    memset(&call, 0, sizeof call);
+    call.op.coll = coll;
+    call.op.dtype = (hal_dtype)dt;
+    call.op.redop = (hal_redop)op;
+    call.op.counts = counts;
+    call.op.ncounts = ncounts;
+    call.op.in_place = in == out && in != NULL;
+    call.cmd = cmd;
+    call.in = in;
+    call.out = out;
+    call.vcounts = rcounts;
+    call.vdispls = rdispls;
+    return rt_collective(comm, &call, stream, api);
+}
+
+static uint32_t nranks_of(HcclComm comm, const char *api)
+{
+    rt_comm *c = rt_comm_check(comm);
+    if (!c)
+        OH_ERR("check", "%s: comm is NULL or not a live communicator", api);
+    return c ? c->nranks : 0;
+}
+
+HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void *sdispls, HcclDataType sendType,
+                         const void *recvBuf, const void *recvCounts, const void *rdispls, HcclDataType recvType,
+                         HcclComm comm, aclrtStream stream)
+{
+    uint32_t n = nranks_of(comm, "HcclAlltoAllV");
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllV: invalid comm");
+    CHECK_ARG(sendCounts && sdispls && recvCounts && rdispls, HCCL_E_PTR, "check",
+              "HcclAlltoAllV: sendCounts, sdispls, recvCounts and rdispls must not be NULL");
+    CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllV: sendType=%d differs from recvType=%d",
+              (int)sendType, (int)recvType);
+    uint64_t *v = malloc(4 * (size_t)n * sizeof *v);
+    if (!v)
+        return HCCL_E_MEMORY;
+    memcpy(v, sendCounts, n * sizeof *v);
+    memcpy(v + n, sdispls, n * sizeof *v);
+    memcpy(v + 2 * n, recvCounts, n * sizeof *v);
+    memcpy(v + 3 * n, rdispls, n * sizeof *v);
+    HcclResult rc = v_call(comm, ALGO_COLL_ALLTOALLV, HCCL_CMD_ALLTOALLV, (void *)sendBuf, (void *)recvBuf, sendType,
+                           0, v, 4 * n, stream, "HcclAlltoAllV", v + 2 * n, v + 3 * n);
+    free(v);
+    return rc;
+}
+
+HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, HcclDataType sendType,
+                          const void *recvBuf, HcclDataType recvType, HcclComm comm, aclrtStream stream)
+{
+    uint32_t n = nranks_of(comm, "HcclAlltoAllVC");
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllVC: invalid comm");
+    CHECK_ARG(sendCountMatrix, HCCL_E_PTR, "check", "HcclAlltoAllVC: sendCountMatrix is NULL");
+    CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllVC: sendType=%d differs from recvType=%d",
+              (int)sendType, (int)recvType);
+    return v_call(comm, ALGO_COLL_ALLTOALLVC, HCCL_CMD_ALLTOALLVC, (void *)sendBuf, (void *)recvBuf, sendType, 0,
+                  sendCountMatrix, n * n, stream, "HcclAlltoAllVC", NULL, NULL);
+}
+
+HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
+                          const void *recvDispls, HcclDataType dataType, HcclComm comm, aclrtStream stream)
+{
+    uint32_t n = nranks_of(comm, "HcclAllGatherV");
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAllGatherV: invalid comm");
+    CHECK_ARG(recvCounts && recvDispls, HCCL_E_PTR, "check", "HcclAllGatherV: recvCounts/recvDispls is NULL");
+    rt_comm *c = comm;
+    CHECK_ARG(((const uint64_t *)recvCounts)[c->rank] == sendCount, HCCL_E_PARA, "check",
+              "HcclAllGatherV: rank %u: sendCount=%llu differs from recvCounts[%u]=%llu", c->rank,
+              (unsigned long long)sendCount, c->rank, (unsigned long long)((const uint64_t *)recvCounts)[c->rank]);
+    uint64_t *v = malloc(2 * (size_t)n * sizeof *v);
+    if (!v)
+        return HCCL_E_MEMORY;
+    memcpy(v, recvCounts, n * sizeof *v);
+    memcpy(v + n, recvDispls, n * sizeof *v);
+    HcclResult rc = v_call(comm, ALGO_COLL_ALLGATHERV, HCCL_CMD_ALLGATHER_V, sendBuf, recvBuf, dataType, 0, v, 2 * n,
+                           stream, "HcclAllGatherV", NULL, NULL);
+    free(v);
+    return rc;
+}
+
+HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void *sendDispls, void *recvBuf,
+                              uint64_t recvCount, HcclDataType dataType, HcclReduceOp op, HcclComm comm,
+                              aclrtStream stream)
+{
+    uint32_t n = nranks_of(comm, "HcclReduceScatterV");
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclReduceScatterV: invalid comm");
+    CHECK_ARG(sendCounts && sendDispls, HCCL_E_PTR, "check", "HcclReduceScatterV: sendCounts/sendDispls is NULL");
+    rt_comm *c = comm;
+    CHECK_ARG(((const uint64_t *)sendCounts)[c->rank] == recvCount, HCCL_E_PARA, "check",
+              "HcclReduceScatterV: rank %u: recvCount=%llu differs from sendCounts[%u]=%llu", c->rank,
+              (unsigned long long)recvCount, c->rank, (unsigned long long)((const uint64_t *)sendCounts)[c->rank]);
+    uint64_t *v = malloc(2 * (size_t)n * sizeof *v);
+    if (!v)
+        return HCCL_E_MEMORY;
+    memcpy(v, sendCounts, n * sizeof *v);
+    memcpy(v + n, sendDispls, n * sizeof *v);
+    HcclResult rc = v_call(comm, ALGO_COLL_REDUCE_SCATTERV, HCCL_CMD_REDUCE_SCATTER_V, sendBuf, recvBuf, dataType, op,
+                           v, 2 * n, stream, "HcclReduceScatterV", NULL, NULL);
+    free(v);
+    return rc;
+}

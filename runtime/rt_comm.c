@@ -1,0 +1,180 @@
+/* Communicator lifecycle: device resources, bootstrap exchange, peer mapping, destroy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/bootstrap.h"
+#include "runtime/rt_internal.h"
+#include "runtime/rt_launch.h"
+
+#define RT_COMM_MAGIC 0x434f4d4du
+
+/* What each rank tells the others at init. */
+typedef struct rt_rank_blob {
+    hal_device_handle dev;
+    uint64_t ctrl;
+    uint64_t scratch;
+    uint64_t scratch_bytes;
+} rt_rank_blob;
+
+rt_comm *rt_comm_check(HcclComm comm)
+{
+    rt_comm *c = comm;
+    if (!c || c->magic != RT_COMM_MAGIC) {
+        OH_ERR("comm", "comm %p is not a live communicator (NULL, destroyed or never initialised)", comm);
+        return NULL;
+    }
+    return c;
+}
+
+static HcclResult alloc_device_state(rt_comm *c)
+{
+    c->ctrl_bytes = rt_ctrl_size(c->nranks);
+    CHECK_MAP(c->hal->mem_alloc(c->dev, c->ctrl_bytes, (void **)&c->ctrl), rt_from_hal);
+    memset(c->ctrl, 0, c->ctrl_bytes);
+    c->ctrl->magic = RT_CTRL_MAGIC;
+    c->ctrl->nranks = c->nranks;
+    /* Staging memory bounded by HCCL_BUFFSIZE; the emulator's heap is sparse, so untouched
+     * scratch costs no physical memory. */
+    c->scratch_bytes = (uint64_t)c->buffsize_mb << 20;
+    CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
+    return HCCL_SUCCESS;
+}
+
+static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
+{
+    rt_peer *peer = &c->peers[p];
+    peer->dev = b->dev;
+    peer->ctrl = (rt_ctrl *)(uintptr_t)b->ctrl;
+    peer->scratch = (void *)(uintptr_t)b->scratch;
+    c->server_of[p] = b->dev.server_index;
+    if (p == c->rank)
+        return HCCL_SUCCESS;
+    hal_link_class link = c->hal->link_class(c->dev, &b->dev);
+    CHECK_ARG(link != HAL_LINK_NET, HCCL_E_NOT_SUPPORT, "comm",
+              "rank %u: peer %u is on another server (server %u); links between servers are not built yet",
+              c->rank, p, b->dev.server_index);
+    CHECK_ARG(link != HAL_LINK_SELF, HCCL_E_PARA, "comm",
+              "rank %u and rank %u use the same device %u: give every rank its own device (aclrtSetDevice)", c->rank,
+              p, b->dev.device_id);
+    hal_result rc = c->hal->mem_import(c->dev, &b->dev);
+    if (rc != HAL_OK) {
+        OH_ERR("comm", "rank %u: mapping the memory of peer %u (device %u, pid %u) failed: %s", c->rank, p,
+               b->dev.device_id, b->dev.pid, hal_result_name(rc));
+        return rt_from_hal(rc);
+    }
+    CHECK_ARG(peer->ctrl->magic == RT_CTRL_MAGIC, HCCL_E_INTERNAL, "comm",
+              "rank %u: peer %u's control block is not readable", c->rank, p);
+    return HCCL_SUCCESS;
+}
+
+static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
+{
+    hal_device_info info;
+    CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
+    rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, (uint64_t)(uintptr_t)c->scratch,
+                         c->scratch_bytes};
+    rt_rank_blob *all = calloc(c->nranks, sizeof *all);
+    if (!all)
+        return HCCL_E_MEMORY;
+    HcclResult rc = rt_bootstrap_allgather(root, c->nranks, c->rank, &mine, sizeof mine, all);
+    for (uint32_t p = 0; rc == HCCL_SUCCESS && p < c->nranks; p++)
+        rc = connect_peer(c, p, &all[p]);
+    free(all);
+    CHECK(rc);
+    return rt_notify_connect_peers(c);
+}
+
+static void default_name(rt_comm *c, const HcclRootInfo *root, const char *given)
+{
+    if (c->name[0])
+        return;
+    if (given) {
+        snprintf(c->name, sizeof c->name, "%s", given);
+        return;
+    }
+    /* FNV-1a over the root info: equal on every rank of one communicator. */
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof root->internal; i++)
+        h = (h ^ (uint8_t)root->internal[i]) * 1099511628211ull;
+    snprintf(c->name, sizeof c->name, "hccl_comm_%016llx", (unsigned long long)h);
+}
+
+static HcclResult comm_open_device(rt_comm *c)
+{
+    hal_device *cur = NULL;
+    if (c->hal->current_device(&cur) != HAL_OK || !cur) {
+        OH_ERR("comm", "no device is set on this thread: call aclrtSetDevice() before initialising a communicator");
+        return HCCL_E_PARA;
+    }
+    hal_device_info info;
+    CHECK_MAP(c->hal->device_info(cur, &info), rt_from_hal);
+    /* Hold our own reference so the device outlives the communicator's users. */
+    CHECK_MAP(c->hal->device_open((int32_t)info.handle.device_id, &c->dev), rt_from_hal);
+    c->dma_engines = info.dma_engines ? info.dma_engines : 1;
+    return HCCL_SUCCESS;
+}
+
+HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *config, const char *name,
+                          const HcclRootInfo *root, rt_comm **out)
+{
+    CHECK_ARG(nranks >= 1, HCCL_E_PARA, "comm", "nRanks=%u is invalid (>= 1)", nranks);
+    CHECK_ARG(rank < nranks, HCCL_E_PARA, "comm", "rank=%u is out of range for nRanks=%u", rank, nranks);
+    const hal_ops *hal = hal_get();
+    CHECK_ARG(hal, HCCL_E_NOT_SUPPORT, "comm", "no device backend is available (HCCL_HAL)");
+    rt_comm *c = calloc(1, sizeof *c);
+    if (!c)
+        return HCCL_E_MEMORY;
+    c->hal = hal;
+    c->rank = rank;
+    c->nranks = nranks;
+    pthread_mutex_init(&c->lock, NULL);
+    c->peers = calloc(nranks, sizeof *c->peers);
+    c->server_of = calloc(nranks, sizeof *c->server_of);
+    c->cache = rt_plan_cache_new();
+    HcclResult rc = (c->peers && c->server_of && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
+    if (rc == HCCL_SUCCESS)
+        rc = rt_config_apply(c, config);
+    if (rc == HCCL_SUCCESS)
+        rc = comm_open_device(c);
+    if (rc == HCCL_SUCCESS)
+        rc = alloc_device_state(c);
+    if (rc == HCCL_SUCCESS)
+        rc = rt_notify_setup_local(c);
+    if (rc == HCCL_SUCCESS)
+        rc = exchange_and_connect(c, root);
+    if (rc != HCCL_SUCCESS) {
+        OH_ERR("comm", "rank %u of %u: communicator init failed: %s", rank, nranks, HcclGetErrorString(rc));
+        rt_comm_destroy(c);
+        return rc;
+    }
+    default_name(c, root, name);
+    c->magic = RT_COMM_MAGIC;
+    rt_registry_add(c);
+    OH_INFO("comm", "rank %u of %u: communicator %s ready", rank, nranks, c->name);
+    *out = c;
+    return HCCL_SUCCESS;
+}
+
+HcclResult rt_comm_destroy(rt_comm *c)
+{
+    if (c->magic == RT_COMM_MAGIC)
+        rt_registry_remove(c);
+    c->magic = 0;
+    /* Nothing the device still reads (plans, bindings, control blocks) may be freed under it. */
+    rt_launch_reclaim(c, true);
+    rt_streams_teardown(c);
+    rt_notify_teardown(c);
+    if (c->scratch)
+        c->hal->mem_free(c->dev, c->scratch);
+    if (c->ctrl)
+        c->hal->mem_free(c->dev, c->ctrl);
+    if (c->dev)
+        c->hal->device_close(c->dev);
+    rt_plan_cache_free(c->cache);
+    free(c->peers);
+    free(c->server_of);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return HCCL_SUCCESS;
+}

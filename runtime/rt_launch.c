@@ -1,0 +1,233 @@
+/* Launching a plan: every step becomes a HAL task on the user's stream or a slave stream.
+ * Nothing here waits for the device: the host enqueues and returns. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_launch.h"
+
+rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
+{
+    uint32_t n = c->nranks;
+    /* One block: the context, then its per-rank arrays (pointer-aligned first). */
+    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 2 * n * sizeof(uint64_t) +
+                   4 * n * sizeof(uint64_t) + n * sizeof(rt_fetch_arg) + n;
+    rt_launch_ctx *ctx = calloc(1, bytes);
+    if (!ctx)
+        return NULL;
+    char *p = (char *)(ctx + 1);
+    ctx->base = (void **)p, p += 3 * n * sizeof(void *);
+    ctx->vbase = (void **)p, p += n * sizeof(void *);
+    ctx->vtable = (uint64_t *)p, p += 2 * n * sizeof(uint64_t);
+    ctx->p2p_seq = (uint64_t *)p, p += n * sizeof(uint64_t);
+    ctx->p2p_recv_addr = (uint64_t *)p, p += n * sizeof(uint64_t);
+    ctx->p2p_send = (uint64_t *)p, p += n * sizeof(uint64_t);
+    ctx->p2p_recv = (uint64_t *)p, p += n * sizeof(uint64_t);
+    ctx->fetch = (rt_fetch_arg *)p, p += n * sizeof(rt_fetch_arg);
+    ctx->p2p_dir = (uint8_t *)p;
+    ctx->c = c;
+    ctx->plan = plan;
+    ctx->esize = hal_dtype_size(plan->op.dtype);
+    for (uint32_t r = 0; r < n; r++) {
+        ctx->fetch[r].ctx = ctx;
+        ctx->fetch[r].peer = r;
+        ctx->base[2 * n + r] = c->peers[r].scratch;
+    }
+    ctx->base[2 * n + c->rank] = c->scratch;
+    return ctx;
+}
+
+void rt_launch_ctx_free(rt_launch_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->done)
+        ctx->c->hal->event_destroy(ctx->done);
+    algo_plan_free(ctx->owned_plan);
+    free(ctx);
+}
+
+static uint32_t wait_timeout_ms(const rt_comm *c)
+{
+    if (c->exec_timeout_s == 0)
+        return UINT32_MAX; /* 0 = never time out, as CANN */
+    uint64_t ms = (uint64_t)c->exec_timeout_s * 1000u;
+    return ms > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)ms;
+}
+
+/* Waits poll the communicator's abort word (an _Atomic uint32_t: same layout as a plain one). */
+static const volatile uint32_t *rt_abort_flag(rt_comm *c)
+{
+    return (const volatile uint32_t *)(void *)&c->ctrl->abort;
+}
+
+static uint32_t map_slot(const rt_launch_ctx *ctx, uint32_t slot)
+{
+    return (ctx->p2p && slot == ALGO_SLOT_PUB) ? RT_SLOT_P2P_PUB : slot;
+}
+
+static hal_result enqueue_sync(rt_launch_ctx *ctx, hal_stream *s, const algo_step *st)
+{
+    rt_comm *c = ctx->c;
+    uint32_t peer = st->u.sync.peer, slot = map_slot(ctx, st->u.sync.slot);
+    if (peer >= c->nranks || peer == c->rank || slot >= RT_SLOTS)
+        return HAL_E_PARAM;
+    if (st->kind == ALGO_STEP_SIGNAL)
+        return c->hal->notify_record(c->peers[peer].to_peer[slot], s);
+    return c->hal->notify_wait(c->peers[peer].from_peer[slot], s, wait_timeout_ms(c), rt_abort_flag(c));
+}
+
+static hal_result enqueue_fetch(rt_launch_ctx *ctx, hal_stream *s, uint32_t peer)
+{
+    rt_comm *c = ctx->c;
+    if (peer >= c->nranks || peer == c->rank)
+        return HAL_E_PARAM;
+    uint32_t slot = map_slot(ctx, ALGO_SLOT_PUB);
+    CHECK(c->hal->notify_wait(c->peers[peer].from_peer[slot], s, wait_timeout_ms(c), rt_abort_flag(c)));
+    return c->hal->task_async(s, rt_fetch_task, &ctx->fetch[peer]);
+}
+
+static hal_result enqueue_list(rt_launch_ctx *ctx, uint32_t stream_idx, hal_stream *s);
+
+static hal_result enqueue_fork(rt_launch_ctx *ctx, hal_stream *s0, uint32_t idx)
+{
+    rt_comm *c = ctx->c;
+    if (idx == 0 || idx >= ctx->plan->nstreams)
+        return HAL_E_PARAM;
+    CHECK(c->hal->event_record(c->fork_ev[idx], s0));
+    CHECK(c->hal->stream_wait_event(c->slaves[idx], c->fork_ev[idx]));
+    CHECK(enqueue_list(ctx, idx, c->slaves[idx]));
+    return c->hal->event_record(c->join_ev[idx], c->slaves[idx]);
+}
+
+static hal_result enqueue_step(rt_launch_ctx *ctx, hal_stream *s, const algo_step *st)
+{
+    rt_comm *c = ctx->c;
+    switch (st->kind) {
+    case ALGO_STEP_COPY:
+    case ALGO_STEP_REDUCE:
+        return rt_dma_submit(ctx, s, st);
+    case ALGO_STEP_SIGNAL:
+    case ALGO_STEP_WAIT:
+        return enqueue_sync(ctx, s, st);
+    case ALGO_STEP_FORK:
+        return enqueue_fork(ctx, s, st->u.fork.stream);
+    case ALGO_STEP_JOIN:
+        if (st->u.fork.stream == 0 || st->u.fork.stream >= ctx->plan->nstreams)
+            return HAL_E_PARAM;
+        return c->hal->stream_wait_event(s, c->join_ev[st->u.fork.stream]);
+    case ALGO_STEP_PUBLISH:
+        return c->hal->task_async(s, rt_publish_task, ctx);
+    case ALGO_STEP_FETCH:
+        return enqueue_fetch(ctx, s, st->u.fetch.peer);
+    default:
+        return HAL_E_PARAM;
+    }
+}
+
+static hal_result enqueue_list(rt_launch_ctx *ctx, uint32_t stream_idx, hal_stream *s)
+{
+    const algo_step_list *l = &ctx->plan->streams[stream_idx];
+    for (uint32_t i = 0; i < l->nsteps; i++) {
+        hal_result rc = enqueue_step(ctx, s, &l->steps[i]);
+        if (rc != HAL_OK) {
+            OH_ERR("launch", "rank %u: enqueueing step %u (kind %u) of stream %u of %s/%s failed: %s", ctx->c->rank,
+                   i, l->steps[i].kind, stream_idx, algo_coll_name(ctx->plan->op.coll), ctx->plan->name,
+                   hal_result_name(rc));
+            return rc;
+        }
+    }
+    return HAL_OK;
+}
+
+static void pending_push(rt_comm *c, rt_launch_ctx *ctx)
+{
+    if (c->pending_tail)
+        c->pending_tail->next = ctx;
+    else
+        c->pending_head = ctx;
+    c->pending_tail = ctx;
+}
+
+void rt_launch_reclaim(rt_comm *c, bool wait_all)
+{
+    while (c->pending_head) {
+        rt_launch_ctx *ctx = c->pending_head;
+        if (wait_all)
+            c->hal->event_sync(ctx->done, -1); /* completes even when the stream failed */
+        else if (c->hal->event_query(ctx->done) == HAL_E_NOT_READY)
+            break;
+        c->pending_head = ctx->next;
+        if (!c->pending_head)
+            c->pending_tail = NULL;
+        rt_launch_ctx_free(ctx);
+    }
+}
+
+/* Enqueues ctx's plan on stream s. The caller holds c->lock (seq order = enqueue order). */
+HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
+{
+    CHECK(rt_streams_ensure(c, ctx->plan->nstreams));
+    CHECK_MAP(c->hal->event_create(c->dev, 0, &ctx->done), rt_from_hal);
+    hal_result rc = enqueue_list(ctx, 0, s);
+    if (rc == HAL_OK)
+        rc = c->hal->event_record(ctx->done, s);
+    if (rc != HAL_OK) {
+        /* Part of the plan may be queued: poison the communicator so peers don't wait forever. */
+        rt_abort_all(c, rt_from_hal(rc), "a rank failed to enqueue its part of an op");
+        c->hal->stream_sync(s, -1);
+        rt_launch_ctx_free(ctx);
+        return rt_from_hal(rc);
+    }
+    pending_push(c, ctx);
+    return HCCL_SUCCESS;
+}
+
+static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
+{
+    const algo_op *op = &call->op;
+    ctx->sig.cmd = call->cmd;
+    ctx->sig.count = op->count;
+    ctx->sig.dtype = op->dtype;
+    ctx->sig.redop = op->redop;
+    ctx->sig.root = op->root;
+    ctx->sig.nranks = op->nranks;
+    /* Only the fields a collective defines take part in the comparison. */
+    if (call->cmd != HCCL_CMD_ALLREDUCE && call->cmd != HCCL_CMD_REDUCE && call->cmd != HCCL_CMD_REDUCE_SCATTER &&
+        call->cmd != HCCL_CMD_REDUCE_SCATTER_V)
+        ctx->sig.redop = 0;
+    if (call->cmd != HCCL_CMD_BROADCAST && call->cmd != HCCL_CMD_REDUCE && call->cmd != HCCL_CMD_SCATTER)
+        ctx->sig.root = 0;
+}
+
+static void bind_self(rt_launch_ctx *ctx, const rt_call *call)
+{
+    rt_comm *c = ctx->c;
+    ctx->base[0 * c->nranks + c->rank] = call->in;
+    ctx->base[1 * c->nranks + c->rank] = call->out;
+    if (call->op.coll == ALGO_COLL_ALLTOALLV && call->vcounts) {
+        memcpy(ctx->vtable, call->vcounts, c->nranks * sizeof(uint64_t));
+        memcpy(ctx->vtable + c->nranks, call->vdispls, c->nranks * sizeof(uint64_t));
+    } else {
+        ctx->vtable = NULL;
+    }
+}
+
+HcclResult rt_launch(rt_comm *c, rt_call *call)
+{
+    pthread_mutex_lock(&c->lock);
+    rt_launch_reclaim(c, false);
+    const algo_plan *plan = NULL;
+    HcclResult rc = rt_plan_get(c, &call->op, &plan);
+    rt_launch_ctx *ctx = rc == HCCL_SUCCESS ? rt_launch_ctx_new(c, plan) : NULL;
+    if (rc == HCCL_SUCCESS && !ctx)
+        rc = HCCL_E_MEMORY;
+    if (rc == HCCL_SUCCESS) {
+        ctx->seq = ++c->seq;
+        fill_sig(ctx, call);
+        ctx->sig.seq = ctx->seq;
+        bind_self(ctx, call);
+        rc = rt_launch_ctx_enqueue(c, ctx, call->stream);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}

@@ -1,0 +1,131 @@
+/* PUBLISH and FETCH, run on the device in stream order: each rank writes this call's buffer
+ * addresses and op signature into its peer-visible record; a peer reads it, compares the
+ * signature with its own (before any data moves) and binds the addresses for its DMA tasks.
+ * A mismatch fails the op on every rank with both calls named. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt_launch.h"
+
+static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq, uint32_t peer)
+{
+    rt_comm *c = ctx->c;
+    rec->sig = ctx->sig;
+    rec->sig.seq = seq;
+    rec->in = (uint64_t)(uintptr_t)ctx->base[0 * c->nranks + c->rank];
+    rec->out = (uint64_t)(uintptr_t)ctx->base[1 * c->nranks + c->rank];
+    rec->vdispl = rec->vcounts = 0;
+    if (ctx->p2p) {
+        rec->p2p_send = ctx->p2p_send[peer];
+        rec->p2p_recv = ctx->p2p_recv[peer];
+        rec->out = ctx->p2p_recv_addr[peer];
+    }
+}
+
+int rt_publish_task(void *arg, char *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    rt_launch_ctx *ctx = arg;
+    rt_comm *c = ctx->c;
+    if (ctx->p2p) {
+        for (uint32_t p = 0; p < c->nranks; p++) {
+            if (!ctx->p2p_dir[p])
+                continue;
+            rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, p, ctx->p2p_seq[p]);
+            fill_record(ctx, rec, ctx->p2p_seq[p], p);
+            atomic_store_explicit(&rec->ready, ctx->p2p_seq[p], memory_order_release);
+        }
+        return 0;
+    }
+    rt_pub_record *rec = rt_ctrl_pub(c->ctrl, ctx->seq);
+    fill_record(ctx, rec, ctx->seq, c->rank);
+    if (ctx->vtable) {
+        uint64_t *t = rt_ctrl_vtable(c->ctrl, ctx->seq);
+        memcpy(t, ctx->vtable, 2 * c->nranks * sizeof *t);
+        rec->vcounts = (uint64_t)(uintptr_t)t;
+        rec->vdispl = (uint64_t)(uintptr_t)(t + c->nranks);
+    }
+    atomic_store_explicit(&rec->ready, ctx->seq, memory_order_release);
+    return 0;
+}
+
+static bool sig_equal(const rt_sig *a, const rt_sig *b)
+{
+    /* A barrier is an AllReduce underneath, but two different calls all the same. */
+    return a->cmd == b->cmd && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
+           a->root == b->root && a->nranks == b->nranks;
+}
+
+static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *theirs, char *msg, size_t len)
+{
+    rt_comm *c = ctx->c;
+    char mine[160], other[160];
+    rt_sig_format(&ctx->sig, mine, sizeof mine);
+    rt_sig_format(theirs, other, sizeof other);
+    if (theirs->cmd == HCCL_CMD_FINALIZE)
+        snprintf(msg, len, "comm %s: rank %u called %s after op #%llu where rank %u called %s as op #%llu", c->name,
+                 peer, other, (unsigned long long)(theirs->seq - 1), c->rank, mine, (unsigned long long)ctx->seq);
+    else
+        snprintf(msg, len, "comm %s: rank %u called %s as op #%llu where rank %u called %s", c->name, peer, other,
+                 (unsigned long long)theirs->seq, c->rank, mine);
+    OH_ERR("mismatch", "%s", msg);
+    rt_abort_all(c, HCCL_E_PARA, msg);
+    return HAL_E_ABORTED;
+}
+
+/* p2p: what I send the peer must be what it receives from me, and the other way round. */
+static int check_p2p(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len)
+{
+    rt_comm *c = ctx->c;
+    if (rec->p2p_recv == ctx->p2p_send[peer] && rec->p2p_send == ctx->p2p_recv[peer] &&
+        rec->sig.dtype == ctx->sig.dtype)
+        return 0;
+    snprintf(msg, len,
+             "comm %s: p2p op #%llu between ranks %u and %u: rank %u sends %llu and receives %llu elements of %s, "
+             "but rank %u receives %llu and sends %llu elements of %s",
+             c->name, (unsigned long long)ctx->p2p_seq[peer], c->rank, peer, c->rank,
+             (unsigned long long)ctx->p2p_send[peer], (unsigned long long)ctx->p2p_recv[peer],
+             hal_dtype_name((hal_dtype)ctx->sig.dtype), peer, (unsigned long long)rec->p2p_recv,
+             (unsigned long long)rec->p2p_send, hal_dtype_name((hal_dtype)rec->sig.dtype));
+    OH_ERR("mismatch", "%s", msg);
+    rt_abort_all(c, HCCL_E_PARA, msg);
+    return HAL_E_ABORTED;
+}
+
+static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec)
+{
+    rt_comm *c = ctx->c;
+    ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
+    ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
+    if (rec->vdispl) {
+        const uint64_t *displ = (const uint64_t *)(uintptr_t)rec->vdispl;
+        ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
+    }
+}
+
+int rt_fetch_task(void *arg, char *msg, size_t len)
+{
+    rt_fetch_arg *fa = arg;
+    rt_launch_ctx *ctx = fa->ctx;
+    rt_comm *c = ctx->c;
+    uint32_t peer = fa->peer;
+    rt_ctrl *pc = c->peers[peer].ctrl;
+    uint64_t seq = ctx->p2p ? ctx->p2p_seq[peer] : ctx->seq;
+    const rt_pub_record *rec = ctx->p2p ? rt_ctrl_p2p(pc, c->rank, seq) : rt_ctrl_pub(pc, seq);
+    uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
+    if (ready != seq) {
+        snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu but found op #%llu", c->name,
+                 c->rank, peer, (unsigned long long)seq, (unsigned long long)ready);
+        rt_abort_all(c, HCCL_E_INTERNAL, msg);
+        return HAL_E_INTERNAL;
+    }
+    if (ctx->p2p) {
+        if (check_p2p(ctx, peer, rec, msg, len))
+            return HAL_E_ABORTED;
+    } else if (!sig_equal(&rec->sig, &ctx->sig)) {
+        return report_mismatch(ctx, peer, &rec->sig, msg, len);
+    }
+    bind_peer(ctx, peer, rec);
+    return 0;
+}

@@ -1,0 +1,81 @@
+/* HcclCreateSubCommConfig: a communicator over a subset of a global one. The sub-communicator's
+ * first member starts a rendezvous and leaves its root info in its global control block (the
+ * "mailbox", peer-visible device memory); the other members read it from there, so no user-side
+ * exchange is needed. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/bootstrap.h"
+#include "runtime/rt_internal.h"
+
+#define RT_SUBCOMM_NOT_MEMBER 0xFFFFFFFFull
+
+static HcclResult wait_mailbox(rt_comm *g, uint32_t owner, uint64_t tag, HcclRootInfo *info)
+{
+    rt_ctrl *ctrl = g->peers[owner].ctrl;
+    int limit_ms = rt_bootstrap_timeout_s() * 1000;
+    struct timespec nap = {0, 1000000}; /* init path only: a 1 ms poll costs nothing */
+    for (int waited = 0; waited <= limit_ms; waited++) {
+        if (atomic_load_explicit(&ctrl->mailbox_tag, memory_order_acquire) == tag) {
+            memcpy(info, &ctrl->mailbox, sizeof *info);
+            return HCCL_SUCCESS;
+        }
+        nanosleep(&nap, NULL);
+    }
+    OH_ERR("comm", "rank %u: sub-communicator %llu: global rank %u never started it (HCCL_CONNECT_TIMEOUT=%d s)",
+           g->rank, (unsigned long long)(tag - 1), owner, rt_bootstrap_timeout_s());
+    return HCCL_E_TIMEOUT;
+}
+
+static HcclResult check_members(rt_comm *g, uint32_t n, const uint32_t *ids, uint32_t sub_rank)
+{
+    CHECK_ARG(n >= 1 && n <= g->nranks, HCCL_E_PARA, "comm", "HcclCreateSubCommConfig: rankNum=%u is invalid (1..%u)",
+              n, g->nranks);
+    CHECK_ARG(sub_rank < n, HCCL_E_PARA, "comm", "HcclCreateSubCommConfig: subCommRankId=%u >= rankNum=%u", sub_rank,
+              n);
+    CHECK_ARG(ids[sub_rank] == g->rank, HCCL_E_PARA, "comm",
+              "HcclCreateSubCommConfig: rankIds[%u]=%u but this is global rank %u", sub_rank, ids[sub_rank], g->rank);
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK_ARG(ids[i] < g->nranks, HCCL_E_PARA, "comm", "HcclCreateSubCommConfig: rankIds[%u]=%u is out of range",
+                  i, ids[i]);
+        for (uint32_t j = i + 1; j < n; j++)
+            CHECK_ARG(ids[i] != ids[j], HCCL_E_PARA, "comm", "HcclCreateSubCommConfig: rank %u is listed twice",
+                      ids[i]);
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
+                                   uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm)
+{
+    CHECK_ARG(comm && subComm, HCCL_E_PTR, "comm", "HcclCreateSubCommConfig: comm and subComm must not be NULL");
+    rt_comm *g = rt_comm_check(*comm);
+    CHECK_ARG(g, HCCL_E_PTR, "comm", "HcclCreateSubCommConfig: *comm is not a live communicator");
+    CHECK_ARG(!g->is_sub, HCCL_E_NOT_SUPPORT, "comm", "HcclCreateSubCommConfig: a sub-communicator cannot be split");
+    if (rankIds == NULL && subCommId == RT_SUBCOMM_NOT_MEMBER) {
+        *subComm = NULL; /* this rank does not join */
+        return HCCL_SUCCESS;
+    }
+    CHECK_ARG(rankIds, HCCL_E_PTR, "comm", "HcclCreateSubCommConfig: rankIds is NULL");
+    CHECK(check_members(g, rankNum, rankIds, subCommRankId));
+    uint64_t tag = subCommId + 1;
+    HcclRootInfo info;
+    if (subCommRankId == 0) {
+        CHECK(rt_bootstrap_root_listen(&info));
+        memcpy(&g->ctrl->mailbox, &info, sizeof info);
+        atomic_store_explicit(&g->ctrl->mailbox_tag, tag, memory_order_release);
+    } else {
+        CHECK(wait_mailbox(g, rankIds[0], tag, &info));
+    }
+    char name[COMM_NAME_MAX_LENGTH];
+    snprintf(name, sizeof name, "%.64s_sub_%llu", g->name, (unsigned long long)subCommId);
+    rt_comm *c = NULL;
+    HcclResult rc = rt_comm_create(rankNum, subCommRankId, config, name, &info, &c);
+    if (subCommRankId == 0)
+        atomic_store(&g->ctrl->mailbox_tag, 0); /* every member has joined (or failed) */
+    CHECK(rc);
+    c->is_sub = true;
+    *subComm = c;
+    return HCCL_SUCCESS;
+}

@@ -1,0 +1,137 @@
+/* HAL conformance across processes: two processes of one emulated server each open one device,
+ * import the other's memory and notifies, DMA into each other's buffers and signal; device
+ * ownership is exclusive to one live process. The processes fork before opening any device and
+ * exchange plain-data handles through pipes. */
+#include <sys/wait.h>
+
+#include "common/hal_testutil.h"
+
+static const size_t sizes[] = {1, 4096 + 3, 64u << 20};
+
+typedef struct hello {
+    hal_device_handle dev;
+    hal_notify_handle notify;
+    void *recv[3];
+} hello;
+
+static int xfer(int fd, void *p, size_t n, int wr)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+#define SIDE_CHECK(cond, ...)                                                                        \
+    do {                                                                                             \
+        if (!(cond)) {                                                                               \
+            fprintf(stderr, "side %d: ", id);                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                            \
+            fprintf(stderr, "\n");                                                                   \
+            return 1;                                                                                \
+        }                                                                                            \
+    } while (0)
+
+/* One side of the exchange; returns 0 on success. */
+static int side(const hal_ops *h, int id, int rfd, int wfd)
+{
+    hal_device *d;
+    SIDE_CHECK(h->device_open(id, &d) == HAL_OK, "device_open");
+    hal_device_info info;
+    h->device_info(d, &info);
+    hello me = {.dev = info.handle}, peer;
+    void *src[3];
+    hal_notify *mine, *theirs;
+    SIDE_CHECK(h->notify_create(d, &mine) == HAL_OK, "notify_create");
+    h->notify_export(mine, &me.notify);
+    for (int i = 0; i < 3; i++) {
+        SIDE_CHECK(h->mem_alloc(d, sizes[i], &src[i]) == HAL_OK, "alloc");
+        SIDE_CHECK(h->mem_alloc(d, sizes[i], &me.recv[i]) == HAL_OK, "alloc");
+        ht_fill(src[i], sizes[i], 100u * (uint32_t)id + (uint32_t)i);
+        memset(me.recv[i], 0, sizes[i]);
+    }
+    SIDE_CHECK(xfer(wfd, &me, sizeof me, 1) == 0 && xfer(rfd, &peer, sizeof peer, 0) == 0, "pipe");
+    SIDE_CHECK(h->link_class(d, &peer.dev) == HAL_LINK_INTRA, "link class");
+    SIDE_CHECK(h->mem_import(d, &peer.dev) == HAL_OK, "mem_import");
+    SIDE_CHECK(h->mem_import(d, &peer.dev) == HAL_OK, "mem_import is idempotent");
+    hal_device_handle owner;
+    SIDE_CHECK(h->mem_lookup(peer.recv[2], &owner, NULL) == HAL_OK && owner.device_id == peer.dev.device_id,
+               "lookup of imported memory");
+    SIDE_CHECK(h->notify_import(d, &peer.notify, &theirs) == HAL_OK, "notify_import");
+    hal_stream *s;
+    SIDE_CHECK(h->stream_create(d, &s) == HAL_OK, "stream");
+    hal_dma_desc desc[3];
+    for (int i = 0; i < 3; i++)
+        desc[i] = (hal_dma_desc){.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(peer.recv[i]), .src = hal_ref_ptr(src[i]),
+                                 .bytes = sizes[i]};
+    SIDE_CHECK(h->dma_batch(s, desc, 3) == HAL_OK, "dma_batch");
+    SIDE_CHECK(h->notify_record(theirs, s) == HAL_OK, "record");
+    SIDE_CHECK(h->notify_wait(mine, s, 60000, NULL) == HAL_OK, "wait");
+    hal_result rc = h->stream_sync(s, -1);
+    SIDE_CHECK(rc == HAL_OK, "sync: %s: %s", hal_result_name(rc), h->stream_error_msg(s));
+    for (int i = 0; i < 3; i++) {
+        unsigned char *want = malloc(sizes[i]);
+        ht_fill(want, sizes[i], 100u * (uint32_t)(1 - id) + (uint32_t)i);
+        int same = memcmp(want, me.recv[i], sizes[i]) == 0;
+        free(want);
+        SIDE_CHECK(same, "data of size %zu from the peer differs", sizes[i]);
+    }
+    /* Both sides are done reading before either closes. */
+    char byte = 1;
+    SIDE_CHECK(xfer(wfd, &byte, 1, 1) == 0 && xfer(rfd, &byte, 1, 0) == 0, "pipe");
+    SIDE_CHECK(h->device_close(d) == HAL_OK, "close");
+    return 0;
+}
+
+Test(hal_proc, dma_and_notify_between_processes, .timeout = 120)
+{
+    const hal_ops *h = ht_hal();
+    int p2c[2], c2p[2];
+    cr_assert(pipe(p2c) == 0 && pipe(c2p) == 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        _exit(side(h, 1, p2c[0], c2p[1]));
+    int rc = side(h, 0, c2p[0], p2c[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    cr_assert_eq(rc, 0, "parent side failed");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child side failed (status %d)", status);
+}
+
+Test(hal_proc, device_owned_by_one_process)
+{
+    const hal_ops *h = ht_hal();
+    int p2c[2], c2p[2];
+    cr_assert(pipe(p2c) == 0 && pipe(c2p) == 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char b;
+        hal_device *d = NULL;
+        if (read(p2c[0], &b, 1) != 1)
+            _exit(2);
+        int ok = h->device_open(0, &d) == HAL_E_INVALID_DEVICE; /* the parent owns it */
+        ok = ok && h->device_open(1, &d) == HAL_OK && h->device_close(d) == HAL_OK;
+        if (write(c2p[1], &b, 1) != 1)
+            _exit(2);
+        if (read(p2c[0], &b, 1) != 1) /* parent closed device 0 */
+            _exit(2);
+        ok = ok && h->device_open(0, &d) == HAL_OK && h->device_close(d) == HAL_OK;
+        _exit(ok ? 0 : 1);
+    }
+    hal_device *d = ht_open(h, 0);
+    char b = 1;
+    cr_assert_eq(write(p2c[1], &b, 1), 1);
+    cr_assert_eq(read(c2p[0], &b, 1), 1);
+    HT_OK(h->device_close(d));
+    cr_assert_eq(write(p2c[1], &b, 1), 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child saw wrong ownership (status %d)", status);
+}
