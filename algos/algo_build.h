@@ -53,6 +53,8 @@ void algo_b_prologue(algo_b *b);
 void algo_b_epilogue(algo_b *b, uint32_t s);
 /* Marks every other rank as fetched and fetching (direct algorithms). */
 void algo_b_fetch_all(algo_b *b);
+/* Rooted ops: the root fetches every rank, every other rank is fetched by the root. */
+void algo_b_fetch_rooted(algo_b *b);
 
 /* Balanced split of count elements into parts: part i = [off(i), off(i+1)). */
 static inline uint64_t algo_chunk_off(uint64_t count, uint32_t parts, uint32_t i)

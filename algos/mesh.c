@@ -106,10 +106,7 @@ static void mesh_reduce_scatter(algo_b *b)
 static void mesh_reduce(algo_b *b)
 {
     uint32_t r = b->r, root = b->op->root;
-    if (r == root)
-        algo_b_fetch_all(b);
-    else
-        b->fetched_by[root] = 1;
+    algo_b_fetch_rooted(b);
     algo_b_prologue(b);
     if (r == root) {
         if (!b->op->in_place)
@@ -136,10 +133,7 @@ static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
 static void mesh_rooted_put(algo_b *b, mesh_peer_fn put)
 {
     uint32_t r = b->r, root = b->op->root;
-    if (r == root)
-        algo_b_fetch_all(b);
-    else
-        b->fetched_by[root] = 1;
+    algo_b_fetch_rooted(b);
     algo_b_prologue(b);
     if (r == root) {
         if (b->op->coll == ALGO_COLL_SCATTER && !b->op->in_place)

@@ -176,6 +176,16 @@ void algo_b_fetch_all(algo_b *b)
             b->fetch[q] = b->fetched_by[q] = 1;
 }
 
+void algo_b_fetch_rooted(algo_b *b)
+{
+    uint32_t root = b->op->root;
+    for (uint32_t q = 0; q < b->n; q++)
+        if (b->r == root)
+            b->fetch[q] = q != root;
+        else if (q == root)
+            b->fetched_by[q] = 1;
+}
+
 void algo_b_prologue(algo_b *b)
 {
     algo_step pub = {.kind = ALGO_STEP_PUBLISH};

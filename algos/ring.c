@@ -172,10 +172,7 @@ static void ring_scatter(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, root = b->op->root;
     const algo_op *op = b->op;
-    if (r == root)
-        algo_b_fetch_all(b);
-    else
-        b->fetched_by[root] = 1;
+    algo_b_fetch_rooted(b);
     algo_b_prologue(b);
     if (r == root) {
         if (!op->in_place)

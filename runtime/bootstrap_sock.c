@@ -131,7 +131,7 @@ int rt_sock_connect(const char *host, uint32_t port, int64_t deadline, int *fd)
     snprintf(serv, sizeof serv, "%u", port);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     int64_t backoff = 20;
-    int err = ETIMEDOUT;
+    int err = ETIMEDOUT, real_err = 0;
     for (;;) {
         struct addrinfo *res = NULL;
         int gai = getaddrinfo(host, serv, &hints, &res);
@@ -147,10 +147,12 @@ int rt_sock_connect(const char *host, uint32_t port, int64_t deadline, int *fd)
             if (!err)
                 return 0;
         }
+        if (err != ETIMEDOUT)
+            real_err = err; /* report "refused" rather than the final attempt's cut-off */
         /* The peer may simply not be listening yet: retry with backoff until the deadline. */
         int64_t left = deadline - rt_now_ms();
         if (left <= 0)
-            return err;
+            return real_err ? real_err : err;
         int64_t nap = backoff < left ? backoff : left;
         struct timespec ts = {.tv_sec = nap / 1000, .tv_nsec = (nap % 1000) * 1000000};
         nanosleep(&ts, NULL);

@@ -394,7 +394,7 @@ HcclResult rt_ranktable_load(const char *path, rt_ranktable **out)
     json_object *root = json_tokener_parse_verbose(text, &jerr);
     free(text);
     if (!root) {
-        fail(&c, HCCL_E_PARA, "not valid JSON: %s (the examples in CANN's docs carry comments: remove them)",
+        fail(&c, HCCL_E_PARA, "not valid JSON: %s (truncated, or not a rank table file?)",
              json_tokener_error_desc(jerr));
         return c.rc;
     }

@@ -9,6 +9,7 @@
 #include "runtime/ranktable.h"
 #include "runtime/rt_internal.h"
 #include "runtime/rt_launch.h"
+#include "hccl/hccl_ext.h"
 
 HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                       const HcclCommConfig *config, HcclComm *comm)
@@ -214,4 +215,17 @@ HcclResult HcclCommResume(HcclComm comm)
     CHECK_ARG(rt_comm_check(comm), HCCL_E_PTR, "comm", "HcclCommResume: invalid comm");
     OH_ERR("comm", "HcclCommResume is reserved in CANN and not supported");
     return HCCL_E_NOT_SUPPORT;
+}
+
+uint64_t HcclExtPlanCompileCount(void)
+{
+    return rt_plan_compile_count();
+}
+
+HcclResult HcclExtGetCommErrorMessage(HcclComm comm, char *buf, size_t len)
+{
+    rt_comm *c = rt_comm_check(comm);
+    CHECK_ARG(c && buf && len, HCCL_E_PTR, "comm", "HcclExtGetCommErrorMessage: comm, buf or len is invalid");
+    snprintf(buf, len, "%s", atomic_load(&c->ctrl->abort) == 2 ? c->ctrl->abort_msg : "");
+    return HCCL_SUCCESS;
 }

@@ -235,9 +235,11 @@ aclError aclrtSynchronizeDevice(void)
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 {
-    if (timeout == 0 || timeout < -1)
-        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %d: use -1 (forever) or > 0 ms", timeout);
-    return sync_device(__func__, timeout);
+    if (timeout < -1)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %d: use -1 (forever), 0 (check) or > 0 ms",
+                        timeout);
+    /* 0 = check once, as for streams: the shortest deadline the HAL takes. */
+    return sync_device(__func__, timeout == 0 ? 1 : timeout);
 }
 
 /* ---- overflow mode, SoC name -------------------------------------------------------------- */

@@ -15,6 +15,7 @@
  *                               "不支持"), which we report as ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
  *   aclrtCreateEventExWithFlag  same flags, but no hardware-limited resource: waits capture the
  *                               last record like a CUDA event (an unrecorded event is complete).
+ *                               aclrtResetEvent / aclrtQueryEvent on it are errors (CANN);
  *                               ACL_EVENT_IPC is not emulated.
  *
  * Status queries: aclrtQueryEventStatus reports COMPLETE when every task the event captured has
@@ -192,9 +193,9 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
     hal_stream *s;
     if (!e || (err = acl_stream(__func__, stream, &s)))
         return err;
-    if (!ev_can_wait(e))
-        return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__, "event %p was created without ACL_EVENT_SYNC",
-                        event);
+    if (!ev_can_wait(e) || e->api == EV_EX)
+        return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                        "event %p cannot be reset (needs aclrtCreateEventWithFlag + ACL_EVENT_SYNC)", event);
     reset_job *job = malloc(sizeof *job);
     if (!job)
         return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
@@ -244,6 +245,8 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
         return err;
     if (!status)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "status is NULL");
+    if (e->api == EV_EX)
+        return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__, "Ex event %p: use aclrtQueryEventStatus", event);
     int done = query(__func__, e, &err);
     if (done < 0)
         return err;
@@ -274,7 +277,10 @@ static aclError sync_event(const char *func, aclrtEvent event, int32_t timeout)
         return err;
     if (!hal_get()->event_recorded(e->ev))
         return ACL_SUCCESS; /* nothing captured: nothing to wait for */
-    hal_result rc = hal_get()->event_sync(e->ev, timeout);
+    /* 0 = check once (acl_rt.h): a query, reported like an expired wait when pending. */
+    hal_result rc = timeout == 0 ? hal_get()->event_query(e->ev) : hal_get()->event_sync(e->ev, timeout);
+    if (rc == HAL_E_NOT_READY)
+        return acl_fail(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, func, "event %p not complete (timeout %d ms)", event, timeout);
     if (rc == HAL_OK)
         return ACL_SUCCESS;
     if (rc == HAL_E_TIMEOUT && timeout != -1 && hal_get()->event_query(e->ev) == HAL_E_NOT_READY)
@@ -289,8 +295,9 @@ aclError aclrtSynchronizeEvent(aclrtEvent event)
 
 aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 {
-    if (timeout == 0 || timeout < -1)
-        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %d: use -1 (forever) or > 0 ms", timeout);
+    if (timeout < -1)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %d: use -1 (forever), 0 (check) or > 0 ms",
+                        timeout);
     return sync_event(__func__, event, timeout);
 }
 

@@ -64,6 +64,7 @@ typedef enum acl_handle_kind {
     ACL_H_PHYS = 4,      /* hal_phys_mem*; value = size */
     ACL_H_VA = 5,        /* aclrtReserveMemAddress start; value = hal_device* */
     ACL_H_MAPPING = 6,   /* aclrtMapMem start; value = hal_phys_mem* */
+    ACL_H_PHYS_FREED = 7, /* hal_phys_mem* freed while mapped: released at its last unmap */
 } acl_handle_kind;
 
 /* Adds key; 0 on success, -1 when out of memory or already present. */

@@ -6,9 +6,10 @@
  * device-side range lies inside one live allocation. The asynchronous variants are stream tasks
  * (a one-descriptor dma_batch COPY, memset_async) and return at once.
  *
- * Checks follow CANN's documented contract: null pointers, count > destMax and unknown kinds are
- * ACL_ERROR_INVALID_PARAM; a pointer the kind says is on the device but is not (or a range that
- * runs past its allocation) is the runtime's ACL_ERROR_RT_PARAM_INVALID.
+ * Checks follow CANN (docs/acl_semantics.md section 6): null pointers are rejected by the ACL layer
+ * (ACL_ERROR_INVALID_PARAM); the runtime's copy checks -- count 0, count > destMax, unknown kind,
+ * a device-side pointer that is not device memory or a range past its allocation -- return
+ * ACL_ERROR_RT_PARAM_INVALID. dst == src copies nothing and succeeds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -136,8 +137,8 @@ static aclError check_memcpy(const char *func, void *dst, size_t destMax, const 
 {
     if (!dst || !src)
         return acl_fail(ACL_ERROR_INVALID_PARAM, func, "null pointer (dst %p src %p)", dst, src);
-    if (count > destMax)
-        return acl_fail(ACL_ERROR_INVALID_PARAM, func, "count %zu > destMax %zu", count, destMax);
+    if (count == 0 || count > destMax)
+        return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "count %zu must be in [1, destMax %zu]", count, destMax);
     int dst_dev = 0, src_dev = 0;
     switch (kind) {
     case ACL_MEMCPY_HOST_TO_HOST:
@@ -156,12 +157,12 @@ static aclError check_memcpy(const char *func, void *dst, size_t destMax, const 
         dst_dev = src_dev = 1;
         break;
     default:
-        return acl_fail(ACL_ERROR_INVALID_PARAM, func, "unknown kind %d", (int)kind);
+        return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "unknown kind %d", (int)kind);
     }
     aclError err = ACL_SUCCESS;
-    if (dst_dev && count)
+    if (dst_dev)
         err = check_dev_range(func, "dst", dst, count);
-    if (!err && src_dev && count)
+    if (!err && src_dev)
         err = check_dev_range(func, "src", src, count);
     return err;
 }
@@ -171,7 +172,7 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, a
     aclError err = check_memcpy(__func__, dst, destMax, src, count, kind);
     if (err)
         return err;
-    if (count)
+    if (dst != src)
         memmove(dst, src, count);
     return ACL_SUCCESS;
 }
@@ -182,12 +183,13 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
     aclError err = check_memcpy(__func__, dst, destMax, src, count, kind);
     if (err)
         return err;
+    /* CANN: an asynchronous host-to-host copy is not supported (EP mode). */
+    if (kind == ACL_MEMCPY_HOST_TO_HOST)
+        return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__, "HOST_TO_HOST cannot be asynchronous");
     hal_stream *s;
     err = acl_stream(__func__, stream, &s);
     if (err)
         return err;
-    if (count == 0)
-        return ACL_SUCCESS;
     hal_dma_desc d = {0};
     d.kind = HAL_DMA_COPY;
     d.dst = hal_ref_ptr(dst);
@@ -207,7 +209,7 @@ static aclError check_memset(const char *func, void *devPtr, size_t maxCount, si
     if (!devPtr)
         return acl_fail(ACL_ERROR_INVALID_PARAM, func, "devPtr is NULL");
     if (count > maxCount)
-        return acl_fail(ACL_ERROR_INVALID_PARAM, func, "count %zu > maxCount %zu", count, maxCount);
+        return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "count %zu > maxCount %zu", count, maxCount);
     uintptr_t host_size;
     if (acl_reg_find(ACL_H_HOST_MEM, devPtr, &host_size)) {
         if (count > host_size)

@@ -2,8 +2,8 @@
  * stream of the thread's current device. stream_from_native validates every handle, so a
  * destroyed or made-up stream is an error code, not a crash.
  *
- * Timeouts (hicann/runtime docs/api_docs/aclrtSynchronizeStreamWithTimeout.md): -1 waits forever,
- * > 0 is milliseconds; when the host's wait expires the call returns
+ * Timeouts (hicann/runtime docs/api_docs/aclrtSynchronizeStreamWithTimeout.md, acl_rt.h): -1 waits
+ * forever, > 0 is milliseconds, 0 checks once; when the host's wait expires the call returns
  * ACL_ERROR_RT_STREAM_SYNC_TIMEOUT and the stream keeps running. A task that itself timed out (a
  * notify wait) fails the stream; sync then reports that task's error (acl_from_hal).
  */
@@ -89,7 +89,10 @@ static aclError sync_stream(const char *func, aclrtStream stream, int32_t timeou
     aclError err = acl_stream(func, stream, &s);
     if (err)
         return err;
-    hal_result rc = hal_get()->stream_sync(s, timeout);
+    /* 0 = check once: a query, reported like an expired wait when work is pending. */
+    hal_result rc = timeout == 0 ? hal_get()->stream_query(s) : hal_get()->stream_sync(s, timeout);
+    if (rc == HAL_E_NOT_READY)
+        rc = HAL_E_TIMEOUT;
     return rc == HAL_OK ? ACL_SUCCESS : sync_failure(func, s, rc, timeout);
 }
 
@@ -100,8 +103,9 @@ aclError aclrtSynchronizeStream(aclrtStream stream)
 
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 {
-    if (timeout == 0 || timeout < -1)
-        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %d: use -1 (forever) or > 0 ms", timeout);
+    if (timeout < -1)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %d: use -1 (forever), 0 (check) or > 0 ms",
+                        timeout);
     return sync_stream(__func__, stream, timeout);
 }
 

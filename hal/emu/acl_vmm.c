@@ -4,8 +4,10 @@
  * allocate physical chunks -> map chunks into the range -> use it like aclrtMalloc memory ->
  * unmap -> free the chunks -> release the range. Sizes are multiples of the allocation
  * granularity (aclrtMemGetAllocationGranularity). Reservations, chunks and mappings are
- * registered so that a wrong handle or a double free is an error code, and a chunk that is
- * still mapped cannot be freed.
+ * registered so that a wrong handle or a double free is an error code. As in CANN
+ * (docs/acl_semantics.md section 5), aclrtMapMem maps a whole chunk (offset 0, size = chunk size),
+ * and aclrtFreePhysical on a chunk that is still mapped succeeds but the chunk is released only
+ * at its last aclrtUnmapMem.
  */
 #include "hal/emu/acl_internal.h"
 
@@ -127,9 +129,13 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "handle is NULL");
     if (!acl_reg_find(ACL_H_PHYS, handle, NULL))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "handle %p is not a live physical allocation", handle);
-    if (acl_reg_count_value(ACL_H_MAPPING, (uintptr_t)handle) > 0)
-        return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "handle %p is still mapped (aclrtUnmapMem first)",
-                        handle);
+    if (acl_reg_count_value(ACL_H_MAPPING, (uintptr_t)handle) > 0) {
+        /* Still mapped: the handle is gone for the program, the memory stays until unmapped. */
+        acl_reg_remove(ACL_H_PHYS, handle);
+        if (acl_reg_add(ACL_H_PHYS_FREED, handle, 0) != 0)
+            OH_WARN(ACL_MOD, "aclrtFreePhysical: %p will not be released at unmap (out of memory)", handle);
+        return ACL_SUCCESS;
+    }
     hal_result rc = hal_get()->vmm_phys_free((hal_phys_mem *)handle);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_phys_free");
@@ -146,9 +152,9 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "flags must be 0, got 0x%llx", (unsigned long long)flags);
     if (!acl_reg_find(ACL_H_PHYS, handle, &phys_size))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "handle %p is not a live physical allocation", handle);
-    if (offset > phys_size || size > phys_size - offset)
-        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "size %zu at offset %zu exceeds the %zu-byte chunk", size,
-                        offset, (size_t)phys_size);
+    if (offset != 0 || size != phys_size)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "map the whole chunk: offset %zu must be 0, size %zu must be %zu",
+                        offset, size, (size_t)phys_size);
     hal_result rc = hal_get()->vmm_map(virPtr, size, offset, (hal_phys_mem *)handle);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_map (virPtr must lie in a reserved, unmapped range)");
@@ -161,13 +167,20 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
 
 aclError aclrtUnmapMem(void *virPtr)
 {
+    uintptr_t pm;
     if (!virPtr)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "virPtr is NULL");
-    if (!acl_reg_find(ACL_H_MAPPING, virPtr, NULL))
+    if (!acl_reg_find(ACL_H_MAPPING, virPtr, &pm))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "virPtr %p is not the start of a mapping", virPtr);
     hal_result rc = hal_get()->vmm_unmap(virPtr);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_unmap");
     acl_reg_remove(ACL_H_MAPPING, virPtr);
+    /* A chunk the program already freed goes with its last mapping. */
+    if (acl_reg_count_value(ACL_H_MAPPING, pm) == 0 && acl_reg_remove(ACL_H_PHYS_FREED, (void *)pm)) {
+        rc = hal_get()->vmm_phys_free((hal_phys_mem *)pm);
+        if (rc != HAL_OK)
+            return acl_fail_hal(rc, __func__, "vmm_phys_free of a chunk freed while mapped");
+    }
     return ACL_SUCCESS;
 }

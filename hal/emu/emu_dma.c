@@ -10,8 +10,8 @@
 #include "hal/emu/emu_reduce.h"
 #include "hal/emu/emu_sys.h"
 
-#define DMA_INLINE_BYTES (512u << 10) /* below this a batch runs on the worker alone */
-#define DMA_MIN_CHUNK (256u << 10)
+#define DMA_INLINE_BYTES (2u << 20) /* below this a batch runs on the worker alone */
+#define DMA_MIN_CHUNK (512u << 10)
 
 typedef enum { P_COPY, P_MOVE, P_REDUCE, P_SET } piece_kind;
 

@@ -48,6 +48,7 @@ static void cfg_init(void)
     g_cfg.server_index = (uint32_t)env_u64("HCCL_EMU_SERVER_INDEX", 0, 0, 1u << 20);
     g_cfg.ndev = (uint32_t)env_u64("HCCL_EMU_DEVICES", 8, 1, EMU_MAX_DEVICES);
     g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);
+    g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 20, 0, 1000000) * 1000ull;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
 }
 

@@ -11,7 +11,6 @@
 #include "hal/emu/emu_sys.h"
 
 #define NOTIFY_SLICE_NS 200000000ull
-#define NOTIFY_SPIN 2000 /* polls before sleeping: keeps a ping-pong off the futex path */
 
 struct hal_notify {
     hal_device *dev;        /* owner (created) or importer */
@@ -213,12 +212,14 @@ static void notify_run_wait(hal_stream *s, emu_task *t)
 {
     hal_notify *n = t->u.nt.n;
     emu_notify_slot *slot = n->slot;
-    for (int i = 0; i < NOTIFY_SPIN; i++) {
+    uint64_t start = emu_now_ns(), spin_end = start + emu_cfg()->spin_ns;
+    for (unsigned i = 1; emu_cfg()->spin_ns; i++) { /* brief poll before sleeping: low latency */
         if (notify_take(slot, t->u.nt.reset))
             return;
         emu_cpu_relax();
+        if (i % 64 == 0 && emu_now_ns() >= spin_end)
+            break;
     }
-    uint64_t start = emu_now_ns();
     uint64_t deadline = t->u.nt.timeout_ms ? start + t->u.nt.timeout_ms * 1000000ull : 0;
     for (;;) {
         if (notify_take(slot, t->u.nt.reset))

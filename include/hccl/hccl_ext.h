@@ -3,6 +3,7 @@
 #ifndef HCCL_EXT_H_
 #define HCCL_EXT_H_
 
+#include <stddef.h>
 #include <stdint.h>
 #include <hccl/hccl_types.h>
 
@@ -23,6 +24,14 @@ HcclResult HcclExtShareRootInfo(uint32_t rank, HcclRootInfo *rootInfo);
  * RANK and WORLD_SIZE are required (HCCL_E_PARA with a hint to use hcclrun otherwise); LOCAL_RANK and
  * LOCAL_WORLD_SIZE default to RANK and WORLD_SIZE. Any output pointer may be NULL. */
 HcclResult HcclExtGetLaunchEnv(uint32_t *rank, uint32_t *worldSize, uint32_t *localRank, uint32_t *localWorldSize);
+
+/* OpenHCCL extension. Plans compiled by this process so far: a second call of the same shape on
+ * the same communicator compiles nothing (the plan cache), which tests and tools can observe. */
+uint64_t HcclExtPlanCompileCount(void);
+
+/* OpenHCCL extension. The reason a communicator failed (a mismatch naming both calls, a timeout),
+ * "" while it is healthy. Copies at most len bytes including the terminating NUL. */
+HcclResult HcclExtGetCommErrorMessage(HcclComm comm, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -130,7 +130,8 @@ Test(acl_stream, synchronize_with_timeout)
     cr_assert_eq(aclrtLaunchHostFunc(f.a, gate_hold, &g), ACL_SUCCESS);
     cr_assert_eq(aclrtMemcpyAsync(f.dev, N, f.src, N, ACL_MEMCPY_HOST_TO_DEVICE, f.a), ACL_SUCCESS);
     cr_assert_eq(aclrtSynchronizeStreamWithTimeout(f.a, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
-    cr_assert_eq(aclrtSynchronizeStreamWithTimeout(f.a, 0), ACL_ERROR_INVALID_PARAM);
+    cr_assert_eq(aclrtSynchronizeStreamWithTimeout(f.a, 0), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT); /* check once */
+    cr_assert_eq(aclrtSynchronizeStreamWithTimeout(f.a, -2), ACL_ERROR_INVALID_PARAM);
     cr_assert_eq(aclrtSynchronizeDeviceWithTimeout(20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     cr_assert_arr_eq(f.dev, f.zero, N);
     gate_open(&g);
@@ -164,6 +165,7 @@ Test(acl_event, cross_stream_wait_on_recorded_event)
 #pragma GCC diagnostic pop
     cr_assert_eq(es, ACL_EVENT_STATUS_NOT_READY);
     cr_assert_eq(aclrtSynchronizeEventWithTimeout(e, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    cr_assert_eq(aclrtSynchronizeEventWithTimeout(e, 0), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
     cr_assert_arr_eq(f.dev, f.zero, N);
     gate_open(&g);
     cr_assert_eq(aclrtSynchronizeStream(f.b), ACL_SUCCESS);
@@ -192,6 +194,7 @@ Test(acl_event, unrecorded_plain_and_ex_events_do_not_block)
     cr_assert_eq(aclrtQueryEventStatus(plain, &rs), ACL_SUCCESS);
     cr_assert_eq(rs, ACL_EVENT_RECORDED_STATUS_COMPLETE);
     cr_assert_eq(aclrtSynchronizeEvent(plain), ACL_SUCCESS);
+    cr_assert_eq(aclrtResetEvent(ex, f.b), ACL_ERROR_RT_FEATURE_NOT_SUPPORT); /* Ex events: error */
     cr_assert_eq(aclrtDestroyEvent(plain), ACL_SUCCESS);
     cr_assert_eq(aclrtDestroyEvent(ex), ACL_SUCCESS);
     fx_fini(&f);

@@ -119,7 +119,9 @@ Test(acl_memory, memcpy_every_kind)
     memset(dst, 0, N);
     cr_assert_eq(aclrtMemcpy(dst, N, d1, N, ACL_MEMCPY_DEFAULT), ACL_SUCCESS);
     cr_assert_arr_eq(dst, src, N);
-    cr_assert_eq(aclrtMemcpy(d1, N, src, 0, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS); /* empty copy */
+    cr_assert_eq(aclrtMemcpy(d1, N, src, 0, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID); /* CANN */
+    cr_assert_eq(aclrtMemcpy(d1, N, d1, N, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_SUCCESS); /* dst == src */
+    cr_assert_eq(aclrtMemcpyAsync(dst, N, src, N, ACL_MEMCPY_HOST_TO_HOST, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     aclrtFree(d1);
     aclrtFree(d2);
 }
@@ -130,17 +132,17 @@ Test(acl_memory, memcpy_bad_arguments)
     void *d;
     /* A multiple of any allocation rounding, so a copy past its end is past the allocation. */
     cr_assert_eq(aclrtMalloc(&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    cr_assert_eq(aclrtMemcpy(d, 32, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM); /* destMax */
+    cr_assert_eq(aclrtMemcpy(d, 32, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID); /* destMax */
     cr_assert_eq(aclrtMemcpy(NULL, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
     cr_assert_eq(aclrtMemcpy(d, 64, NULL, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
-    cr_assert_eq(aclrtMemcpy(d, 64, h, 64, (aclrtMemcpyKind)42), ACL_ERROR_INVALID_PARAM);
+    cr_assert_eq(aclrtMemcpy(d, 64, h, 64, (aclrtMemcpyKind)42), ACL_ERROR_RT_PARAM_INVALID);
     /* The kind says device, the pointer is not; or the range runs past the allocation. */
     cr_assert_neq(aclrtMemcpy(h, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
     cr_assert_neq(aclrtMemcpy(h, 64, h, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     cr_assert_neq(aclrtMemcpy((char *)d + 4096 - 32, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
     aclrtStream bogus = (aclrtStream)h;
     cr_assert_neq(aclrtMemcpyAsync(d, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE, bogus), ACL_SUCCESS);
-    cr_assert_eq(aclrtMemcpyAsync(d, 16, h, 64, ACL_MEMCPY_HOST_TO_DEVICE, NULL), ACL_ERROR_INVALID_PARAM);
+    cr_assert_eq(aclrtMemcpyAsync(d, 16, h, 64, ACL_MEMCPY_HOST_TO_DEVICE, NULL), ACL_ERROR_RT_PARAM_INVALID);
     aclrtFree(d);
 }
 
@@ -159,7 +161,7 @@ Test(acl_memory, memset_sync_and_async)
     memset(want, 0x11, N / 2);
     memset(want + N / 2, 0x5A, N / 2);
     cr_assert_arr_eq(back, want, N);
-    cr_assert_eq(aclrtMemset(d, N / 2, 0, N), ACL_ERROR_INVALID_PARAM); /* count > maxCount */
+    cr_assert_eq(aclrtMemset(d, N / 2, 0, N), ACL_ERROR_RT_PARAM_INVALID); /* count > maxCount */
     cr_assert_eq(aclrtMemset(NULL, N, 0, N), ACL_ERROR_INVALID_PARAM);
     cr_assert_neq(aclrtMemset(back, N, 0, N), ACL_SUCCESS); /* not device memory */
     aclrtDestroyStream(s);

@@ -1,0 +1,72 @@
+/* Alpha-beta cost model: defaults, nccl-tests size/busbw conventions, prediction. */
+#include "algos/cost.h"
+#include "algos/verify.h"
+
+static const algo_cost_model g_default = {
+    .alpha_us = {1.0, 2.0, 10.0},
+    .gbps = {200.0, 56.0, 25.0},
+    .sync_us = {0.2, 1.0, 5.0},
+};
+
+const algo_cost_model *algo_cost_default(void)
+{
+    return &g_default;
+}
+
+const char *algo_link_name(algo_link l)
+{
+    static const char *const names[ALGO_LINK_COUNT] = {"self", "intra", "net"};
+    return (unsigned)l < ALGO_LINK_COUNT ? names[l] : "?";
+}
+
+uint64_t algo_cost_size_bytes(const algo_op *op)
+{
+    uint64_t esz = hal_dtype_size(op->dtype), n = op->nranks, c = 0;
+    switch (op->coll) {
+    case ALGO_COLL_ALLREDUCE:
+    case ALGO_COLL_BROADCAST:
+    case ALGO_COLL_REDUCE: c = op->count; break;
+    case ALGO_COLL_ALLGATHER:
+    case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_SCATTER:
+    case ALGO_COLL_ALLTOALL: c = op->count * n; break;
+    case ALGO_COLL_ALLTOALLVC:
+        for (uint64_t i = 0; i < n * n && op->counts; i++)
+            c += op->counts[i];
+        c /= n ? n : 1; /* per-rank average, like alltoall's n*count */
+        break;
+    default: {
+        uint64_t in, out;
+        algo_buffer_elems(op, &in, &out);
+        c = in > out ? in : out;
+    }
+    }
+    return c * esz;
+}
+
+double algo_cost_busbw_factor(algo_coll coll, uint32_t nranks)
+{
+    double n = nranks;
+    switch (coll) {
+    case ALGO_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case ALGO_COLL_BROADCAST:
+    case ALGO_COLL_REDUCE:
+    case ALGO_COLL_SENDRECV: return 1.0;
+    default: return (n - 1) / n;
+    }
+}
+
+void algo_cost_predict(const algo_op *op, const algo_verify_report *rep, const algo_cost_model *cm,
+                       algo_cost_result *res)
+{
+    if (!cm)
+        cm = algo_cost_default();
+    res->crit_us = rep->crit_us;
+    uint64_t net = rep->max_rank_tx[ALGO_LINK_NET] > rep->max_rank_rx[ALGO_LINK_NET] ? rep->max_rank_tx[ALGO_LINK_NET]
+                                                                                      : rep->max_rank_rx[ALGO_LINK_NET];
+    res->nic_us = (double)net / (cm->gbps[ALGO_LINK_NET] * 1e3);
+    res->time_us = res->crit_us > res->nic_us ? res->crit_us : res->nic_us;
+    double size = (double)algo_cost_size_bytes(op);
+    res->algbw_gbps = res->time_us > 0 ? size / (res->time_us * 1e3) : 0;
+    res->busbw_gbps = res->algbw_gbps * algo_cost_busbw_factor(op->coll, op->nranks);
+}

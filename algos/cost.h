@@ -1,0 +1,41 @@
+/* Alpha-beta cost model per link class, and nccl-tests bus bandwidth. Used by the verifier to
+ * time the critical path of a set of plans and by plansim to predict time and busbw. */
+#ifndef ALGOS_COST_H
+#define ALGOS_COST_H
+
+#include "algos/plan.h"
+
+/* Where a transfer goes: inside one rank, between ranks of one server (HCCS), across servers. */
+typedef enum algo_link { ALGO_LINK_SELF = 0, ALGO_LINK_INTRA, ALGO_LINK_NET, ALGO_LINK_COUNT } algo_link;
+
+typedef struct algo_cost_model {
+    double alpha_us[ALGO_LINK_COUNT]; /* start-up per COPY/REDUCE */
+    double gbps[ALGO_LINK_COUNT];     /* GB/s (1e9 B/s) of one link of that class */
+    double sync_us[ALGO_LINK_COUNT];  /* SIGNAL -> WAIT latency */
+} algo_cost_model;
+
+/* self 1 us + 200 GB/s (on-device SDMA copy); intra 2 us + 56 GB/s (one HCCS link);
+ * net 10 us + 25 GB/s (RoCE 200 Gb/s); notify latency 0.2 / 1 / 5 us. */
+const algo_cost_model *algo_cost_default(void);
+const char *algo_link_name(algo_link l);
+
+/* nccl-tests conventions: the "size" of an op (allreduce/broadcast/reduce: the buffer;
+ * allgather/reducescatter/alltoall/scatter: the n-block buffer) and busbw = algbw * factor
+ * (allreduce 2(n-1)/n; allgather, reducescatter, alltoall, scatter (n-1)/n; broadcast, reduce 1). */
+uint64_t algo_cost_size_bytes(const algo_op *op);
+double algo_cost_busbw_factor(algo_coll coll, uint32_t nranks);
+
+typedef struct algo_cost_result {
+    double crit_us;    /* critical path through the plans' steps (from the verifier) */
+    double nic_us;     /* busiest rank's network bytes / network bandwidth (links are shared) */
+    double time_us;    /* max of the two */
+    double algbw_gbps; /* size / time */
+    double busbw_gbps;
+} algo_cost_result;
+
+struct algo_verify_report;
+/* Prediction from a verifier report made with the same cost model (rep->crit_us). */
+void algo_cost_predict(const algo_op *op, const struct algo_verify_report *rep, const algo_cost_model *cm,
+                       algo_cost_result *res);
+
+#endif

@@ -1,0 +1,345 @@
+/* The verifier's step semantics: synchronisation with vector clocks, buffer accesses with the
+ * fetch, bounds and race checks, symbolic data movement, byte counts and timing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algos/algo_build.h"
+#include "algos/verify_int.h"
+
+const char *vstep_name(uint8_t kind)
+{
+    static const char *const names[] = {"COPY", "REDUCE", "SIGNAL", "WAIT", "FORK", "JOIN", "PUBLISH", "FETCH"};
+    return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "BAD";
+}
+
+algo_link vlink(const vsim *s, uint32_t a, uint32_t b)
+{
+    if (a == b)
+        return ALGO_LINK_SELF;
+    const uint32_t *so = s->topo ? s->topo->server_of : NULL;
+    return !so || so[a] == so[b] ? ALGO_LINK_INTRA : ALGO_LINK_NET;
+}
+
+static uint32_t tid_of(uint32_t rank, uint32_t stream)
+{
+    return rank * ALGO_MAX_STREAMS + stream;
+}
+
+/* Does the access (tid, clk) happen before everything thread `cur` does from now on? */
+static bool hb(vsim *s, uint32_t tid, uint32_t clk, uint32_t cur)
+{
+    return tid == cur || vsim_vc(s, cur)[tid] >= clk;
+}
+
+static void vc_join(vsim *s, uint32_t *dst, const uint32_t *src)
+{
+    for (uint32_t i = 0; i < s->T; i++)
+        if (src[i] > dst[i])
+            dst[i] = src[i];
+}
+
+static vqueue *queue(vsim *s, uint32_t from, uint32_t to, uint32_t slot)
+{
+    return &s->q[((size_t)from * s->n + to) * ALGO_MAX_SLOTS + slot];
+}
+
+static int snap_take(vsim *s, const vthr *th, double t)
+{
+    uint32_t id;
+    if (s->nfree) {
+        id = s->freesnap[--s->nfree];
+    } else {
+        if (s->nsnap == s->capsnap) {
+            uint32_t cap = s->capsnap ? s->capsnap * 2 : 64;
+            uint32_t *ns = realloc(s->snaps, (size_t)cap * (s->data ? s->T : 1) * sizeof(*ns));
+            double *nt = ns ? realloc(s->snap_t, (size_t)cap * sizeof(*nt)) : NULL;
+            uint32_t *nf = nt ? realloc(s->freesnap, (size_t)cap * sizeof(*nf)) : NULL;
+            if (ns)
+                s->snaps = ns;
+            if (nt)
+                s->snap_t = nt;
+            if (nf)
+                s->freesnap = nf;
+            if (!nf)
+                return -1;
+            s->capsnap = cap;
+        }
+        id = s->nsnap++;
+    }
+    if (s->data)
+        memcpy(&s->snaps[(size_t)id * s->T], vsim_vc(s, tid_of(th->rank, th->stream)), s->T * sizeof(uint32_t));
+    s->snap_t[id] = t;
+    return (int)id;
+}
+
+static int q_push(vqueue *q, uint32_t id)
+{
+    if (q->len == q->cap) {
+        uint32_t cap = q->cap ? q->cap * 2 : 4;
+        uint32_t *ns = realloc(q->snap, cap * sizeof(*ns));
+        if (!ns)
+            return -1;
+        q->snap = ns;
+        q->cap = cap;
+    }
+    q->snap[q->len++] = id;
+    return 0;
+}
+
+/* Consumes the oldest signal of q into thread th (clock join and time). */
+static void q_pop(vsim *s, vqueue *q, vthr *th, double lat)
+{
+    uint32_t id = q->snap[q->head++];
+    if (s->data)
+        vc_join(s, vsim_vc(s, tid_of(th->rank, th->stream)), &s->snaps[(size_t)id * s->T]);
+    if (s->snap_t[id] + lat > th->t)
+        th->t = s->snap_t[id] + lat;
+    s->freesnap[s->nfree++] = id;
+}
+
+static bool stream_rule(vsim *s, vthr *th, int8_t *slot_stream, const char *what)
+{
+    if (*slot_stream < 0)
+        *slot_stream = (int8_t)th->stream;
+    if (*slot_stream == (int8_t)th->stream)
+        return true;
+    char w[96];
+    vsim_where(s, th, w, sizeof(w));
+    vsim_error(s, "%s: %s on one (sender, receiver, slot) from two streams (%d and %u): the k-th WAIT "
+               "no longer pairs with the k-th SIGNAL", w, what, *slot_stream, th->stream);
+    return false;
+}
+
+static int do_signal(vsim *s, vthr *th, const algo_step *st)
+{
+    uint32_t peer = st->u.sync.peer, slot = st->u.sync.slot, r = th->rank;
+    char w[96];
+    vsim_where(s, th, w, sizeof(w));
+    if (peer >= s->n || slot >= ALGO_MAX_SLOTS || slot >= s->plans[r]->nslots) {
+        vsim_error(s, "%s: SIGNAL{peer %u, slot %u} out of range", w, peer, slot);
+        return -1;
+    }
+    if (slot == ALGO_SLOT_PUB && (!s->pub_clk[r] || (s->data && !hb(s, tid_of(r, 0), s->pub_clk[r],
+                                                                      tid_of(r, th->stream))))) {
+        vsim_error(s, "%s: PUB signal to rank %u before this rank's PUBLISH", w, peer);
+        return -1;
+    }
+    vqueue *q = queue(s, r, peer, slot);
+    if (!stream_rule(s, th, &q->sstream, "SIGNAL"))
+        return -1;
+    int id = snap_take(s, th, th->t);
+    if (id < 0 || q_push(q, (uint32_t)id)) {
+        s->oom = 1;
+        return -1;
+    }
+    return 1;
+}
+
+static int do_wait(vsim *s, vthr *th, const algo_step *st, bool fetch)
+{
+    uint32_t r = th->rank, peer = fetch ? st->u.fetch.peer : st->u.sync.peer;
+    uint32_t slot = fetch ? ALGO_SLOT_PUB : st->u.sync.slot;
+    char w[96];
+    if (peer >= s->n || slot >= ALGO_MAX_SLOTS || (!fetch && slot == ALGO_SLOT_PUB) || (fetch && peer == r)) {
+        vsim_where(s, th, w, sizeof(w));
+        vsim_error(s, "%s: %s{peer %u, slot %u} invalid (PUB is only waited through FETCH of a peer)", w,
+                   vstep_name(st->kind), peer, slot);
+        return -1;
+    }
+    vqueue *q = queue(s, peer, r, slot);
+    if (!stream_rule(s, th, &q->wstream, fetch ? "FETCH" : "WAIT"))
+        return -1;
+    if (q->head == q->len)
+        return 0; /* blocked */
+    q_pop(s, q, th, s->cm->sync_us[vlink(s, peer, r)]);
+    if (fetch) {
+        vfetch *f = &s->fetch[(size_t)r * s->n + peer];
+        if (f->clk) {
+            vsim_where(s, th, w, sizeof(w));
+            vsim_error(s, "%s: second FETCH of rank %u in one plan", w, peer);
+            return -1;
+        }
+        f->tid = tid_of(r, th->stream);
+        f->clk = s->data ? vsim_vc(s, f->tid)[f->tid] : 1;
+    }
+    return 1;
+}
+
+static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
+{
+    uint32_t r = th->rank, sl = st->u.fork.stream;
+    bool join = st->kind == ALGO_STEP_JOIN;
+    char w[96];
+    vsim_where(s, th, w, sizeof(w));
+    if (th->stream != 0 || sl == 0 || sl >= s->plans[r]->nstreams) {
+        vsim_error(s, "%s: %s{%u} must run on stream 0 and name a slave stream < nstreams %u", w,
+                   vstep_name(st->kind), sl, s->plans[r]->nstreams);
+        return -1;
+    }
+    vthr *slave = &s->thr[tid_of(r, sl)];
+    if (join ? slave->joins || !slave->forks : slave->forks) {
+        vsim_error(s, "%s: stream %u %s", w, sl, join ? (slave->joins ? "joined twice" : "joined before its FORK")
+                                                      : "forked twice");
+        return -1;
+    }
+    if (join && slave->state != VT_DONE)
+        return 0;
+    uint32_t *me = s->data ? vsim_vc(s, tid_of(r, 0)) : NULL, *sv = s->data ? vsim_vc(s, tid_of(r, sl)) : NULL;
+    if (join) {
+        slave->joins++;
+        if (me)
+            vc_join(s, me, sv);
+        if (slave->t > th->t)
+            th->t = slave->t;
+    } else {
+        slave->forks++;
+        slave->state = slave->list->nsteps ? VT_RUN : VT_DONE;
+        slave->t = th->t;
+        if (me)
+            vc_join(s, sv, me);
+    }
+    return 1;
+}
+
+/* Resolves a ref to elements [*lo, *lo + cnt) of owner's space; checks bounds and the fetch. */
+static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint32_t *owner, uint64_t *lo)
+{
+    uint32_t r = th->rank, o = ref->owner == ALGO_SELF ? r : (uint32_t)ref->owner;
+    char w[96];
+    vsim_where(s, th, w, sizeof(w));
+    if ((ref->owner != ALGO_SELF && (ref->owner < 0 || (uint32_t)ref->owner >= s->n)) || ref->buf > ALGO_BUF_SCRATCH) {
+        vsim_error(s, "%s: bad ref (owner %d, buf %u)", w, ref->owner, ref->buf);
+        return false;
+    }
+    *owner = o;
+    if (o != r && ref->buf != ALGO_BUF_SCRATCH) {
+        const vfetch *f = &s->fetch[(size_t)r * s->n + o];
+        if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(r, th->stream)))) {
+            vsim_error(s, "%s: touches rank %u's %s without an ordered FETCH of rank %u", w, o,
+                       ref->buf == ALGO_BUF_IN ? "IN" : "OUT", o);
+            return false;
+        }
+    }
+    if (!s->data)
+        return true;
+    int ok = 1;
+    uint64_t off = ref->offset + (ref->vdispl >= 0 ? vref_displ(s, o, ref->vdispl, &ok) * s->esz : 0);
+    const vspace *sp = &s->sp[o];
+    uint64_t base = ref->buf == ALGO_BUF_IN ? sp->in_base : ref->buf == ALGO_BUF_OUT ? sp->out_base : sp->scr_base;
+    uint64_t len = ref->buf == ALGO_BUF_IN ? sp->in_len : ref->buf == ALGO_BUF_OUT ? sp->out_len : sp->scr_len;
+    if (!ok || off % s->esz || bytes % s->esz || off / s->esz > len || bytes / s->esz > len - off / s->esz) {
+        vsim_error(s, "%s: rank %u %s bytes [%llu, +%llu) out of its %llu elements (or misaligned / no such "
+                   "displacement)", w, o, ref->buf == ALGO_BUF_IN ? "IN" : ref->buf == ALGO_BUF_OUT ? "OUT" : "SCRATCH",
+                   (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)len);
+        return false;
+    }
+    *lo = base + off / s->esz;
+    return true;
+}
+
+/* Checks [lo, lo+cnt) of owner's space against earlier accesses and records this one. */
+static bool mem_access(vsim *s, vthr *th, uint32_t owner, uint64_t lo, uint64_t cnt, bool write)
+{
+    vspace *sp = &s->sp[owner];
+    uint32_t cur = tid_of(th->rank, th->stream);
+    for (uint32_t i = 0; i < sp->nrec; i++) {
+        const vrec *a = &sp->recs[i];
+        if (a->hi <= lo || a->lo >= lo + cnt || (!a->write && !write) || hb(s, a->tid, a->clk, cur))
+            continue;
+        char w[96], o[96];
+        vsim_where(s, th, w, sizeof(w));
+        vthr other = s->thr[a->tid];
+        other.pc = a->pc;
+        vsim_where(s, &other, o, sizeof(o));
+        vsim_error(s, "race on rank %u's memory [%llu, %llu): %s %s it, unordered with %s that %s it", owner,
+                   (unsigned long long)(lo > a->lo ? lo : a->lo),
+                   (unsigned long long)(lo + cnt < a->hi ? lo + cnt : a->hi), w, write ? "writes" : "reads", o,
+                   a->write ? "writes" : "reads");
+        return false;
+    }
+    if (sp->nrec == sp->cap) {
+        uint32_t cap = sp->cap ? sp->cap * 2 : 16;
+        vrec *nr = realloc(sp->recs, cap * sizeof(*nr));
+        if (!nr) {
+            s->oom = 1;
+            return false;
+        }
+        sp->recs = nr;
+        sp->cap = cap;
+    }
+    sp->recs[sp->nrec++] = (vrec){lo, lo + cnt, cur, vsim_vc(s, cur)[cur], th->pc, write};
+    return true;
+}
+
+static int do_move(vsim *s, vthr *th, const algo_step *st)
+{
+    bool red = st->kind == ALGO_STEP_REDUCE;
+    const algo_ref *dst = red ? &st->u.reduce.dst : &st->u.copy.dst, *src = red ? &st->u.reduce.src : &st->u.copy.src;
+    uint64_t bytes = red ? st->u.reduce.count * s->esz : st->u.copy.bytes, cnt = bytes / s->esz, dlo = 0, slo = 0;
+    uint32_t dow, sow;
+    if (!resolve(s, th, dst, bytes, &dow, &dlo) || !resolve(s, th, src, bytes, &sow, &slo))
+        return -1;
+    algo_link l = vlink(s, sow, dow);
+    s->tx[sow * ALGO_LINK_COUNT + l] += bytes;
+    s->rx[dow * ALGO_LINK_COUNT + l] += bytes;
+    s->rep->link_bytes[l] += bytes;
+    s->rep->link_xfers[l]++;
+    th->t += s->cm->alpha_us[l] + (double)bytes / (s->cm->gbps[l] * 1e3);
+    if (!s->data || !cnt)
+        return 1;
+    if (dow == sow && dlo < slo + cnt && slo < dlo + cnt) {
+        char w[96];
+        vsim_where(s, th, w, sizeof(w));
+        vsim_error(s, "%s: source and destination overlap", w);
+        return -1;
+    }
+    if (!mem_access(s, th, sow, slo, cnt, false) || !mem_access(s, th, dow, dlo, cnt, true))
+        return -1;
+    uint64_t *d = s->sp[dow].mem + dlo;
+    const uint64_t *x = s->sp[sow].mem + slo;
+    if (red)
+        for (uint64_t i = 0; i < cnt; i++)
+            d[i] += x[i];
+    else
+        memcpy(d, x, cnt * sizeof(*d));
+    return 1;
+}
+
+int vexec_step(vsim *s, vthr *th)
+{
+    const algo_step *st = &th->list->steps[th->pc];
+    uint32_t tid = tid_of(th->rank, th->stream);
+    if (s->data)
+        vsim_vc(s, tid)[tid]++; /* the step's own clock tick, undone if it blocks */
+    int rc;
+    switch (st->kind) {
+    case ALGO_STEP_COPY:
+    case ALGO_STEP_REDUCE: rc = do_move(s, th, st); break;
+    case ALGO_STEP_SIGNAL: rc = do_signal(s, th, st); break;
+    case ALGO_STEP_WAIT: rc = do_wait(s, th, st, false); break;
+    case ALGO_STEP_FETCH: rc = do_wait(s, th, st, true); break;
+    case ALGO_STEP_FORK:
+    case ALGO_STEP_JOIN: rc = do_fork_join(s, th, st); break;
+    case ALGO_STEP_PUBLISH: {
+        char w[96];
+        vsim_where(s, th, w, sizeof(w));
+        rc = 1;
+        if (th->stream != 0 || th->pc != 0 || s->pub_clk[th->rank]) {
+            vsim_error(s, "%s: PUBLISH must be the first step of stream 0, once", w);
+            rc = -1;
+        } else {
+            s->pub_clk[th->rank] = s->data ? vsim_vc(s, tid)[tid] : 1;
+        }
+        break;
+    }
+    default: {
+        char w[96];
+        vsim_where(s, th, w, sizeof(w));
+        vsim_error(s, "%s: unknown step kind %u", w, st->kind);
+        rc = -1;
+    }
+    }
+    if (rc == 0 && s->data)
+        vsim_vc(s, tid)[tid]--;
+    return rc;
+}

@@ -1,0 +1,87 @@
+/* Internal to the verifier: the simulation state shared by verify.c (driver, end checks),
+ * verify_exec.c (steps, happens-before, races) and verify_ref.c (symbolic memory, reference). */
+#ifndef ALGOS_VERIFY_INT_H
+#define ALGOS_VERIFY_INT_H
+
+#include "algos/verify.h"
+
+#define VMAX_ERRORS_SHOWN 6
+
+/* One access to a rank's memory: elements [lo, hi) of its space, by thread tid at its clock clk. */
+typedef struct vrec {
+    uint64_t lo, hi;
+    uint32_t tid, clk, pc;
+    uint8_t write;
+} vrec;
+
+/* A rank's symbolic memory: IN and OUT (aliased as the collective's in-place rule says), then
+ * SCRATCH, as one array of 64-bit values. */
+typedef struct vspace {
+    uint64_t *mem;
+    uint64_t len, in_base, in_len, out_base, out_len, scr_base, scr_len;
+    vrec *recs;
+    uint32_t nrec, cap;
+} vspace;
+
+/* Signals in flight from one sender to one receiver on one slot (FIFO of snapshots). */
+typedef struct vqueue {
+    uint32_t *snap; /* snapshot slot ids */
+    uint32_t len, cap, head;
+    int8_t sstream, wstream; /* -1 until first use */
+} vqueue;
+
+enum { VT_IDLE = 0, VT_RUN, VT_DONE };
+
+typedef struct vthr {
+    const algo_step_list *list;
+    uint32_t rank, stream, pc;
+    uint8_t state, forks, joins;
+    double t;
+} vthr;
+
+typedef struct vfetch {
+    uint32_t tid, clk; /* clk 0: not fetched */
+} vfetch;
+
+typedef struct vsim {
+    uint32_t n, T; /* ranks; threads = n * ALGO_MAX_STREAMS */
+    algo_plan *const *plans;
+    const algo_topo *topo;
+    const algo_cost_model *cm;
+    algo_verify_report *rep;
+    bool data;
+    vthr *thr;
+    uint32_t *vc;       /* T x T thread clocks (only with data) */
+    vspace *sp;         /* n */
+    vqueue *q;          /* n x n x ALGO_MAX_SLOTS, index (from * n + to) * SLOTS + slot */
+    uint32_t *snaps;    /* snapshot pool, T entries each */
+    double *snap_t;
+    uint32_t nsnap, capsnap, *freesnap, nfree;
+    vfetch *fetch;      /* n x n, (fetcher * n + fetched) */
+    uint32_t *pub_clk;  /* n: clock of PUBLISH on the rank's stream 0 */
+    uint32_t *endvc;    /* n x T: rank's stream-0 clock at its end */
+    uint8_t *ended;
+    uint64_t *tx, *rx;  /* n x ALGO_LINK_COUNT */
+    uint64_t *nsteps;   /* n */
+    size_t esz;
+    int oom;
+} vsim;
+
+/* verify.c */
+void vsim_error(vsim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint32_t *vsim_vc(vsim *s, uint32_t tid);
+/* "rank 3 stream 1 step 7 (COPY)" */
+void vsim_where(const vsim *s, const vthr *th, char *buf, size_t cap);
+
+/* verify_exec.c: 1 if the thread's current step ran, 0 if it is blocked, -1 on a fatal error in it
+ * (the thread is stopped). */
+int vexec_step(vsim *s, vthr *th);
+const char *vstep_name(uint8_t kind);
+algo_link vlink(const vsim *s, uint32_t a, uint32_t b);
+
+/* verify_ref.c */
+int vref_alloc(vsim *s);   /* layouts and initial values of every rank's space */
+void vref_check(vsim *s);  /* compares every rank's IN/OUT with the reference */
+uint64_t vref_displ(const vsim *s, uint32_t owner, int32_t vdispl, int *ok);
+
+#endif

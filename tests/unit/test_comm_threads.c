@@ -1,0 +1,89 @@
+/* Communicators in one process: HcclCommInitAll over several devices, one thread per rank. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+#include <hccl/hccl_ext.h>
+
+#define MAX_RANKS 8
+
+typedef struct rank_ctx {
+    HcclComm comm;
+    int32_t dev;
+    uint32_t rank, n;
+    uint64_t count;
+    int ok;
+    HcclResult rc;
+} rank_ctx;
+
+/* AllReduce(sum) of rank-dependent int32 data, then Broadcast from the last rank. */
+static void *rank_main(void *p)
+{
+    rank_ctx *r = p;
+    r->ok = 0;
+    cr_assert_eq(aclrtSetDevice(r->dev), ACL_SUCCESS);
+    aclrtStream s;
+    cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+    size_t bytes = r->count * sizeof(int32_t);
+    int32_t *host = malloc(bytes ? bytes : 4);
+    void *buf;
+    cr_assert_eq(aclrtMalloc(&buf, bytes ? bytes : 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    for (uint64_t i = 0; i < r->count; i++)
+        host[i] = (int32_t)(i % 1000) * (int32_t)(r->rank + 1);
+    if (bytes)
+        cr_assert_eq(aclrtMemcpy(buf, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    r->rc = HcclAllReduce(buf, buf, r->count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, r->comm, s);
+    if (r->rc == HCCL_SUCCESS)
+        r->rc = HcclBroadcast(buf, r->count, HCCL_DATA_TYPE_INT32, r->n - 1, r->comm, s);
+    aclError sync = aclrtSynchronizeStream(s);
+    if (r->rc == HCCL_SUCCESS && sync == ACL_SUCCESS) {
+        if (bytes)
+            aclrtMemcpy(host, bytes, buf, bytes, ACL_MEMCPY_DEVICE_TO_HOST);
+        int32_t factor = (int32_t)(r->n * (r->n + 1) / 2);
+        r->ok = 1;
+        for (uint64_t i = 0; i < r->count; i++)
+            if (host[i] != (int32_t)(i % 1000) * factor) {
+                r->ok = 0;
+                cr_log_error("rank %u: element %llu = %d, want %d", r->rank, (unsigned long long)i, host[i],
+                             (int32_t)(i % 1000) * factor);
+                break;
+            }
+    }
+    aclrtFree(buf);
+    free(host);
+    aclrtDestroyStream(s);
+    return NULL;
+}
+
+static void run_ranks(uint32_t n, uint64_t count)
+{
+    int32_t devs[MAX_RANKS];
+    HcclComm comms[MAX_RANKS];
+    for (uint32_t i = 0; i < n; i++)
+        devs[i] = (int32_t)i;
+    cr_assert_eq(HcclCommInitAll(n, devs, comms), HCCL_SUCCESS);
+    rank_ctx ctx[MAX_RANKS];
+    pthread_t th[MAX_RANKS];
+    for (uint32_t i = 0; i < n; i++) {
+        ctx[i] = (rank_ctx){comms[i], devs[i], i, n, count, 0, HCCL_SUCCESS};
+        pthread_create(&th[i], NULL, rank_main, &ctx[i]);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        cr_expect_eq(ctx[i].rc, HCCL_SUCCESS, "rank %u returned %d", i, ctx[i].rc);
+        cr_expect(ctx[i].ok, "rank %u has wrong data", i);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
+}
+
+Test(comm_threads, one_rank) { run_ranks(1, 1000); }
+Test(comm_threads, two_ranks_small) { run_ranks(2, 7); }
+Test(comm_threads, two_ranks_zero) { run_ranks(2, 0); }
+Test(comm_threads, three_ranks) { run_ranks(3, 100003); }
+Test(comm_threads, four_ranks_large) { run_ranks(4, (1u << 20) + 3); }
+Test(comm_threads, eight_ranks) { run_ranks(8, 4099); }
+

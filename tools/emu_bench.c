@@ -1,0 +1,254 @@
+/* emu_bench: the emulator's performance numbers (not a test; nothing is asserted).
+ *   DMA copy into a peer device's memory (two devices, two processes) vs memcpy of the same
+ *   buffers; DMA reduce-copy fp32/bf16 sum vs memcpy; cross-process notify round trip; enqueue
+ *   cost of an async task. Usage: emu_bench [round_trips]   (env as for the emulator) */
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hal/hal.h"
+
+#define MAXB (64u << 20)
+#define DIE(...) (fprintf(stderr, "emu_bench: " __VA_ARGS__), fprintf(stderr, "\n"), exit(1))
+#define OK(expr)                                                                                    \
+    do {                                                                                            \
+        hal_result rc_ = (expr);                                                                    \
+        if (rc_ != HAL_OK)                                                                          \
+            DIE("%s -> %s", #expr, hal_result_name(rc_));                                           \
+    } while (0)
+
+typedef struct hello {
+    hal_device_handle dev;
+    hal_notify_handle notify;
+    void *buf;
+} hello;
+
+static const hal_ops *H;
+static int g_trips = 10000;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void xfer(int fd, void *p, size_t n, int wr)
+{
+    for (char *c = p; n;) {
+        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
+        if (k <= 0)
+            DIE("pipe");
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Opens device id, exchanges handles with the other process, imports its memory and notify. */
+static hal_device *meet(int id, int rfd, int wfd, hello *peer, hal_notify **mine, hal_notify **theirs, void **buf)
+{
+    hal_device *d;
+    hal_device_info info;
+    OK(H->device_open(id, &d));
+    OK(H->device_info(d, &info));
+    OK(H->mem_alloc(d, MAXB, buf));
+    memset(*buf, 0, MAXB); /* warm: page faults are not what we measure */
+    OK(H->notify_create(d, mine));
+    hello me = {.dev = info.handle, .buf = *buf};
+    OK(H->notify_export(*mine, &me.notify));
+    xfer(wfd, &me, sizeof me, 1);
+    xfer(rfd, peer, sizeof *peer, 0);
+    OK(H->mem_import(d, &peer->dev));
+    OK(H->notify_import(d, &peer->notify, theirs));
+    return d;
+}
+
+static void child(int rfd, int wfd)
+{
+    hello peer;
+    hal_notify *mine, *theirs;
+    void *buf;
+    hal_device *d = meet(1, rfd, wfd, &peer, &mine, &theirs, &buf);
+    hal_stream *s;
+    OK(H->stream_create(d, &s));
+    for (int i = 0; i < g_trips; i++) {
+        OK(H->notify_wait(mine, s, 0, NULL));
+        OK(H->notify_record(theirs, s));
+    }
+    OK(H->stream_sync(s, -1));
+    char b;
+    xfer(rfd, &b, 1, 0); /* parent done with our memory */
+    OK(H->device_close(d));
+    exit(0);
+}
+
+/* Seconds per DMA task of `bytes` (n tasks enqueued back to back, then one sync). */
+static double time_dma(hal_stream *s, hal_dma_desc *desc, int n)
+{
+    OK(H->dma_batch(s, desc, 1)); /* warm */
+    OK(H->stream_sync(s, -1));
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        OK(H->dma_batch(s, desc, 1));
+    OK(H->stream_sync(s, -1));
+    return (now_s() - t0) / n;
+}
+
+static double time_memcpy(void *dst, const void *src, size_t bytes, int n)
+{
+    memcpy(dst, src, bytes);
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        memcpy(dst, src, bytes);
+        __asm__ __volatile__("" ::: "memory");
+    }
+    return (now_s() - t0) / n;
+}
+
+static void bench_copy(hal_stream *s, void *src, void *peer_buf)
+{
+    static const size_t sizes[] = {4096, 1u << 20, 64u << 20};
+    static const int iters[] = {20000, 500, 20};
+    printf("DMA copy into the peer's memory (other process) vs memcpy of the same buffers\n");
+    printf("  %10s %12s %12s %7s\n", "bytes", "dma GB/s", "memcpy GB/s", "ratio");
+    for (int i = 0; i < 3; i++) {
+        hal_dma_desc d = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(peer_buf), .src = hal_ref_ptr(src), .bytes = sizes[i]};
+        double td = time_dma(s, &d, iters[i]);
+        double tm = time_memcpy(peer_buf, src, sizes[i], iters[i]);
+        printf("  %10zu %12.2f %12.2f %7.2f\n", sizes[i], sizes[i] / td / 1e9, sizes[i] / tm / 1e9, tm / td);
+    }
+}
+
+static void bench_reduce(hal_stream *s, void *src, void *peer_buf)
+{
+    size_t bytes = 64u << 20;
+    printf("DMA reduce-copy into the peer's memory, %zu MiB (dst bytes per second) vs memcpy\n", bytes >> 20);
+    double tm = time_memcpy(peer_buf, src, bytes, 10);
+    memset(src, 0, bytes); /* zeros: sums stay finite however often we run */
+    static const hal_dtype dts[] = {HAL_DT_FP32, HAL_DT_BF16};
+    for (int i = 0; i < 2; i++) {
+        size_t es = dts[i] == HAL_DT_FP32 ? 4 : 2;
+        hal_dma_desc d = {.kind = HAL_DMA_REDUCE, .dst = hal_ref_ptr(peer_buf), .src = hal_ref_ptr(src),
+                          .count = bytes / es, .dtype = dts[i], .op = HAL_OP_SUM};
+        double td = time_dma(s, &d, 10);
+        printf("  %-5s sum %8.2f GB/s   memcpy %8.2f GB/s   ratio %.2f\n", hal_dtype_name(dts[i]), bytes / td / 1e9,
+               bytes / tm / 1e9, tm / td);
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double *g_ts;
+static int g_ts_n;
+
+static void stamp(void *arg)
+{
+    (void)arg;
+    g_ts[g_ts_n++] = now_s();
+}
+
+static void bench_pingpong(hal_stream *s, hal_notify *mine, hal_notify *theirs)
+{
+    g_ts = calloc((size_t)g_trips + 1, sizeof *g_ts);
+    double *lat = calloc((size_t)g_trips, sizeof *lat);
+    OK(H->host_func_async(s, stamp, NULL));
+    for (int i = 0; i < g_trips; i++) {
+        OK(H->notify_record(theirs, s));
+        OK(H->notify_wait(mine, s, 0, NULL));
+        OK(H->host_func_async(s, stamp, NULL));
+    }
+    OK(H->stream_sync(s, -1));
+    for (int i = 0; i < g_trips; i++)
+        lat[i] = (g_ts[i + 1] - g_ts[i]) * 1e6;
+    qsort(lat, (size_t)g_trips, sizeof *lat, cmp_d);
+    printf("cross-process notify round trip (%d trips): median %.2f us, p99 %.2f us\n", g_trips,
+           lat[g_trips / 2], lat[(int)(g_trips * 0.99)]);
+    free(lat);
+    free(g_ts);
+}
+
+static void nop(void *arg)
+{
+    (void)arg;
+}
+
+static void gate_fn(void *arg)
+{
+    sem_wait(arg);
+}
+
+static void bench_enqueue(hal_device *d)
+{
+    enum { N = 100000 };
+    hal_stream *s;
+    OK(H->stream_create(d, &s));
+    sem_t gate;
+    sem_init(&gate, 0, 0);
+    OK(H->host_func_async(s, gate_fn, &gate)); /* holds the stream: we time enqueue only */
+    double t0 = now_s();
+    for (int i = 0; i < N; i++)
+        OK(H->host_func_async(s, nop, NULL));
+    double t = now_s() - t0;
+    sem_post(&gate);
+    OK(H->stream_sync(s, -1));
+    printf("enqueue cost of host_func_async (stream held back): %.0f ns per task\n", t / N * 1e9);
+    OK(H->host_func_async(s, gate_fn, &gate));
+    static char a[64], b[64];
+    hal_dma_desc desc = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(a), .src = hal_ref_ptr(b), .bytes = 64};
+    t0 = now_s();
+    for (int i = 0; i < N; i++)
+        OK(H->dma_batch(s, &desc, 1));
+    t = now_s() - t0;
+    sem_post(&gate);
+    OK(H->stream_sync(s, -1));
+    printf("enqueue cost of a 1-descriptor dma_batch (stream held back): %.0f ns per task\n", t / N * 1e9);
+    sem_destroy(&gate);
+    OK(H->stream_destroy(s));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        g_trips = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_trips;
+    if (!getenv("HCCL_EMU_NAMESPACE")) {
+        char ns[64];
+        snprintf(ns, sizeof ns, "emu-bench-%d", (int)getpid());
+        setenv("HCCL_EMU_NAMESPACE", ns, 1);
+    }
+    H = hal_get();
+    if (!H)
+        DIE("no HAL backend");
+    int p2c[2], c2p[2];
+    if (pipe(p2c) || pipe(c2p))
+        DIE("pipe");
+    pid_t pid = fork();
+    if (pid == 0)
+        child(p2c[0], c2p[1]);
+    hello peer;
+    hal_notify *mine, *theirs;
+    void *buf;
+    hal_device *d = meet(0, c2p[0], p2c[1], &peer, &mine, &theirs, &buf);
+    hal_stream *s;
+    OK(H->stream_create(d, &s));
+    hal_device_info info;
+    OK(H->device_info(d, &info));
+    printf("emu_bench: %u DMA engines per device, %ld online CPUs\n", info.dma_engines, sysconf(_SC_NPROCESSORS_ONLN));
+    bench_copy(s, buf, peer.buf);
+    bench_reduce(s, buf, peer.buf);
+    bench_pingpong(s, mine, theirs);
+    bench_enqueue(d);
+    char b = 1;
+    xfer(p2c[1], &b, 1, 1);
+    int st;
+    waitpid(pid, &st, 0);
+    OK(H->device_close(d));
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}

@@ -1,0 +1,36 @@
+/* hcclrun internals: the key-value store server and the per-rank output forwarding, both driven by
+ * the one poll() loop in tools/hcclrun.c. */
+#ifndef HCCLRUN_H
+#define HCCLRUN_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- store server (store_server.c): protocol in runtime/store.h ---- */
+typedef struct hr_store hr_store;
+/* Listens on 127.0.0.1 with an ephemeral port; NULL (after printing why) on failure. */
+hr_store *hr_store_open(uint32_t *port);
+/* How many pollfds hr_store_fill writes. */
+size_t hr_store_npoll(const hr_store *s);
+void hr_store_fill(const hr_store *s, struct pollfd *p);
+/* Handles the events of the pollfds hr_store_fill wrote (same count and order). */
+void hr_store_handle(hr_store *s, const struct pollfd *p, size_t n);
+void hr_store_close(hr_store *s);
+
+/* ---- output forwarding (output.c) ---- */
+typedef struct hr_stream {
+    int fd;          /* read end of the rank's stdout or stderr pipe; -1 once closed */
+    int out_fd;      /* where lines go: 1 or 2 */
+    char prefix[32]; /* "[rank R] " */
+    char *buf;       /* the current partial line */
+    size_t len, cap;
+} hr_stream;
+
+void hr_stream_init(hr_stream *s, int fd, int out_fd, unsigned rank);
+/* Reads what is available; writes each complete line with its prefix; on EOF flushes and closes. */
+void hr_stream_read(hr_stream *s);
+/* Reads whatever is still buffered in the pipe without waiting, flushes, closes. */
+void hr_stream_drain(hr_stream *s);
+
+#endif
