@@ -87,3 +87,86 @@ Test(comm_threads, three_ranks) { run_ranks(3, 100003); }
 Test(comm_threads, four_ranks_large) { run_ranks(4, (1u << 20) + 3); }
 Test(comm_threads, eight_ranks) { run_ranks(8, 4099); }
 
+
+/* Rank 0 calls Broadcast while the others call AllReduce: every rank's stream fails and the
+ * communicator names both calls; nobody hangs. */
+typedef struct mm_ctx {
+    HcclComm comm;
+    int32_t dev;
+    uint32_t rank;
+    aclError sync;
+    HcclResult async;
+    char msg[512];
+} mm_ctx;
+
+static void *mismatch_rank(void *p)
+{
+    mm_ctx *m = p;
+    aclrtSetDevice(m->dev);
+    aclrtStream s;
+    aclrtCreateStream(&s);
+    void *buf;
+    aclrtMalloc(&buf, 4096, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (m->rank == 0)
+        HcclBroadcast(buf, 1024, HCCL_DATA_TYPE_FP32, 0, m->comm, s);
+    else
+        HcclAllReduce(buf, buf, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, m->comm, s);
+    m->sync = aclrtSynchronizeStream(s);
+    HcclGetCommAsyncError(m->comm, &m->async);
+    HcclExtGetCommErrorMessage(m->comm, m->msg, sizeof m->msg);
+    aclrtFree(buf);
+    aclrtDestroyStream(s);
+    return NULL;
+}
+
+Test(comm_threads, mismatch_fails_every_rank)
+{
+    enum { N = 4 };
+    int32_t devs[N] = {0, 1, 2, 3};
+    HcclComm comms[N];
+    cr_assert_eq(HcclCommInitAll(N, devs, comms), HCCL_SUCCESS);
+    mm_ctx m[N];
+    pthread_t th[N];
+    for (uint32_t i = 0; i < N; i++) {
+        m[i] = (mm_ctx){.comm = comms[i], .dev = devs[i], .rank = i};
+        pthread_create(&th[i], NULL, mismatch_rank, &m[i]);
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        cr_expect_neq(m[i].sync, ACL_SUCCESS, "rank %u: stream sync succeeded", i);
+        cr_expect_neq(m[i].async, HCCL_SUCCESS, "rank %u: no async error", i);
+        cr_expect(strstr(m[i].msg, "HcclBroadcast") && strstr(m[i].msg, "HcclAllReduce"),
+                  "rank %u: message does not name both calls: '%s'", i, m[i].msg);
+    }
+    for (uint32_t i = 0; i < N; i++)
+        cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
+}
+
+Test(comm_threads, plan_cache_reuses_shapes)
+{
+    int32_t devs[1] = {0};
+    HcclComm comm;
+    cr_assert_eq(HcclCommInitAll(1, devs, &comm), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+    aclrtStream s;
+    cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+    void *a, *b;
+    cr_assert_eq(aclrtMalloc(&a, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(aclrtMalloc(&b, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    uint64_t c0 = HcclExtPlanCompileCount();
+    cr_assert_eq(HcclAllReduce(a, b, 100, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
+    uint64_t c1 = HcclExtPlanCompileCount();
+    /* Same shape, other buffers: compiles nothing. */
+    cr_assert_eq(HcclAllReduce(b, a, 100, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
+    uint64_t c2 = HcclExtPlanCompileCount();
+    cr_assert_eq(HcclAllReduce(a, b, 101, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
+    uint64_t c3 = HcclExtPlanCompileCount();
+    cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    cr_expect_eq(c1, c0 + 1);
+    cr_expect_eq(c2, c1, "second call of the same shape compiled a plan");
+    cr_expect_eq(c3, c2 + 1, "a new count must compile a new plan");
+    aclrtFree(a);
+    aclrtFree(b);
+    aclrtDestroyStream(s);
+    cr_assert_eq(HcclCommDestroy(comm), HCCL_SUCCESS);
+}

@@ -1,0 +1,219 @@
+/* Deterministic inputs and the independent host reference for reductions.
+ *
+ * Exactness: integer types use arbitrary bit patterns and the reference wraps in the same width
+ * (sum and prod are exact mod 2^w in any order). Floating types use small integers: for sum
+ * |v| <= 240/nranks (every partial sum is an integer <= 240, exact even in bf16), for prod
+ * v in {1,-1,2,1} (powers of two), for max/min integers exact in the type. No zeros are produced
+ * for prod and no negative zeros anywhere, so results are bit-exact whatever the order. */
+#include "prog_common.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t elem_hash(uint32_t salt, uint32_t rank, uint64_t i, uint32_t part)
+{
+    return mix64(i * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)rank << 40) ^ ((uint64_t)salt << 20) ^ part);
+}
+
+static uint16_t f64_to_fp16(double v)
+{
+    uint16_t s = signbit(v) ? 0x8000 : 0;
+    v = fabs(v);
+    if (v == 0)
+        return s;
+    int e;
+    double m = frexp(v, &e); /* v = m * 2^e, m in [0.5, 1) */
+    int E = e + 14;
+    if (E >= 31)
+        return s | 0x7c00;
+    if (E <= 0)
+        return s | (uint16_t)lrint(v * 16777216.0);
+    return s | (uint16_t)(E << 10) | (uint16_t)lrint((m * 2.0 - 1.0) * 1024.0);
+}
+
+static double fp16_to_f64(uint16_t h)
+{
+    int E = (h >> 10) & 0x1f, f = h & 0x3ff;
+    double v;
+    if (E == 0)
+        v = ldexp(f, -24);
+    else if (E == 31)
+        v = f ? NAN : INFINITY;
+    else
+        v = ldexp(1024 + f, E - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t f64_to_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16); /* exact for the values we generate */
+}
+
+static double bf16_to_f64(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static bool is_float(HcclDataType dt)
+{
+    return dt == HCCL_DATA_TYPE_FP16 || dt == HCCL_DATA_TYPE_BFP16 || dt == HCCL_DATA_TYPE_FP32 ||
+           dt == HCCL_DATA_TYPE_FP64;
+}
+
+static double load_f(HcclDataType dt, const void *buf, uint64_t i)
+{
+    switch (dt) {
+    case HCCL_DATA_TYPE_FP16: return fp16_to_f64(((const uint16_t *)buf)[i]);
+    case HCCL_DATA_TYPE_BFP16: return bf16_to_f64(((const uint16_t *)buf)[i]);
+    case HCCL_DATA_TYPE_FP32: return ((const float *)buf)[i];
+    default: return ((const double *)buf)[i];
+    }
+}
+
+static void store_f(HcclDataType dt, void *buf, uint64_t i, double v)
+{
+    switch (dt) {
+    case HCCL_DATA_TYPE_FP16: ((uint16_t *)buf)[i] = f64_to_fp16(v); break;
+    case HCCL_DATA_TYPE_BFP16: ((uint16_t *)buf)[i] = f64_to_bf16(v); break;
+    case HCCL_DATA_TYPE_FP32: ((float *)buf)[i] = (float)v; break;
+    default: ((double *)buf)[i] = v; break;
+    }
+}
+
+/* Largest magnitude for max/min inputs: integers exactly representable in dt. */
+static int64_t maxmin_range(HcclDataType dt)
+{
+    switch (dt) {
+    case HCCL_DATA_TYPE_FP16: return 2048;
+    case HCCL_DATA_TYPE_BFP16: return 256;
+    case HCCL_DATA_TYPE_FP32: return 1 << 24;
+    default: return (int64_t)1 << 52;
+    }
+}
+
+static double float_value(const gen_spec *g, uint64_t h)
+{
+    static const double prod_vals[4] = {1, -1, 2, 1};
+    if (g->op == HCCL_REDUCE_PROD)
+        return prod_vals[h & 3];
+    int64_t r = g->op == HCCL_REDUCE_SUM ? 240 / (int64_t)(g->nranks ? g->nranks : 1) : maxmin_range(g->dt);
+    if (r < 1)
+        r = 1;
+    return (double)((int64_t)(h % (uint64_t)(2 * r + 1)) - r);
+}
+
+void gen_fill(const gen_spec *g, uint32_t rank, uint64_t first, uint64_t n, void *buf)
+{
+    size_t es = dt_size(g->dt);
+    bool fl = g->kind == GEN_REDUCE && is_float(g->dt);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t h = elem_hash(g->salt, rank, first + k, 0);
+        if (fl) {
+            store_f(g->dt, buf, k, float_value(g, h));
+            continue;
+        }
+        unsigned char *p = (unsigned char *)buf + k * es;
+        if (es <= 8) {
+            memcpy(p, &h, es); /* little-endian: the low bytes */
+        } else {
+            uint64_t h2 = elem_hash(g->salt, rank, first + k, 1);
+            memcpy(p, &h, 8);
+            memcpy(p + 8, &h2, es - 8);
+        }
+    }
+}
+
+void fill_sentinel(void *buf, size_t bytes)
+{
+    memset(buf, 0xA5, bytes);
+}
+
+/* Integer reduction in width T, wrapping through the unsigned type U, products in W. */
+#define INT_REDUCE(T, U, W)                                                                      \
+    do {                                                                                         \
+        T *a = acc;                                                                              \
+        const T *b = in;                                                                         \
+        for (uint64_t i = 0; i < n; i++) {                                                       \
+            switch (op) {                                                                        \
+            case HCCL_REDUCE_SUM: a[i] = (T)(U)((W)(U)a[i] + (W)(U)b[i]); break;                 \
+            case HCCL_REDUCE_PROD: a[i] = (T)(U)((W)(U)a[i] * (W)(U)b[i]); break;                \
+            case HCCL_REDUCE_MAX: a[i] = b[i] > a[i] ? b[i] : a[i]; break;                       \
+            default: a[i] = b[i] < a[i] ? b[i] : a[i]; break;                                    \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+
+typedef unsigned __int128 u128;
+typedef __int128 i128;
+
+static void float_reduce(void *acc, const void *in, HcclDataType dt, HcclReduceOp op, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        double a = load_f(dt, acc, i), b = load_f(dt, in, i), r;
+        switch (op) {
+        case HCCL_REDUCE_SUM: r = a + b; break;
+        case HCCL_REDUCE_PROD: r = a * b; break;
+        case HCCL_REDUCE_MAX: r = b > a ? b : a; break;
+        default: r = b < a ? b : a; break;
+        }
+        store_f(dt, acc, i, r);
+    }
+}
+
+void ref_reduce(void *acc, const void *in, HcclDataType dt, HcclReduceOp op, uint64_t n)
+{
+    switch (dt) {
+    case HCCL_DATA_TYPE_INT8: INT_REDUCE(int8_t, uint8_t, uint64_t); break;
+    case HCCL_DATA_TYPE_INT16: INT_REDUCE(int16_t, uint16_t, uint64_t); break;
+    case HCCL_DATA_TYPE_INT32: INT_REDUCE(int32_t, uint32_t, uint64_t); break;
+    case HCCL_DATA_TYPE_INT64: INT_REDUCE(int64_t, uint64_t, uint64_t); break;
+    case HCCL_DATA_TYPE_UINT8: INT_REDUCE(uint8_t, uint8_t, uint64_t); break;
+    case HCCL_DATA_TYPE_UINT16: INT_REDUCE(uint16_t, uint16_t, uint64_t); break;
+    case HCCL_DATA_TYPE_UINT32: INT_REDUCE(uint32_t, uint32_t, uint64_t); break;
+    case HCCL_DATA_TYPE_UINT64: INT_REDUCE(uint64_t, uint64_t, uint64_t); break;
+    case HCCL_DATA_TYPE_INT128: INT_REDUCE(i128, u128, u128); break;
+    default: float_reduce(acc, in, dt, op, n); break;
+    }
+}
+
+void dt_format(char *out, size_t len, HcclDataType dt, const void *buf, uint64_t i)
+{
+    switch (dt) {
+    case HCCL_DATA_TYPE_INT8: snprintf(out, len, "%d", ((const int8_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_INT16: snprintf(out, len, "%d", ((const int16_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_INT32: snprintf(out, len, "%d", ((const int32_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_INT64: snprintf(out, len, "%lld", (long long)((const int64_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_UINT8: snprintf(out, len, "%u", ((const uint8_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_UINT16: snprintf(out, len, "%u", ((const uint16_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_UINT32: snprintf(out, len, "%u", ((const uint32_t *)buf)[i]); return;
+    case HCCL_DATA_TYPE_UINT64:
+        snprintf(out, len, "%llu", (unsigned long long)((const uint64_t *)buf)[i]);
+        return;
+    default: break;
+    }
+    if (is_float(dt)) {
+        snprintf(out, len, "%.17g", load_f(dt, buf, i));
+        return;
+    }
+    size_t es = dt_size(dt), o = 0;
+    const unsigned char *p = (const unsigned char *)buf + i * es;
+    o += (size_t)snprintf(out, len, "0x");
+    for (size_t b = es; b-- > 0 && o + 3 < len;)
+        o += (size_t)snprintf(out + o, len - o, "%02x", p[b]);
+}
