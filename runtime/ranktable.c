@@ -386,6 +386,7 @@ HcclResult rt_ranktable_load(const char *path, rt_ranktable **out)
         OH_ERR("ranktable", "rt_ranktable_load: NULL %s", !path ? "path" : "output");
         return HCCL_E_PTR;
     }
+    *out = NULL;
     parse_ctx c = {.path = path, .rc = HCCL_SUCCESS};
     char *text = read_file(&c);
     if (!text)

@@ -1,0 +1,27 @@
+/* coll_misc: scenarios beyond element-wise correctness (stream ordering, overlap, plan reuse,
+ * two communicators, barrier ordering, mismatches, bad input). Each returns 0 on success. */
+#ifndef COLL_MISC_H
+#define COLL_MISC_H
+
+#include "prog_common.h"
+
+#include <pthread.h>
+
+/* A host function that blocks its stream until released (or a 30 s safety timeout, reported). */
+typedef struct hold {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int entered, released, timed_out;
+} hold;
+
+void hold_init(hold *h);
+void hold_fn(void *arg); /* aclrtHostFunc */
+void hold_wait_entered(hold *h);
+void hold_release(hold *h);
+
+int64_t now_ns(void);
+
+int misc_mismatch(prog_env *e, const char *kind);
+int misc_badinput(prog_env *e);
+
+#endif

@@ -1,0 +1,189 @@
+/* Mismatched collectives across ranks must fail on every rank, in bounded time, naming the
+ * calls; bad arguments must get an error code at once. Run with HCCL_EXEC_TIMEOUT set so a
+ * detection bug still ends. */
+#include "coll_misc.h"
+
+#include <string.h>
+
+enum { MM_COUNT = 256 };
+
+/* After the mismatched call: the failure must show on this rank. 0 if it did. */
+static int observe(prog_env *e, HcclResult enq, const char *what, double t0)
+{
+    aclError se = aclrtSynchronizeStream(e->stream);
+    HcclResult async = HCCL_SUCCESS;
+    HcclResult ar = HcclGetCommAsyncError(e->comm, &async);
+    char msg[1024] = "";
+    HcclExtGetCommErrorMessage(e->comm, msg, sizeof msg);
+    bool failed = (enq != HCCL_SUCCESS || se != ACL_SUCCESS) && ar == HCCL_SUCCESS && async != HCCL_SUCCESS;
+    printf("rank %u: %s: enqueue=%d synchronize=%d asyncError=%d after %.2f s: %s\n", e->rank, what, (int)enq,
+           (int)se, (int)async, prog_now_s() - t0, msg[0] ? msg : "(no error message)");
+    printf("rank %u: MISMATCH %s\n", e->rank, failed ? "DETECTED" : "NOT DETECTED");
+    return failed ? 0 : 1;
+}
+
+static HcclResult ar(prog_env *e, void *buf, uint64_t cnt)
+{
+    return HcclAllReduce(buf, buf, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
+}
+
+/* (a) rank 0 skips one of 10 AllReduces, then calls HcclBarrier; (b) rank 0 destroys instead. */
+static int skip_or_destroy(prog_env *e, bool destroy, void *buf, double t0)
+{
+    HcclResult last = HCCL_SUCCESS;
+    for (int i = 0; i < 10; i++) {
+        if (e->rank == 0 && i == 5)
+            continue;
+        last = ar(e, buf, MM_COUNT);
+        if (last != HCCL_SUCCESS)
+            break;
+    }
+    if (e->rank != 0)
+        return observe(e, last, "10th HcclAllReduce", t0);
+    if (!destroy)
+        return observe(e, HcclBarrier(e->comm, e->stream), "HcclBarrier after 9 HcclAllReduce", t0);
+    aclError se = aclrtSynchronizeStream(e->stream);
+    HcclResult dr = HcclCommDestroy(e->comm);
+    e->comm = NULL;
+    printf("rank 0: 9 HcclAllReduce synchronize=%d, then HcclCommDestroy returned %d after %.2f s\n", (int)se,
+           (int)dr, prog_now_s() - t0);
+    return se != ACL_SUCCESS || dr != HCCL_SUCCESS;
+}
+
+int misc_mismatch(prog_env *e, const char *kind)
+{
+    if (e->n < 2) {
+        printf("mismatch-%s needs at least 2 ranks\n", kind);
+        return 1;
+    }
+    void *buf = dev_alloc(2 * MM_COUNT * sizeof(float));
+    ACL_OK(aclrtMemset(buf, 2 * MM_COUNT * sizeof(float), 0, 2 * MM_COUNT * sizeof(float)));
+    double t0 = prog_now_s();
+    int bad;
+    HcclResult rc;
+    if (!strcmp(kind, "skip") || !strcmp(kind, "destroy")) {
+        bad = skip_or_destroy(e, !strcmp(kind, "destroy"), buf, t0);
+    } else if (!strcmp(kind, "op")) {
+        rc = e->rank == 0 ? HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream)
+                          : ar(e, buf, MM_COUNT);
+        bad = observe(e, rc, e->rank == 0 ? "HcclBroadcast" : "HcclAllReduce", t0);
+    } else if (!strcmp(kind, "count")) {
+        rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
+        bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
+    } else if (!strcmp(kind, "root")) {
+        uint32_t root = e->rank == 0 ? 0 : e->n - 1;
+        rc = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, root, e->comm, e->stream);
+        bad = observe(e, rc, root == 0 ? "HcclBroadcast root 0" : "HcclBroadcast root N-1", t0);
+    } else {
+        printf("unknown mismatch kind %s\n", kind);
+        bad = 1;
+    }
+    dev_free(buf);
+    return bad;
+}
+
+/* ---- bad input ----------------------------------------------------------------------------- */
+
+typedef struct bi_ctx {
+    prog_env *e;
+    int bad;
+} bi_ctx;
+
+static void expect(bi_ctx *b, const char *what, HcclResult got, HcclResult want, double t0)
+{
+    double dt = prog_now_s() - t0;
+    bool ok = got == want && dt < 10.0;
+    if (!ok || b->e->rank == 0)
+        printf("%s %s: returned %d (%s), want %d, %.3f ms\n", ok ? "ok  " : "FAIL", what, (int)got,
+               HcclGetErrorString(got), (int)want, dt * 1e3);
+    b->bad |= !ok;
+}
+
+#define EXPECT(b, want, call)                                                               \
+    do {                                                                                    \
+        double t0_ = prog_now_s();                                                          \
+        expect(b, #call, (call), want, t0_);                                                \
+    } while (0)
+
+static void bad_collectives(bi_ctx *b, void *d, void *small, void *host)
+{
+    prog_env *e = b->e;
+    HcclComm cm = e->comm;
+    aclrtStream st = e->stream;
+    const HcclDataType F = HCCL_DATA_TYPE_FP32;
+    EXPECT(b, HCCL_E_PTR, HcclAllReduce(d, d, 8, F, HCCL_REDUCE_SUM, NULL, st));
+    EXPECT(b, HCCL_E_PTR, HcclAllReduce(NULL, d, 8, F, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PTR, HcclAllReduce(d, NULL, 8, F, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PTR, HcclBroadcast(NULL, 8, F, 0, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, UINT64_MAX / 2, F, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllGather(d, d, UINT64_MAX / 3, F, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(small, small, 1000, F, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, (HcclDataType)13, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, (HcclDataType)99, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, HCCL_DATA_TYPE_RESERVED, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, F, (HcclReduceOp)7, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, F, HCCL_REDUCE_RESERVED, cm, st));
+    EXPECT(b, HCCL_E_NOT_SUPPORT, HcclAllReduce(d, d, 8, HCCL_DATA_TYPE_HIF8, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclBroadcast(d, 8, F, e->n, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclReduce(d, d, 8, F, HCCL_REDUCE_SUM, e->n + 5, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclScatter(d, d, 8, F, UINT32_MAX, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(host, host, 8, F, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, host, 8, F, HCCL_REDUCE_SUM, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclSend(d, 8, F, e->n, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclRecv(d, 8, F, e->n + 1, cm, st));
+    EXPECT(b, HCCL_E_PTR, HcclAlltoAllV(d, NULL, NULL, F, d, NULL, NULL, F, cm, st));
+    EXPECT(b, HCCL_E_PTR, HcclBatchSendRecv(NULL, 2, cm, st));
+    EXPECT(b, HCCL_E_PTR, HcclBarrier(NULL, st));
+}
+
+static void bad_comm_calls(bi_ctx *b)
+{
+    prog_env *e = b->e;
+    uint32_t x;
+    HcclComm c2 = NULL;
+    HcclRootInfo root;
+    memset(&root, 0, sizeof root);
+    EXPECT(b, HCCL_E_PTR, HcclGetRankSize(NULL, &x));
+    EXPECT(b, HCCL_E_PTR, HcclGetRankSize(e->comm, NULL));
+    EXPECT(b, HCCL_E_PTR, HcclGetRankId(e->comm, NULL));
+    EXPECT(b, HCCL_E_PTR, HcclGetCommAsyncError(e->comm, NULL));
+    EXPECT(b, HCCL_E_PTR, HcclGetRootInfo(NULL));
+    EXPECT(b, HCCL_E_PARA, HcclCommInitRootInfo(e->n, &root, e->n, &c2));
+    EXPECT(b, HCCL_E_PARA, HcclCommInitRootInfo(0, &root, 0, &c2));
+    EXPECT(b, HCCL_E_PTR, HcclCommInitRootInfo(e->n, NULL, e->rank, &c2));
+    EXPECT(b, HCCL_E_PTR, HcclCommInitRootInfo(e->n, &root, e->rank, NULL));
+    if (c2) {
+        printf("FAIL a bad HcclCommInitRootInfo produced a communicator\n");
+        b->bad = 1;
+    }
+}
+
+int misc_badinput(prog_env *e)
+{
+    bi_ctx b = {e, 0};
+    void *d = dev_alloc(1024), *small = dev_alloc(4), *host = xmalloc(1024);
+    float sent[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[8];
+    to_dev(d, sent, sizeof sent);
+    bad_collectives(&b, d, small, host);
+    bad_comm_calls(&b);
+    /* Nothing above may have touched the buffer or poisoned the communicator. */
+    to_host(got, d, sizeof got);
+    if (memcmp(got, sent, sizeof got)) {
+        printf("FAIL a rejected call modified its buffer\n");
+        b.bad = 1;
+    }
+    HcclResult rc = HcclAllReduce(d, d, 8, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
+    aclError se = aclrtSynchronizeStream(e->stream);
+    to_host(got, d, sizeof got);
+    for (int i = 0; i < 8; i++)
+        if (rc != HCCL_SUCCESS || se != ACL_SUCCESS || got[i] != sent[i] * (float)e->n) {
+            printf("FAIL a valid HcclAllReduce after the bad calls: rc=%d sync=%d [%d]=%g\n", (int)rc, (int)se, i,
+                   got[i]);
+            b.bad = 1;
+            break;
+        }
+    dev_free(d);
+    dev_free(small);
+    free(host);
+    return b.bad;
+}
