@@ -25,6 +25,17 @@ void vsim_error(vsim *s, const char *fmt, ...)
         strcat(rep->msg, "\n");
 }
 
+void vsim_step_error(vsim *s, const vthr *th, const char *fmt, ...)
+{
+    char w[96], m[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof(m), fmt, ap);
+    va_end(ap);
+    vsim_where(s, th, w, sizeof(w));
+    vsim_error(s, "%s: %s", w, m);
+}
+
 uint32_t *vsim_vc(vsim *s, uint32_t tid)
 {
     return &s->vc[(size_t)tid * s->T];
@@ -50,6 +61,7 @@ static void sim_free(vsim *s)
     free(s->sp);
     free(s->q);
     free(s->thr);
+    free(s->tbase);
     free(s->vc);
     free(s->snaps);
     free(s->snap_t);
@@ -67,6 +79,8 @@ static int sim_alloc(vsim *s)
 {
     size_t n = s->n, T = s->T;
     s->thr = calloc(T, sizeof(*s->thr));
+    if (!s->thr)
+        return HAL_E_NOMEM;
     s->sp = calloc(n, sizeof(*s->sp));
     s->q = calloc(n * n * ALGO_MAX_SLOTS, sizeof(*s->q));
     s->fetch = calloc(n * n, sizeof(*s->fetch));
@@ -85,8 +99,9 @@ static int sim_alloc(vsim *s)
     for (size_t i = 0; i < n * n * ALGO_MAX_SLOTS; i++)
         s->q[i].sstream = s->q[i].wstream = -1;
     for (uint32_t r = 0; r < n; r++)
-        for (uint32_t k = 0; k < ALGO_MAX_STREAMS; k++) {
-            vthr *th = &s->thr[r * ALGO_MAX_STREAMS + k];
+        for (uint32_t k = 0; k < s->plans[r]->nstreams; k++) {
+            vthr *th = vsim_thr(s, r, k);
+            th->tid = s->tbase[r] + k;
             th->rank = r;
             th->stream = k;
             th->list = &s->plans[r]->streams[k];
@@ -104,9 +119,9 @@ static void thread_end(vsim *s, vthr *th)
     uint32_t r = th->rank;
     s->ended[r] = 1;
     if (s->data)
-        memcpy(&s->endvc[(size_t)r * s->T], vsim_vc(s, r * ALGO_MAX_STREAMS), s->T * sizeof(uint32_t));
+        memcpy(&s->endvc[(size_t)r * s->T], vsim_vc(s, s->tbase[r]), s->T * sizeof(uint32_t));
     for (uint32_t k = 1; k < s->plans[r]->nstreams; k++) {
-        const vthr *sl = &s->thr[r * ALGO_MAX_STREAMS + k];
+        const vthr *sl = vsim_thr(s, r, k);
         if (!sl->forks || !sl->joins)
             vsim_error(s, "rank %u: slave stream %u %s when stream 0 ended", r, k,
                        !sl->forks ? "was never forked" : "was not joined");
@@ -160,8 +175,7 @@ static void report_stuck(vsim *s)
     }
     for (uint32_t r = 0; r < s->n; r++)
         for (uint32_t k = 1; k < s->plans[r]->nstreams; k++)
-            if (s->thr[r * ALGO_MAX_STREAMS + k].state == VT_IDLE && !s->thr[r * ALGO_MAX_STREAMS + k].forks &&
-                s->ended[r] == 0)
+            if (vsim_thr(s, r, k)->state == VT_IDLE && !vsim_thr(s, r, k)->forks && s->ended[r] == 0)
                 vsim_error(s, "  rank %u stream %u never forked", r, k);
 }
 
@@ -233,7 +247,7 @@ static void fill_stats(vsim *s)
         }
         if (sent > rep->max_rank_sent)
             rep->max_rank_sent = sent;
-        double t = s->thr[r * ALGO_MAX_STREAMS].t;
+        double t = vsim_thr(s, r, 0)->t;
         if (t > rep->crit_us)
             rep->crit_us = t;
     }
@@ -246,7 +260,7 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
     rep->ok = true;
     if (!plans || !nranks)
         return HAL_E_PARAM;
-    vsim s = {.n = nranks, .T = nranks * ALGO_MAX_STREAMS, .plans = plans, .topo = topo, .rep = rep};
+    vsim s = {.n = nranks, .plans = plans, .topo = topo, .rep = rep};
     s.cm = opts && opts->cost ? opts->cost : algo_cost_default();
     s.data = !(opts && opts->skip_data);
     s.esz = hal_dtype_size(plans[0]->op.dtype);
@@ -254,6 +268,13 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
         if (!plans[r] || plans[r]->op.rank != r || plans[r]->op.nranks != nranks || plans[r]->nstreams < 1 ||
             plans[r]->nstreams > ALGO_MAX_STREAMS || hal_dtype_size(plans[r]->op.dtype) != s.esz || !s.esz)
             return HAL_E_PARAM;
+    s.tbase = malloc(nranks * sizeof(uint32_t));
+    if (!s.tbase)
+        return HAL_E_NOMEM;
+    for (uint32_t r = 0; r < nranks; r++) {
+        s.tbase[r] = s.T;
+        s.T += plans[r]->nstreams;
+    }
     int rc = sim_alloc(&s);
     if (!rc) {
         run(&s);

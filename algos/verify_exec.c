@@ -20,9 +20,9 @@ algo_link vlink(const vsim *s, uint32_t a, uint32_t b)
     return !so || so[a] == so[b] ? ALGO_LINK_INTRA : ALGO_LINK_NET;
 }
 
-static uint32_t tid_of(uint32_t rank, uint32_t stream)
+static uint32_t tid_of(const vsim *s, uint32_t rank, uint32_t stream)
 {
-    return rank * ALGO_MAX_STREAMS + stream;
+    return s->tbase[rank] + stream;
 }
 
 /* Does the access (tid, clk) happen before everything thread `cur` does from now on? */
@@ -67,7 +67,7 @@ static int snap_take(vsim *s, const vthr *th, double t)
         id = s->nsnap++;
     }
     if (s->data)
-        memcpy(&s->snaps[(size_t)id * s->T], vsim_vc(s, tid_of(th->rank, th->stream)), s->T * sizeof(uint32_t));
+        memcpy(&s->snaps[(size_t)id * s->T], vsim_vc(s, tid_of(s, th->rank, th->stream)), s->T * sizeof(uint32_t));
     s->snap_t[id] = t;
     return (int)id;
 }
@@ -91,7 +91,7 @@ static void q_pop(vsim *s, vqueue *q, vthr *th, double lat)
 {
     uint32_t id = q->snap[q->head++];
     if (s->data)
-        vc_join(s, vsim_vc(s, tid_of(th->rank, th->stream)), &s->snaps[(size_t)id * s->T]);
+        vc_join(s, vsim_vc(s, tid_of(s, th->rank, th->stream)), &s->snaps[(size_t)id * s->T]);
     if (s->snap_t[id] + lat > th->t)
         th->t = s->snap_t[id] + lat;
     s->freesnap[s->nfree++] = id;
@@ -119,8 +119,8 @@ static int do_signal(vsim *s, vthr *th, const algo_step *st)
         vsim_error(s, "%s: SIGNAL{peer %u, slot %u} out of range", w, peer, slot);
         return -1;
     }
-    if (slot == ALGO_SLOT_PUB && (!s->pub_clk[r] || (s->data && !hb(s, tid_of(r, 0), s->pub_clk[r],
-                                                                      tid_of(r, th->stream))))) {
+    if (slot == ALGO_SLOT_PUB && (!s->pub_clk[r] || (s->data && !hb(s, tid_of(s, r, 0), s->pub_clk[r],
+                                                                      tid_of(s, r, th->stream))))) {
         vsim_error(s, "%s: PUB signal to rank %u before this rank's PUBLISH", w, peer);
         return -1;
     }
@@ -159,7 +159,7 @@ static int do_wait(vsim *s, vthr *th, const algo_step *st, bool fetch)
             vsim_error(s, "%s: second FETCH of rank %u in one plan", w, peer);
             return -1;
         }
-        f->tid = tid_of(r, th->stream);
+        f->tid = tid_of(s, r, th->stream);
         f->clk = s->data ? vsim_vc(s, f->tid)[f->tid] : 1;
     }
     return 1;
@@ -176,7 +176,7 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
                    vstep_name(st->kind), sl, s->plans[r]->nstreams);
         return -1;
     }
-    vthr *slave = &s->thr[tid_of(r, sl)];
+    vthr *slave = vsim_thr(s, r, sl);
     if (join ? slave->joins || !slave->forks : slave->forks) {
         vsim_error(s, "%s: stream %u %s", w, sl, join ? (slave->joins ? "joined twice" : "joined before its FORK")
                                                       : "forked twice");
@@ -184,7 +184,7 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
     }
     if (join && slave->state != VT_DONE)
         return 0;
-    uint32_t *me = s->data ? vsim_vc(s, tid_of(r, 0)) : NULL, *sv = s->data ? vsim_vc(s, tid_of(r, sl)) : NULL;
+    uint32_t *me = s->data ? vsim_vc(s, tid_of(s, r, 0)) : NULL, *sv = s->data ? vsim_vc(s, tid_of(s, r, sl)) : NULL;
     if (join) {
         slave->joins++;
         if (me)
@@ -214,7 +214,7 @@ static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint
     *owner = o;
     if (o != r && ref->buf != ALGO_BUF_SCRATCH) {
         const vfetch *f = &s->fetch[(size_t)r * s->n + o];
-        if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(r, th->stream)))) {
+        if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(s, r, th->stream)))) {
             vsim_error(s, "%s: touches rank %u's %s without an ordered FETCH of rank %u", w, o,
                        ref->buf == ALGO_BUF_IN ? "IN" : "OUT", o);
             return false;
@@ -241,7 +241,7 @@ static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint
 static bool mem_access(vsim *s, vthr *th, uint32_t owner, uint64_t lo, uint64_t cnt, bool write)
 {
     vspace *sp = &s->sp[owner];
-    uint32_t cur = tid_of(th->rank, th->stream);
+    uint32_t cur = tid_of(s, th->rank, th->stream);
     for (uint32_t i = 0; i < sp->nrec; i++) {
         const vrec *a = &sp->recs[i];
         if (a->hi <= lo || a->lo >= lo + cnt || (!a->write && !write) || hb(s, a->tid, a->clk, cur))
@@ -308,7 +308,7 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
 int vexec_step(vsim *s, vthr *th)
 {
     const algo_step *st = &th->list->steps[th->pc];
-    uint32_t tid = tid_of(th->rank, th->stream);
+    uint32_t tid = tid_of(s, th->rank, th->stream);
     if (s->data)
         vsim_vc(s, tid)[tid]++; /* the step's own clock tick, undone if it blocks */
     int rc;

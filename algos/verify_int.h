@@ -34,7 +34,7 @@ enum { VT_IDLE = 0, VT_RUN, VT_DONE };
 
 typedef struct vthr {
     const algo_step_list *list;
-    uint32_t rank, stream, pc;
+    uint32_t rank, stream, pc, tid;
     uint8_t state, forks, joins;
     double t;
 } vthr;
@@ -44,7 +44,8 @@ typedef struct vfetch {
 } vfetch;
 
 typedef struct vsim {
-    uint32_t n, T; /* ranks; threads = n * ALGO_MAX_STREAMS */
+    uint32_t n, T; /* ranks; threads = sum of the plans' nstreams */
+    uint32_t *tbase;    /* n: thread id of each rank's stream 0 */
     algo_plan *const *plans;
     const algo_topo *topo;
     const algo_cost_model *cm;
@@ -72,6 +73,12 @@ void vsim_error(vsim *s, const char *fmt, ...) __attribute__((format(printf, 2, 
 uint32_t *vsim_vc(vsim *s, uint32_t tid);
 /* "rank 3 stream 1 step 7 (COPY)" */
 void vsim_where(const vsim *s, const vthr *th, char *buf, size_t cap);
+/* vsim_error prefixed with the thread's current step. */
+void vsim_step_error(vsim *s, const vthr *th, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline vthr *vsim_thr(vsim *s, uint32_t rank, uint32_t stream)
+{
+    return &s->thr[s->tbase[rank] + stream];
+}
 
 /* verify_exec.c: 1 if the thread's current step ran, 0 if it is blocked, -1 on a fatal error in it
  * (the thread is stopped). */
