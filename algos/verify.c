@@ -275,6 +275,7 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
         s.tbase[r] = s.T;
         s.T += plans[r]->nstreams;
     }
+    s.T = (s.T + 7) & ~7u; /* padding threads never run */
     int rc = sim_alloc(&s);
     if (!rc) {
         run(&s);

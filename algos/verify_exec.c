@@ -31,11 +31,19 @@ static bool hb(vsim *s, uint32_t tid, uint32_t clk, uint32_t cur)
     return tid == cur || vsim_vc(s, cur)[tid] >= clk;
 }
 
-static void vc_join(vsim *s, uint32_t *dst, const uint32_t *src)
+/* dst = max(dst, src) elementwise, 4 lanes at a time (T is padded to a multiple of 8): the join is
+ * the verifier's inner loop. */
+typedef uint32_t vc4 __attribute__((vector_size(16)));
+static void vc_join(vsim *s, uint32_t *restrict dst, const uint32_t *restrict src)
 {
-    for (uint32_t i = 0; i < s->T; i++)
-        if (src[i] > dst[i])
-            dst[i] = src[i];
+    for (uint32_t i = 0; i < s->T; i += 4) {
+        vc4 a, b;
+        memcpy(&a, dst + i, sizeof(a));
+        memcpy(&b, src + i, sizeof(b));
+        vc4 m = (vc4)(b > a);
+        a = (a & ~m) | (b & m);
+        memcpy(dst + i, &a, sizeof(a));
+    }
 }
 
 static vqueue *queue(vsim *s, uint32_t from, uint32_t to, uint32_t slot)
@@ -103,25 +111,21 @@ static bool stream_rule(vsim *s, vthr *th, int8_t *slot_stream, const char *what
         *slot_stream = (int8_t)th->stream;
     if (*slot_stream == (int8_t)th->stream)
         return true;
-    char w[96];
-    vsim_where(s, th, w, sizeof(w));
-    vsim_error(s, "%s: %s on one (sender, receiver, slot) from two streams (%d and %u): the k-th WAIT "
-               "no longer pairs with the k-th SIGNAL", w, what, *slot_stream, th->stream);
+    vsim_step_error(s, th, "%s on one (sender, receiver, slot) from two streams (%d and %u): the k-th WAIT "
+                    "no longer pairs with the k-th SIGNAL", what, *slot_stream, th->stream);
     return false;
 }
 
 static int do_signal(vsim *s, vthr *th, const algo_step *st)
 {
     uint32_t peer = st->u.sync.peer, slot = st->u.sync.slot, r = th->rank;
-    char w[96];
-    vsim_where(s, th, w, sizeof(w));
     if (peer >= s->n || slot >= ALGO_MAX_SLOTS || slot >= s->plans[r]->nslots) {
-        vsim_error(s, "%s: SIGNAL{peer %u, slot %u} out of range", w, peer, slot);
+        vsim_step_error(s, th, "SIGNAL{peer %u, slot %u} out of range", peer, slot);
         return -1;
     }
     if (slot == ALGO_SLOT_PUB && (!s->pub_clk[r] || (s->data && !hb(s, tid_of(s, r, 0), s->pub_clk[r],
                                                                       tid_of(s, r, th->stream))))) {
-        vsim_error(s, "%s: PUB signal to rank %u before this rank's PUBLISH", w, peer);
+        vsim_step_error(s, th, "PUB signal to rank %u before this rank's PUBLISH", peer);
         return -1;
     }
     vqueue *q = queue(s, r, peer, slot);
@@ -139,11 +143,9 @@ static int do_wait(vsim *s, vthr *th, const algo_step *st, bool fetch)
 {
     uint32_t r = th->rank, peer = fetch ? st->u.fetch.peer : st->u.sync.peer;
     uint32_t slot = fetch ? ALGO_SLOT_PUB : st->u.sync.slot;
-    char w[96];
     if (peer >= s->n || slot >= ALGO_MAX_SLOTS || (!fetch && slot == ALGO_SLOT_PUB) || (fetch && peer == r)) {
-        vsim_where(s, th, w, sizeof(w));
-        vsim_error(s, "%s: %s{peer %u, slot %u} invalid (PUB is only waited through FETCH of a peer)", w,
-                   vstep_name(st->kind), peer, slot);
+        vsim_step_error(s, th, "%s{peer %u, slot %u} invalid (PUB is only waited through FETCH of a peer)",
+                        vstep_name(st->kind), peer, slot);
         return -1;
     }
     vqueue *q = queue(s, peer, r, slot);
@@ -155,8 +157,7 @@ static int do_wait(vsim *s, vthr *th, const algo_step *st, bool fetch)
     if (fetch) {
         vfetch *f = &s->fetch[(size_t)r * s->n + peer];
         if (f->clk) {
-            vsim_where(s, th, w, sizeof(w));
-            vsim_error(s, "%s: second FETCH of rank %u in one plan", w, peer);
+            vsim_step_error(s, th, "second FETCH of rank %u in one plan", peer);
             return -1;
         }
         f->tid = tid_of(s, r, th->stream);
@@ -169,17 +170,15 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
 {
     uint32_t r = th->rank, sl = st->u.fork.stream;
     bool join = st->kind == ALGO_STEP_JOIN;
-    char w[96];
-    vsim_where(s, th, w, sizeof(w));
     if (th->stream != 0 || sl == 0 || sl >= s->plans[r]->nstreams) {
-        vsim_error(s, "%s: %s{%u} must run on stream 0 and name a slave stream < nstreams %u", w,
-                   vstep_name(st->kind), sl, s->plans[r]->nstreams);
+        vsim_step_error(s, th, "%s{%u} must run on stream 0 and name a slave stream < nstreams %u",
+                        vstep_name(st->kind), sl, s->plans[r]->nstreams);
         return -1;
     }
     vthr *slave = vsim_thr(s, r, sl);
     if (join ? slave->joins || !slave->forks : slave->forks) {
-        vsim_error(s, "%s: stream %u %s", w, sl, join ? (slave->joins ? "joined twice" : "joined before its FORK")
-                                                      : "forked twice");
+        vsim_step_error(s, th, "stream %u %s", sl,
+                        join ? (slave->joins ? "joined twice" : "joined before its FORK") : "forked twice");
         return -1;
     }
     if (join && slave->state != VT_DONE)
@@ -205,17 +204,15 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
 static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint32_t *owner, uint64_t *lo)
 {
     uint32_t r = th->rank, o = ref->owner == ALGO_SELF ? r : (uint32_t)ref->owner;
-    char w[96];
-    vsim_where(s, th, w, sizeof(w));
     if ((ref->owner != ALGO_SELF && (ref->owner < 0 || (uint32_t)ref->owner >= s->n)) || ref->buf > ALGO_BUF_SCRATCH) {
-        vsim_error(s, "%s: bad ref (owner %d, buf %u)", w, ref->owner, ref->buf);
+        vsim_step_error(s, th, "bad ref (owner %d, buf %u)", ref->owner, ref->buf);
         return false;
     }
     *owner = o;
     if (o != r && ref->buf != ALGO_BUF_SCRATCH) {
         const vfetch *f = &s->fetch[(size_t)r * s->n + o];
         if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(s, r, th->stream)))) {
-            vsim_error(s, "%s: touches rank %u's %s without an ordered FETCH of rank %u", w, o,
+            vsim_step_error(s, th, "touches rank %u's %s without an ordered FETCH of rank %u", o,
                        ref->buf == ALGO_BUF_IN ? "IN" : "OUT", o);
             return false;
         }
@@ -228,8 +225,8 @@ static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint
     uint64_t base = ref->buf == ALGO_BUF_IN ? sp->in_base : ref->buf == ALGO_BUF_OUT ? sp->out_base : sp->scr_base;
     uint64_t len = ref->buf == ALGO_BUF_IN ? sp->in_len : ref->buf == ALGO_BUF_OUT ? sp->out_len : sp->scr_len;
     if (!ok || off % s->esz || bytes % s->esz || off / s->esz > len || bytes / s->esz > len - off / s->esz) {
-        vsim_error(s, "%s: rank %u %s bytes [%llu, +%llu) out of its %llu elements (or misaligned / no such "
-                   "displacement)", w, o, ref->buf == ALGO_BUF_IN ? "IN" : ref->buf == ALGO_BUF_OUT ? "OUT" : "SCRATCH",
+        vsim_step_error(s, th, "rank %u %s bytes [%llu, +%llu) out of its %llu elements (or misaligned / no such "
+                        "displacement)", o, ref->buf == ALGO_BUF_IN ? "IN" : ref->buf == ALGO_BUF_OUT ? "OUT" : "SCRATCH",
                    (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)len);
         return false;
     }
@@ -288,9 +285,7 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
     if (!s->data || !cnt)
         return 1;
     if (dow == sow && dlo < slo + cnt && slo < dlo + cnt) {
-        char w[96];
-        vsim_where(s, th, w, sizeof(w));
-        vsim_error(s, "%s: source and destination overlap", w);
+        vsim_step_error(s, th, "source and destination overlap");
         return -1;
     }
     if (!mem_access(s, th, sow, slo, cnt, false) || !mem_access(s, th, dow, dlo, cnt, true))
@@ -321,23 +316,18 @@ int vexec_step(vsim *s, vthr *th)
     case ALGO_STEP_FORK:
     case ALGO_STEP_JOIN: rc = do_fork_join(s, th, st); break;
     case ALGO_STEP_PUBLISH: {
-        char w[96];
-        vsim_where(s, th, w, sizeof(w));
         rc = 1;
         if (th->stream != 0 || th->pc != 0 || s->pub_clk[th->rank]) {
-            vsim_error(s, "%s: PUBLISH must be the first step of stream 0, once", w);
+            vsim_step_error(s, th, "PUBLISH must be the first step of stream 0, once");
             rc = -1;
         } else {
             s->pub_clk[th->rank] = s->data ? vsim_vc(s, tid)[tid] : 1;
         }
         break;
     }
-    default: {
-        char w[96];
-        vsim_where(s, th, w, sizeof(w));
-        vsim_error(s, "%s: unknown step kind %u", w, st->kind);
+    default:
+        vsim_step_error(s, th, "unknown step kind %u", st->kind);
         rc = -1;
-    }
     }
     if (rc == 0 && s->data)
         vsim_vc(s, tid)[tid]--;

@@ -87,7 +87,7 @@ typedef struct rt_boot_reply {
     uint64_t len;
 } rt_boot_reply;
 /* Bounds that keep a garbage hello from making the root allocate absurd amounts. */
-#define RT_BOOT_MAX_RANKS (1u << 20)
+#define RT_BOOT_MAX_RANKS (1u << 16)
 #define RT_BOOT_MAX_TOTAL ((uint64_t)1 << 32)
 
 /* Starts the acceptor thread for one rendezvous on an already listening socket (takes lfd). */

@@ -7,11 +7,6 @@
  * by SIGCHLD/SIGINT/SIGTERM. Only the processes it started are ever signalled, by pid. */
 #define _GNU_SOURCE /* pipe2 */
 #include "hcclrun/hcclrun.h"
-/* The other parts of hcclrun, compiled into this one translation unit: tools/CMakeLists.txt builds
- * each tools/<name>.c as a program, and a tools/hcclrun/CMakeLists.txt would give the build tree a
- * directory tools/hcclrun where the hcclrun executable must go. */
-#include "hcclrun/output.c"
-#include "hcclrun/store_server.c"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -94,6 +94,7 @@ static void device_release(hal_device *dev)
     for (uint32_t i = 0; i < EMU_MAX_DEVICES; i++)
         if (dev->imports[i])
             emu_region_release(dev->imports[i]);
+    emu_vmm_forget_device(dev);
     if (dev->heap.blocks)
         emu_heap_fini(&dev->heap);
     if (dev->region)

@@ -219,6 +219,8 @@ hal_result emu_vmm_phys_alloc(hal_device *dev, size_t size, hal_phys_mem **pm);
 hal_result emu_vmm_phys_free(hal_phys_mem *pm);
 hal_result emu_vmm_map(void *va, size_t size, size_t offset, hal_phys_mem *pm);
 hal_result emu_vmm_unmap(void *va);
+/* Drops the VMM bookkeeping of a device being closed (its memory goes with the region). */
+void emu_vmm_forget_device(hal_device *dev);
 
 hal_result emu_stream_create(hal_device *dev, hal_stream **s);
 hal_result emu_stream_destroy(hal_stream *s);

@@ -103,7 +103,9 @@ static inline uint8_t emu_fp8_enc(float f, unsigned mbits, unsigned bias, int ie
      * with the 2^23 trick; an integer of 2^mbits is the smallest normal's encoding, as wanted. */
     float q = emu_bits_f32(x) * emu_bits_f32((126u + bias + mbits) << 23);
     uint32_t sub = emu_f32_bits(q + 0x1p23f) - 0x4b000000u;
-    uint32_t norm = ((x + ((1u << (sh - 1)) - 1u) + ((x >> sh) & 1u)) >> sh) - ((127u - bias) << mbits);
+    /* Normal range: round the dropped bits to nearest-even on the fp32 encoding, then rebias. */
+    uint32_t rounded = (x + ((1u << (sh - 1)) - 1u) + ((x >> sh) & 1u)) >> sh;
+    uint32_t norm = rounded - ((127u - bias) << mbits);
     uint32_t r = emu_sel(x < ((128u - bias) << 23), sub, norm);
     uint32_t maxfin = ieee ? 0x7bu : 0x7eu;
     r = emu_sel(r > maxfin, ieee ? 0x7cu : 0x7fu, r);
@@ -116,7 +118,7 @@ static inline uint8_t emu_fp8_enc(float f, unsigned mbits, unsigned bias, int ie
 
 /* ---- block kernels ---- */
 
-/* x[i] = x[i] op y[i] in fp32; n <= EMU_FBLK. */
+/* x[i] = x[i] op y[i] in fp32 over one whole block (padding lanes are computed and dropped). */
 static inline void emu_f32_apply(float *restrict x, const float *restrict y, hal_redop op)
 {
     switch (op) {

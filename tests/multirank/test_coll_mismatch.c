@@ -1,0 +1,30 @@
+/* Mismatched collectives must fail on every rank, in bounded time, with both calls named.
+ * HCCL_EXEC_TIMEOUT=60 bounds a detection bug; hcclrun --timeout bounds a hang. */
+#include "multirank/mr_run.h"
+
+static void mismatch(unsigned n, const char *kind, const char *const *needles)
+{
+    char args[64];
+    snprintf(args, sizeof args, "mismatch-%s", kind);
+    mr_result r = mr_run("HCCL_EXEC_TIMEOUT=60", n, MR_COLL_MISC, args);
+    cr_expect_eq(r.status, 0, "mismatch-%s on %u ranks: hcclrun exited with %d", kind, n, r.status);
+    cr_expect(strstr(r.out, "NOT DETECTED") == NULL, "mismatch-%s: some rank did not see the failure", kind);
+    for (const char *const *s = needles; *s; s++)
+        cr_expect(strstr(r.out, *s) != NULL, "mismatch-%s: the output does not mention \"%s\"", kind, *s);
+    free(r.out);
+}
+
+static const char *const skip_w[] = {"called HcclBarrier", "called HcclAllReduce", NULL};
+static const char *const destroy_w[] = {"HcclCommDestroy", "called HcclAllReduce", NULL};
+static const char *const op_w[] = {"called HcclBroadcast", "called HcclAllReduce", NULL};
+static const char *const count_w[] = {"count=256", "count=512", NULL};
+static const char *const root_w[] = {"root=0", "called HcclBroadcast", NULL};
+
+Test(mismatch, skip_then_barrier_n2, .timeout = 150) { mismatch(2, "skip", skip_w); }
+Test(mismatch, skip_then_barrier_n4, .timeout = 150) { mismatch(4, "skip", skip_w); }
+Test(mismatch, skip_then_destroy_n2, .timeout = 150) { mismatch(2, "destroy", destroy_w); }
+Test(mismatch, skip_then_destroy_n3, .timeout = 150) { mismatch(3, "destroy", destroy_w); }
+Test(mismatch, broadcast_vs_allreduce_n2, .timeout = 150) { mismatch(2, "op", op_w); }
+Test(mismatch, broadcast_vs_allreduce_n3, .timeout = 150) { mismatch(3, "op", op_w); }
+Test(mismatch, counts_n2, .timeout = 150) { mismatch(2, "count", count_w); }
+Test(mismatch, roots_n3, .timeout = 150) { mismatch(3, "root", root_w); }

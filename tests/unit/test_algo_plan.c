@@ -1,0 +1,230 @@
+/* Plan basics: compile errors, the prologue, count 0, huge counts, buffer extents, names, the
+ * HCCL_ALGO parser and the selector. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "algos/verify.h"
+
+static algo_op mkop(algo_coll c, uint32_t n, uint32_t r, uint64_t count)
+{
+    return (algo_op){.coll = c, .nranks = n, .rank = r, .count = count, .dtype = HAL_DT_FP32};
+}
+
+static uint64_t data_steps(const algo_plan *p)
+{
+    uint64_t k = 0;
+    for (uint32_t s = 0; s < p->nstreams; s++)
+        for (uint32_t i = 0; i < p->streams[s].nsteps; i++)
+            k += p->streams[s].steps[i].kind <= ALGO_STEP_REDUCE;
+    return k;
+}
+
+Test(algo_plan, bad_ops)
+{
+    algo_plan *p = (algo_plan *)1;
+    algo_op op = mkop(ALGO_COLL_ALLREDUCE, 4, 4, 8);
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
+    cr_expect_null(p);
+    op = mkop(ALGO_COLL_ALLREDUCE, 4, 0, 8);
+    op.dtype = (hal_dtype)13;
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
+    op = mkop(ALGO_COLL_BROADCAST, 4, 0, 8);
+    op.root = 4;
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
+    op = mkop(ALGO_COLL_ALLTOALLV, 4, 0, 8); /* counts missing */
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
+    op = mkop(ALGO_COLL_ALLREDUCE, 4, 0, UINT64_MAX / 2);
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
+    op = mkop(ALGO_COLL_ALLREDUCE, 4, 0, 8);
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_AUTO, &p), HAL_E_NOT_SUPPORTED);
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_P2P, &p), HAL_E_NOT_SUPPORTED);
+    op.coll = ALGO_COLL_SENDRECV;
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_NOT_SUPPORTED);
+}
+
+Test(algo_plan, prologue_and_copies)
+{
+    algo_op op = mkop(ALGO_COLL_ALLREDUCE, 4, 2, 8);
+    uint64_t counts[2] = {1, 2};
+    op.counts = counts; /* not used by allreduce but copied into the plan anyway */
+    op.ncounts = 2;
+    algo_plan *p;
+    cr_assert_eq(algo_compile(&op, NULL, ALGO_RING, &p), 0);
+    cr_expect_str_eq(p->name, "ring");
+    cr_expect_eq(p->algo, ALGO_RING);
+    cr_expect_neq(p->op.counts, counts);
+    cr_expect_eq(p->op.counts[1], 2);
+    const algo_step *st = p->streams[0].steps;
+    cr_expect_eq(st[0].kind, ALGO_STEP_PUBLISH);
+    /* ring: PUB to both neighbours, then FETCH left (1) first, then right (3) */
+    cr_expect_eq(st[1].kind, ALGO_STEP_SIGNAL);
+    cr_expect_eq(st[1].u.sync.slot, ALGO_SLOT_PUB);
+    cr_expect_eq(st[2].kind, ALGO_STEP_SIGNAL);
+    cr_expect_eq(st[3].kind, ALGO_STEP_FETCH);
+    cr_expect_eq(st[3].u.fetch.peer, 1);
+    cr_expect_eq(st[4].kind, ALGO_STEP_FETCH);
+    cr_expect_eq(st[4].u.fetch.peer, 3);
+    cr_expect_leq(p->nslots, ALGO_MAX_SLOTS);
+    algo_plan_free(p);
+    algo_plan_free(NULL);
+}
+
+Test(algo_plan, count_zero_moves_nothing)
+{
+    for (int k = ALGO_RING; k <= ALGO_MESH; k++)
+        for (int c = 0; c < ALGO_COLL_COUNT; c++) {
+            if (c == ALGO_COLL_ALLTOALLV || c == ALGO_COLL_ALLTOALLVC || c == ALGO_COLL_ALLGATHERV ||
+                c == ALGO_COLL_REDUCE_SCATTERV || c == ALGO_COLL_SENDRECV)
+                continue;
+            algo_op op = mkop((algo_coll)c, 5, 1, 0);
+            algo_plan *p;
+            cr_assert_eq(algo_compile(&op, NULL, (algo_kind)k, &p), 0);
+            cr_expect_eq(data_steps(p), 0);
+            cr_expect_eq(p->streams[0].steps[0].kind, ALGO_STEP_PUBLISH);
+            cr_expect_gt(p->streams[0].nsteps, 1, "still checks its neighbours");
+            algo_plan_free(p);
+            algo_verify_report rep;
+            cr_expect_eq(algo_verify(&op, NULL, (algo_kind)k, &rep), 0, "%s", rep.msg);
+        }
+}
+
+/* Offsets beyond 4 GiB: sync and counts only (no symbolic buffers at this size). */
+Test(algo_plan, huge_counts)
+{
+    algo_verify_opts o = {.skip_data = true};
+    for (int k = ALGO_RING; k <= ALGO_MESH; k++) {
+        algo_op ops[3];
+        for (uint32_t r = 0; r < 3; r++)
+            ops[r] = mkop(ALGO_COLL_ALLGATHER, 3, r, (1ull << 33) + 7);
+        algo_verify_report rep;
+        cr_expect_eq(algo_verify_ops(ops, NULL, (algo_kind)k, &o, &rep), 0, "%s", rep.msg);
+        cr_expect_eq(rep.max_rank_sent, (k == ALGO_RING ? 2 : 2) * ((1ull << 33) + 7) * 4);
+        algo_plan *p;
+        cr_assert_eq(algo_compile(&ops[2], NULL, (algo_kind)k, &p), 0);
+        uint64_t maxoff = 0;
+        for (uint32_t s = 0; s < p->nstreams; s++)
+            for (uint32_t i = 0; i < p->streams[s].nsteps; i++)
+                if (p->streams[s].steps[i].kind == ALGO_STEP_COPY && p->streams[s].steps[i].u.copy.dst.offset > maxoff)
+                    maxoff = p->streams[s].steps[i].u.copy.dst.offset;
+        cr_expect_eq(maxoff, 2 * ((1ull << 33) + 7) * 4);
+        algo_plan_free(p);
+    }
+}
+
+Test(algo_plan, buffer_elems)
+{
+    uint64_t in, out;
+    algo_op op = mkop(ALGO_COLL_ALLGATHER, 4, 1, 10);
+    algo_buffer_elems(&op, &in, &out);
+    cr_expect(in == 10 && out == 40);
+    op.coll = ALGO_COLL_REDUCE_SCATTER;
+    algo_buffer_elems(&op, &in, &out);
+    cr_expect(in == 40 && out == 10);
+    op.coll = ALGO_COLL_SCATTER; /* not root: no IN */
+    algo_buffer_elems(&op, &in, &out);
+    cr_expect(in == 0 && out == 10);
+    op.coll = ALGO_COLL_REDUCE;
+    algo_buffer_elems(&op, &in, &out);
+    cr_expect(in == 10 && out == 0);
+    uint64_t v[16] = {1, 2, 3, 4, 0, 5, 10, 20, /* recv */ 4, 3, 2, 1, 30, 0, 10, 20};
+    op = mkop(ALGO_COLL_ALLTOALLV, 4, 1, 0);
+    op.counts = v;
+    op.ncounts = 16;
+    algo_buffer_elems(&op, &in, &out);
+    cr_expect(in == 24 && out == 34, "in %llu out %llu", (unsigned long long)in, (unsigned long long)out);
+}
+
+Test(algo_plan, names)
+{
+    cr_expect_str_eq(algo_kind_name(ALGO_MESH), "mesh");
+    cr_expect_str_eq(algo_kind_name((algo_kind)99), "unknown");
+    cr_expect_str_eq(algo_coll_name(ALGO_COLL_ALLREDUCE), "HcclAllReduce");
+    cr_expect_str_eq(algo_coll_name(ALGO_COLL_SENDRECV), "HcclBatchSendRecv");
+}
+
+static algo_kind parse(const char *s, algo_coll c, int want_rc)
+{
+    algo_kind k = (algo_kind)77;
+    cr_expect_eq(algo_parse_env(s, c, &k), want_rc, "'%s'", s ? s : "(null)");
+    return k;
+}
+
+Test(algo_env, global_form)
+{
+    cr_expect_eq(parse(NULL, ALGO_COLL_ALLREDUCE, 0), ALGO_AUTO);
+    cr_expect_eq(parse("", ALGO_COLL_ALLREDUCE, 0), ALGO_AUTO);
+    cr_expect_eq(parse("level0:NA;level1:ring", ALGO_COLL_ALLREDUCE, 0), ALGO_RING);
+    cr_expect_eq(parse("level0:NA;level1:ring", ALGO_COLL_ALLTOALL, 0), ALGO_RING);
+    cr_expect_eq(parse("level0:NA;level1:fullmesh", ALGO_COLL_BROADCAST, 0), ALGO_MESH);
+    cr_expect_eq(parse("level0:NA;level1:pairwise", ALGO_COLL_ALLTOALLV, 0), ALGO_PAIRWISE);
+    cr_expect_eq(parse("level0:NA;level1:NHR", ALGO_COLL_ALLREDUCE, 0), ALGO_AUTO);
+    cr_expect_eq(parse("level0:NA;level1:H-D_R;level2:ring", ALGO_COLL_ALLREDUCE, 0), ALGO_AUTO);
+    cr_expect_eq(parse("level1:ring", ALGO_COLL_ALLREDUCE, 0), ALGO_RING);
+    cr_expect_eq(parse(" level0:NA ; level1:ring ", ALGO_COLL_ALLREDUCE, 0), ALGO_RING);
+    cr_expect_eq(parse("level0:NA;level1:null", ALGO_COLL_ALLREDUCE, 0), ALGO_AUTO);
+}
+
+Test(algo_env, per_op_form)
+{
+    const char *s = "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:fullmesh/alltoall=level0:NA;level1:pairwise";
+    cr_expect_eq(parse(s, ALGO_COLL_ALLREDUCE, 0), ALGO_RING);
+    cr_expect_eq(parse(s, ALGO_COLL_ALLGATHER, 0), ALGO_MESH);
+    cr_expect_eq(parse(s, ALGO_COLL_ALLGATHERV, 0), ALGO_MESH);
+    cr_expect_eq(parse(s, ALGO_COLL_ALLTOALLVC, 0), ALGO_PAIRWISE);
+    cr_expect_eq(parse(s, ALGO_COLL_BROADCAST, 0), ALGO_AUTO);
+    cr_expect_eq(parse("reducescatter=level0:NA;level1:ring", ALGO_COLL_REDUCE_SCATTERV, 0), ALGO_RING);
+    cr_expect_eq(parse("reduce=level0:NA;level1:ring", ALGO_COLL_REDUCE_SCATTER, 0), ALGO_AUTO);
+}
+
+Test(algo_env, syntax_errors)
+{
+    const char *bad[] = {
+        "ring", "level1", "level1:", "level1:foo", "level4:ring", "level1:ring;level1:NHR", "level0:NA;",
+        "allreduce=level1:ring/", "bogus=level0:NA;level1:ring", "allreduce=", "=level1:ring",
+        "allreduce=level1:ring/allreduce=level1:NHR", "allreduce=level1:ring/level1:ring", "levelx:ring",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        parse(bad[i], ALGO_COLL_ALLREDUCE, -1);
+}
+
+Test(algo_select, rules)
+{
+    algo_op op = mkop(ALGO_COLL_ALLREDUCE, 8, 0, 100);
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH);
+    cr_expect_eq(algo_select(&op, NULL, ALGO_RING), ALGO_RING);
+    cr_expect_eq(algo_select(&op, NULL, ALGO_PAIRWISE), ALGO_MESH, "forced but unsupported: falls back");
+    op.nranks = 9;
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_RING);
+    uint32_t so[4] = {0, 0, 1, 1};
+    algo_topo topo = {.nranks = 4, .server_of = so};
+    op.nranks = 4;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING);
+    op.coll = ALGO_COLL_ALLTOALL;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_PAIRWISE);
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH);
+    op.coll = ALGO_COLL_SENDRECV;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_RING), ALGO_P2P);
+    op = mkop(ALGO_COLL_BROADCAST, 1, 0, 3);
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH);
+}
+
+/* Whatever the selector picks verifies, on one server and across servers. */
+Test(algo_select, picks_verify)
+{
+    uint32_t so[16];
+    for (uint32_t r = 0; r < 16; r++)
+        so[r] = r / 4;
+    algo_topo topo = {.nranks = 16, .server_of = so};
+    for (int c = 0; c < ALGO_COLL_COUNT; c++) {
+        if (c == ALGO_COLL_SENDRECV || c == ALGO_COLL_ALLTOALLV || c == ALGO_COLL_ALLTOALLVC ||
+            c == ALGO_COLL_ALLGATHERV || c == ALGO_COLL_REDUCE_SCATTERV)
+            continue;
+        for (uint32_t n = 1; n <= 16; n += 5) {
+            algo_op op = mkop((algo_coll)c, n, 0, 2 * n + 1);
+            algo_verify_report rep;
+            cr_expect_eq(algo_verify(&op, NULL, ALGO_AUTO, &rep), 0, "%s n=%u\n%s", algo_coll_name(op.coll), n, rep.msg);
+            topo.nranks = n;
+            cr_expect_eq(algo_verify(&op, &topo, ALGO_AUTO, &rep), 0, "%s n=%u\n%s", algo_coll_name(op.coll), n, rep.msg);
+        }
+    }
+}
