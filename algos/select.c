@@ -141,7 +141,17 @@ static bool op_covers(int idx, algo_coll c)
     return c == cover[idx][0] || c == cover[idx][1] || c == cover[idx][2];
 }
 
+static int parse_spec(const char *spec, algo_coll coll, algo_kind *forced);
+
 int algo_parse_env(const char *spec, algo_coll coll, algo_kind *forced)
+{
+    int rc = parse_spec(spec, coll, forced);
+    if (rc)
+        *forced = ALGO_AUTO; /* a bad spec forces nothing */
+    return rc;
+}
+
+static int parse_spec(const char *spec, algo_coll coll, algo_kind *forced)
 {
     *forced = ALGO_AUTO;
     if (!spec || !spec[0] || strspn(spec, " \t") == strlen(spec))
