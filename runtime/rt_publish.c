@@ -98,7 +98,9 @@ static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *re
     rt_comm *c = ctx->c;
     ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
     ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
-    if (rec->vdispl) {
+    if (ctx->p2p) /* SENDRECV plans address the peer's receive buffer for me as displacement #me */
+        ctx->vbase[peer] = (void *)(uintptr_t)rec->out;
+    else if (rec->vdispl) {
         const uint64_t *displ = (const uint64_t *)(uintptr_t)rec->vdispl;
         ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
     }

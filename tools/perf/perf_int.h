@@ -1,0 +1,63 @@
+/* Internal interface of the perf tools: perf_common.c (flags, sweep, timing, report) and
+ * perf_ops.c (per-collective sizes, calls, bandwidth factors, data and check). */
+#ifndef PERF_INT_H
+#define PERF_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include "perf_common.h"
+
+typedef struct perf_env {
+    uint32_t rank, n;
+    HcclComm comm;
+    aclrtStream stream;
+} perf_env;
+
+/* One benchmark point: the buffers and parameters of every call of one row half. */
+typedef struct perf_point {
+    perf_kind kind;
+    HcclDataType dt;
+    size_t es;
+    HcclReduceOp op;
+    uint32_t root;
+    bool inplace;
+    uint64_t count;            /* per-call count as nccl-tests prints it */
+    uint64_t send_elems, recv_elems;
+    void *base;                /* in place: the one buffer */
+    void *send, *recv;
+    uint64_t *v;               /* AlltoAllV counts/displacements */
+} perf_point;
+
+const char *perf_name(perf_kind k);
+bool perf_reduces(perf_kind k);
+bool perf_rooted(perf_kind k);
+bool perf_has_inplace(perf_kind k);
+bool perf_has_outofplace(perf_kind k);
+/* Per-call count and buffer sizes for a nominal size in bytes (nccl-tests' rounding). */
+void perf_sizes(perf_kind k, size_t bytes, size_t es, uint32_t n, uint64_t *count, uint64_t *send_elems,
+                uint64_t *recv_elems);
+/* Bytes for algbw (S) and the busbw factor. */
+double perf_alg_bytes(perf_kind k, uint64_t count, size_t es, uint32_t n);
+double perf_bus_factor(perf_kind k, uint32_t n);
+
+/* Allocates/frees the device buffers of a point (in-place layouts as HCCL defines them). */
+void perf_alloc(const perf_env *e, perf_point *p);
+void perf_release(perf_point *p);
+HcclResult perf_call(const perf_env *e, perf_point *p);
+/* Writes this rank's check input into the point's send side. */
+void perf_fill(const perf_env *e, perf_point *p);
+/* Wrong elements of this rank's output after one perf_call on perf_fill'ed inputs. */
+uint64_t perf_check(const perf_env *e, const perf_point *p);
+
+/* Data types: nccl-style names ("float", "half", "bfloat16", ...) and HCCL ones ("fp32"). */
+bool perf_dtype_parse(const char *s, HcclDataType *dt);
+const char *perf_dtype_name(HcclDataType dt);
+size_t perf_dtype_size(HcclDataType dt);
+extern const HcclDataType perf_all_dtypes[12];
+
+#endif
