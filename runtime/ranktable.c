@@ -108,7 +108,7 @@ static int check_header(parse_ctx *c, json_object *root)
                     version);
     if (strcmp(version, "1.0") && strcmp(version, "1.2"))
         return fail(c, HCCL_E_PARA, "unknown version \"%s\" (supported: \"1.0\", \"1.2\")", version);
-    snprintf(c->t->version, sizeof c->t->version, "%s", version);
+    snprintf(c->t->version, sizeof c->t->version, "%.7s", version); /* "1.0" or "1.2", checked above */
     return 0;
 }
 

@@ -16,6 +16,10 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
         ref.indirect = (void *const *)&ctx->vbase[owner];
     else if (owner == c->rank || r->buf == ALGO_BUF_SCRATCH)
         ref.base = *slot; /* known now */
+    if (!ref.indirect && !ref.base) { /* p2p items: absolute addresses on a null base */
+        ref.base = (void *)(uintptr_t)r->offset;
+        ref.offset = 0;
+    }
     else
         ref.indirect = (void *const *)slot; /* filled by FETCH on the device */
     return ref;

@@ -23,7 +23,7 @@ Test(badinput, n2) { misc(2, "badinput"); }
 
 Test(sample, basics_n8)
 {
-    mr_result r = mr_run("", 8, OH_BUILD_DIR "/samples/basics", "");
+    mr_result r = mr_run("", 8, OH_BUILD_DIR "/samples/basics/basics", "");
     cr_expect_eq(r.status, 0, "basics on 8 ranks exited with %d", r.status);
     for (int i = 0; i < 8; i++) {
         char line[32];
