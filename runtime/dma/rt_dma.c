@@ -14,14 +14,12 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
     hal_ref ref = {NULL, NULL, r->offset};
     if (r->vdispl >= 0)
         ref.indirect = (void *const *)&ctx->vbase[owner];
-    else if (owner == c->rank || r->buf == ALGO_BUF_SCRATCH)
-        ref.base = *slot; /* known now */
-    if (!ref.indirect && !ref.base) { /* p2p items: absolute addresses on a null base */
-        ref.base = (void *)(uintptr_t)r->offset;
-        ref.offset = 0;
-    }
-    else
+    else if (owner != c->rank && r->buf != ALGO_BUF_SCRATCH)
         ref.indirect = (void *const *)slot; /* filled by FETCH on the device */
+    else if (*slot)
+        ref.base = *slot; /* known now */
+    else /* p2p items: absolute addresses on a null base */
+        ref = hal_ref_ptr((void *)(uintptr_t)r->offset);
     return ref;
 }
 

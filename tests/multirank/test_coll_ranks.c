@@ -21,23 +21,7 @@ Test(coll, n3, .timeout = 300) { coll_check(3, NON_P2P); }
 Test(coll, n4, .timeout = 300) { coll_check(4, NON_P2P); }
 Test(coll, n8, .timeout = 500) { coll_check(8, NON_P2P); }
 
-Test(p2p, n2, .timeout = 300)
-{
-    cr_skip_test("p2p is broken in the library: a SENDRECV DMA source resolves to NULL (issue #3 open)");
-    coll_check(2, P2P);
-}
-Test(p2p, n3, .timeout = 300)
-{
-    cr_skip_test("p2p is broken in the library: a SENDRECV DMA source resolves to NULL (issue #3 open)");
-    coll_check(3, P2P);
-}
-Test(p2p, n4, .timeout = 300)
-{
-    cr_skip_test("p2p is broken in the library: a SENDRECV DMA source resolves to NULL (issue #3 open)");
-    coll_check(4, P2P);
-}
-Test(p2p, n8, .timeout = 300)
-{
-    cr_skip_test("p2p is broken in the library: a SENDRECV DMA source resolves to NULL (issue #3 open)");
-    coll_check(8, P2P " --counts 0,1,7,1048579 --dtypes fp32,bf16,int8,int64,int128,fp8e4m3");
-}
+Test(p2p, n2, .timeout = 300) { coll_check(2, P2P); }
+Test(p2p, n3, .timeout = 300) { coll_check(3, P2P); }
+Test(p2p, n4, .timeout = 300) { coll_check(4, P2P); }
+Test(p2p, n8, .timeout = 300) { coll_check(8, P2P " --counts 0,1,7,1048579 --dtypes fp32,bf16,int8,int64,int128,fp8e4m3"); }
