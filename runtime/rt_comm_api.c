@@ -187,6 +187,9 @@ HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
     rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(c && asyncError, HCCL_E_PTR, "comm", "HcclGetCommAsyncError: comm or asyncError is invalid");
     *asyncError = HCCL_SUCCESS;
+    pthread_mutex_lock(&c->lock);
+    rt_launch_reclaim(c, false); /* picks up launches that failed on the device */
+    pthread_mutex_unlock(&c->lock);
     if (atomic_load(&c->ctrl->abort) == 2) {
         *asyncError = (HcclResult)c->ctrl->abort_code;
         OH_ERR("comm", "rank %u: communicator %s failed: %s", c->rank, c->name, c->ctrl->abort_msg);
@@ -226,6 +229,9 @@ HcclResult HcclExtGetCommErrorMessage(HcclComm comm, char *buf, size_t len)
 {
     rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(c && buf && len, HCCL_E_PTR, "comm", "HcclExtGetCommErrorMessage: comm, buf or len is invalid");
+    pthread_mutex_lock(&c->lock);
+    rt_launch_reclaim(c, false);
+    pthread_mutex_unlock(&c->lock);
     snprintf(buf, len, "%s", atomic_load(&c->ctrl->abort) == 2 ? c->ctrl->abort_msg : "");
     return HCCL_SUCCESS;
 }

@@ -1,5 +1,6 @@
 /* Launching a plan: every step becomes a HAL task on the user's stream or a slave stream.
  * Nothing here waits for the device: the host enqueues and returns. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,14 +149,30 @@ static void pending_push(rt_comm *c, rt_launch_ctx *ctx)
     c->pending_tail = ctx;
 }
 
+/* A launch that ended in a failed stream (a wait timed out, a peer aborted the op) poisons the
+ * communicator: HcclGetCommAsyncError reports it here and the peers' pending waits end too. */
+static void note_failure(rt_comm *c, const rt_launch_ctx *ctx, hal_result rc)
+{
+    if (atomic_load(&c->ctrl->abort))
+        return; /* the first reason (e.g. a mismatch) is already recorded */
+    char call[160], msg[RT_MSG_LEN];
+    rt_sig_format(&ctx->sig, call, sizeof call);
+    snprintf(msg, sizeof msg, "comm %s: rank %u: %s (op #%llu) failed on the device: %s", c->name, c->rank, call,
+             (unsigned long long)ctx->seq, hal_result_name(rc));
+    OH_ERR("launch", "%s", msg);
+    rt_abort_all(c, rt_from_hal(rc), msg);
+}
+
 void rt_launch_reclaim(rt_comm *c, bool wait_all)
 {
     while (c->pending_head) {
         rt_launch_ctx *ctx = c->pending_head;
-        if (wait_all)
-            c->hal->event_sync(ctx->done, -1); /* completes even when the stream failed */
-        else if (c->hal->event_query(ctx->done) == HAL_E_NOT_READY)
+        if (!wait_all && c->hal->event_query(ctx->done) == HAL_E_NOT_READY)
             break;
+        /* Complete now (or waited for): the sync returns the error a failed stream carried. */
+        hal_result rc = c->hal->event_sync(ctx->done, -1);
+        if (rc != HAL_OK)
+            note_failure(c, ctx, rc);
         c->pending_head = ctx->next;
         if (!c->pending_head)
             c->pending_tail = NULL;

@@ -170,3 +170,22 @@ Test(comm_threads, plan_cache_reuses_shapes)
     aclrtDestroyStream(s);
     cr_assert_eq(HcclCommDestroy(comm), HCCL_SUCCESS);
 }
+
+/* Rank 1 calls AllReduce alone: its wait for rank 0 passes HCCL_EXEC_TIMEOUT (1 s here), the
+ * stream fails and the communicator reports HCCL_E_TIMEOUT naming the op. */
+Test(comm_threads, lone_rank_times_out)
+{
+    setenv("HCCL_EXEC_TIMEOUT", "1", 1);
+    int32_t devs[2] = {0, 1};
+    HcclComm comms[2];
+    cr_assert_eq(HcclCommInitAll(2, devs, comms), HCCL_SUCCESS);
+    mm_ctx m = {.comm = comms[1], .dev = 1, .rank = 1};
+    pthread_t th;
+    pthread_create(&th, NULL, mismatch_rank, &m);
+    pthread_join(th, NULL);
+    cr_expect_neq(m.sync, ACL_SUCCESS, "a lone AllReduce must fail, not hang");
+    cr_expect_eq(m.async, HCCL_E_TIMEOUT, "async error %d", m.async);
+    cr_expect(strstr(m.msg, "HcclAllReduce") != NULL, "message does not name the op: '%s'", m.msg);
+    for (uint32_t i = 0; i < 2; i++)
+        cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
+}
