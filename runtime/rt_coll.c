@@ -28,7 +28,7 @@ static size_t esize(HcclDataType dt)
 
 static uint32_t comm_rank(HcclComm comm)
 {
-    rt_comm *c = comm;
+    rt_comm *c = rt_comm_check(comm); /* an invalid comm is reported by rt_collective */
     return c ? c->rank : 0;
 }
 

@@ -25,11 +25,9 @@ static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, 
     return rt_collective(comm, &call, stream, api);
 }
 
-static uint32_t nranks_of(HcclComm comm, const char *api)
+static uint32_t nranks_of(HcclComm comm)
 {
     rt_comm *c = rt_comm_check(comm);
-    if (!c)
-        OH_ERR("check", "%s: comm is NULL or not a live communicator", api);
     return c ? c->nranks : 0;
 }
 
@@ -37,8 +35,8 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void
                          const void *recvBuf, const void *recvCounts, const void *rdispls, HcclDataType recvType,
                          HcclComm comm, aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm, "HcclAlltoAllV");
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllV: invalid comm");
+    uint32_t n = nranks_of(comm);
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllV: comm is NULL or not a live communicator");
     CHECK_ARG(sendCounts && sdispls && recvCounts && rdispls, HCCL_E_PTR, "check",
               "HcclAlltoAllV: sendCounts, sdispls, recvCounts and rdispls must not be NULL");
     CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllV: sendType=%d differs from recvType=%d",
@@ -59,8 +57,8 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void
 HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, HcclDataType sendType,
                           const void *recvBuf, HcclDataType recvType, HcclComm comm, aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm, "HcclAlltoAllVC");
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllVC: invalid comm");
+    uint32_t n = nranks_of(comm);
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllVC: comm is NULL or not a live communicator");
     CHECK_ARG(sendCountMatrix, HCCL_E_PTR, "check", "HcclAlltoAllVC: sendCountMatrix is NULL");
     CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllVC: sendType=%d differs from recvType=%d",
               (int)sendType, (int)recvType);
@@ -71,8 +69,8 @@ HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, Hccl
 HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
                           const void *recvDispls, HcclDataType dataType, HcclComm comm, aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm, "HcclAllGatherV");
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAllGatherV: invalid comm");
+    uint32_t n = nranks_of(comm);
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAllGatherV: comm is NULL or not a live communicator");
     CHECK_ARG(recvCounts && recvDispls, HCCL_E_PTR, "check", "HcclAllGatherV: recvCounts/recvDispls is NULL");
     rt_comm *c = comm;
     CHECK_ARG(((const uint64_t *)recvCounts)[c->rank] == sendCount, HCCL_E_PARA, "check",
@@ -93,8 +91,8 @@ HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void 
                               uint64_t recvCount, HcclDataType dataType, HcclReduceOp op, HcclComm comm,
                               aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm, "HcclReduceScatterV");
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclReduceScatterV: invalid comm");
+    uint32_t n = nranks_of(comm);
+    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclReduceScatterV: comm is NULL or not a live communicator");
     CHECK_ARG(sendCounts && sendDispls, HCCL_E_PTR, "check", "HcclReduceScatterV: sendCounts/sendDispls is NULL");
     rt_comm *c = comm;
     CHECK_ARG(((const uint64_t *)sendCounts)[c->rank] == recvCount, HCCL_E_PARA, "check",

@@ -20,11 +20,7 @@ typedef struct rt_rank_blob {
 rt_comm *rt_comm_check(HcclComm comm)
 {
     rt_comm *c = comm;
-    if (!c || c->magic != RT_COMM_MAGIC) {
-        OH_ERR("comm", "comm %p is not a live communicator (NULL, destroyed or never initialised)", comm);
-        return NULL;
-    }
-    return c;
+    return c && c->magic == RT_COMM_MAGIC ? c : NULL;
 }
 
 static HcclResult alloc_device_state(rt_comm *c)

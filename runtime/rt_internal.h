@@ -62,8 +62,7 @@ typedef struct rt_peer {
     void *scratch;            /* peer's scratch base */
     hal_notify *to_peer[RT_SLOTS]; /* imported: notifies the peer owns that I signal */
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
-    uint64_t p2p_seq_send;    /* p2p sequence numbers towards / from this peer */
-    uint64_t p2p_seq_recv;
+    uint64_t p2p_seq;         /* p2p calls with this peer so far (both directions share it) */
 } rt_peer;
 
 typedef struct rt_plan_cache rt_plan_cache;
@@ -99,13 +98,12 @@ typedef struct rt_comm {
 
 /* --- results, names --- */
 HcclResult rt_from_hal(int hal_rc);
-const char *rt_dtype_name(HcclDataType dt);
 const char *rt_cmd_name(uint32_t cmd);
 /* Formats a signature as the call a user wrote, e.g. "HcclAllReduce(count=1024, fp32, sum)". */
 void rt_sig_format(const rt_sig *sig, char *buf, size_t len);
 
 /* --- communicator --- */
-rt_comm *rt_comm_check(HcclComm comm); /* NULL (and a log line) if not a live communicator */
+rt_comm *rt_comm_check(HcclComm comm); /* NULL if not a live communicator (the caller logs) */
 HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *config, const char *default_name,
                           const HcclRootInfo *root, rt_comm **out);
 HcclResult rt_comm_destroy(rt_comm *c);

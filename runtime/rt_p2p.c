@@ -43,69 +43,70 @@ static HcclResult check_item(rt_comm *c, const HcclSendRecvItem *it, const char 
     return HCCL_SUCCESS;
 }
 
-/* Fills the op's items and the launch's per-peer tables from the user's items. */
-static HcclResult prepare(rt_comm *c, const HcclSendRecvItem *items, uint32_t n, algo_p2p_item *out,
-                          rt_launch_ctx *ctx)
+/* The op's items: buffers become absolute offsets on a null base (rt_dma_bind). algo_compile
+ * rejects two items of one direction for one peer. */
+static HcclResult to_algo_items(rt_comm *c, const HcclSendRecvItem *items, uint32_t n, algo_p2p_item *out)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const HcclSendRecvItem *it = &items[i];
+        CHECK_ARG(it->dataType == items[0].dataType, HCCL_E_PARA, "p2p",
+                  "rank %u: items of one call must share a data type (%d vs %d)", c->rank, (int)it->dataType,
+                  (int)items[0].dataType);
+        out[i] = (algo_p2p_item){it->sendRecvType == HCCL_SEND, it->remoteRank, it->count,
+                                 (uint64_t)(uintptr_t)it->buf};
+    }
+    return HCCL_SUCCESS;
+}
+
+/* What this call publishes per peer: directions, counts and the receive buffer. */
+static void bind_items(rt_launch_ctx *ctx, const HcclSendRecvItem *items, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         const HcclSendRecvItem *it = &items[i];
         uint32_t p = it->remoteRank;
-        uint8_t bit = it->sendRecvType == HCCL_SEND ? 1 : 2;
-        CHECK_ARG(!(ctx->p2p_dir[p] & bit), HCCL_E_PARA, "p2p",
-                  "rank %u: two %s items for peer %u in one call (one buffer per direction per peer)", c->rank,
-                  bit == 1 ? "send" : "recv", p);
-        CHECK_ARG(it->dataType == items[0].dataType, HCCL_E_PARA, "p2p",
-                  "rank %u: items of one call must share a data type (%d vs %d)", c->rank, (int)it->dataType,
-                  (int)items[0].dataType);
-        ctx->p2p_dir[p] |= bit;
-        out[i] = (algo_p2p_item){bit == 1, p, it->count, (uint64_t)(uintptr_t)it->buf};
-        if (bit == 1)
+        if (it->sendRecvType == HCCL_SEND) {
+            ctx->p2p_dir[p] |= 1;
             ctx->p2p_send[p] = it->count;
-        else {
+        } else {
+            ctx->p2p_dir[p] |= 2;
             ctx->p2p_recv[p] = it->count;
             ctx->p2p_recv_addr[p] = (uint64_t)(uintptr_t)it->buf;
         }
     }
-    return HCCL_SUCCESS;
 }
 
 static void assign_pair_seqs(rt_comm *c, rt_launch_ctx *ctx)
 {
     for (uint32_t p = 0; p < c->nranks; p++)
         if (ctx->p2p_dir[p] && p != c->rank)
-            ctx->p2p_seq[p] = ++c->peers[p].p2p_seq_send;
+            ctx->p2p_seq[p] = ++c->peers[p].p2p_seq;
 }
 
 static HcclResult compile_and_launch(rt_comm *c, const HcclSendRecvItem *items, uint32_t n, hal_stream *s)
 {
     algo_p2p_item *pi = calloc(n ? n : 1, sizeof *pi);
-    rt_launch_ctx *ctx = NULL;
-    algo_plan *plan = NULL;
+    if (!pi)
+        return HCCL_E_MEMORY;
     algo_op op = {.coll = ALGO_COLL_SENDRECV, .nranks = c->nranks, .rank = c->rank,
                   .dtype = n ? (hal_dtype)items[0].dataType : HAL_DT_INT8, .items = pi, .nitems = n};
-    /* A placeholder plan gives the context its shape; the real one replaces it below. */
-    algo_plan shape = {.op = op};
-    HcclResult rc = pi ? HCCL_SUCCESS : HCCL_E_MEMORY;
-    if (rc == HCCL_SUCCESS && !(ctx = rt_launch_ctx_new(c, &shape)))
-        rc = HCCL_E_MEMORY;
+    algo_topo topo = {c->nranks, c->server_of};
+    algo_plan *plan = NULL;
+    HcclResult rc = to_algo_items(c, items, n, pi);
     if (rc == HCCL_SUCCESS)
-        rc = prepare(c, items, n, pi, ctx);
-    if (rc == HCCL_SUCCESS) {
-        algo_topo topo = {c->nranks, c->server_of};
-        int arc = algo_compile(&op, &topo, ALGO_P2P, &plan);
-        rc = rt_from_hal(arc);
-    }
-    if (rc != HCCL_SUCCESS) {
-        rt_launch_ctx_free(ctx);
-        free(pi);
-        return rc;
-    }
+        rc = rt_from_hal(algo_compile(&op, &topo, ALGO_P2P, &plan));
     free(pi);
-    ctx->plan = ctx->owned_plan = plan;
+    CHECK(rc);
+    rt_launch_ctx *ctx = rt_launch_ctx_new(c, plan);
+    if (!ctx) {
+        algo_plan_free(plan);
+        return HCCL_E_MEMORY;
+    }
+    ctx->owned_plan = plan;
     ctx->p2p = true;
     ctx->sig.cmd = HCCL_CMD_BATCH_SEND_RECV;
     ctx->sig.dtype = op.dtype;
     ctx->sig.nranks = c->nranks;
+    bind_items(ctx, items, n);
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, false);
     assign_pair_seqs(c, ctx);

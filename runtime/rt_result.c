@@ -54,11 +54,6 @@ const char *HcclGetErrorString(HcclResult code)
     }
 }
 
-const char *rt_dtype_name(HcclDataType dt)
-{
-    return hal_dtype_name((hal_dtype)dt);
-}
-
 const char *rt_cmd_name(uint32_t cmd)
 {
     switch (cmd) {
