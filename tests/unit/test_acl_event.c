@@ -6,21 +6,11 @@
 #include <string.h>
 
 #include <acl/acl.h>
+#include "common/acl_fixture.h"
 
-static void setup(void)
-{
-    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
-    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
-}
 
-static void teardown(void)
-{
-    aclrtResetDevice(0);
-    aclFinalize();
-}
-
-TestSuite(acl_stream, .init = setup, .fini = teardown);
-TestSuite(acl_event, .init = setup, .fini = teardown);
+TestSuite(acl_stream, .init = acl_fixture_setup, .fini = acl_fixture_teardown);
+TestSuite(acl_event, .init = acl_fixture_setup, .fini = acl_fixture_teardown);
 
 typedef struct gate {
     pthread_mutex_t mu;

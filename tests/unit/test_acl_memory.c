@@ -7,20 +7,10 @@
 #include <string.h>
 
 #include <acl/acl.h>
+#include "common/acl_fixture.h"
 
-static void setup(void)
-{
-    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
-    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
-}
 
-static void teardown(void)
-{
-    aclrtResetDevice(0);
-    aclFinalize();
-}
-
-TestSuite(acl_memory, .init = setup, .fini = teardown);
+TestSuite(acl_memory, .init = acl_fixture_setup, .fini = acl_fixture_teardown);
 
 /* A gate a host function blocks on until the test opens it: holds a stream without sleeping. */
 typedef struct gate {

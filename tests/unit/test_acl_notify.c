@@ -4,20 +4,10 @@
 #include <string.h>
 
 #include <acl/acl.h>
+#include "common/acl_fixture.h"
 
-static void setup(void)
-{
-    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
-    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
-}
 
-static void teardown(void)
-{
-    aclrtResetDevice(0);
-    aclFinalize();
-}
-
-TestSuite(acl_notify, .init = setup, .fini = teardown);
+TestSuite(acl_notify, .init = acl_fixture_setup, .fini = acl_fixture_teardown);
 
 enum { N = 256 };
 
