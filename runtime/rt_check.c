@@ -1,6 +1,5 @@
 /* Argument checks shared by every collective: one clear line per bad argument, never a crash. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "runtime/rt_internal.h"
 
@@ -21,7 +20,7 @@ static bool coll_rooted(algo_coll coll)
 }
 
 /* A buffer this rank's plan touches must be memory of this rank's device, large enough. */
-static HcclResult check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes)
+HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes)
 {
     if (bytes == 0)
         return HCCL_SUCCESS;
@@ -29,13 +28,11 @@ static HcclResult check_buffer(rt_comm *c, const char *api, const char *what, co
               (unsigned long long)bytes);
     hal_device_handle owner;
     uint64_t after = 0;
-    hal_device_info me;
-    CHECK_MAP(c->hal->device_info(c->dev, &me), rt_from_hal);
     CHECK_ARG(c->hal->mem_lookup(p, &owner, &after) == HAL_OK, HCCL_E_PARA, "check",
               "%s: rank %u: %s=%p is not device memory (allocate it with aclrtMalloc)", api, c->rank, what, p);
-    CHECK_ARG(owner.device_id == me.handle.device_id && owner.server_key == me.handle.server_key, HCCL_E_PARA,
-              "check", "%s: rank %u: %s=%p belongs to device %u, not this communicator's device %u", api, c->rank,
-              what, p, owner.device_id, me.handle.device_id);
+    CHECK_ARG(owner.device_id == c->dev_handle.device_id && owner.server_key == c->dev_handle.server_key,
+              HCCL_E_PARA, "check", "%s: rank %u: %s=%p belongs to device %u, not this communicator's device %u", api,
+              c->rank, what, p, owner.device_id, c->dev_handle.device_id);
     CHECK_ARG(after >= bytes, HCCL_E_PARA, "check",
               "%s: rank %u: %s=%p has %llu bytes left in its allocation but the call needs %llu", api, c->rank, what,
               p, (unsigned long long)after, (unsigned long long)bytes);
@@ -79,11 +76,11 @@ HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const
     uint64_t in_elems = 0, out_elems = 0;
     algo_buffer_elems(&call->op, &in_elems, &out_elems);
     size_t es = hal_dtype_size(call->op.dtype);
-    CHECK(check_buffer(c, api, "sendBuf", call->in, in_elems * es));
-    CHECK(check_buffer(c, api, "recvBuf", call->out, out_elems * es));
+    CHECK(rt_check_buffer(c, api, "sendBuf", call->in, in_elems * es));
+    CHECK(rt_check_buffer(c, api, "recvBuf", call->out, out_elems * es));
     CHECK_ARG(c->hal->stream_from_native(stream, &call->stream) == HAL_OK, HCCL_E_PARA, "check",
               "%s: rank %u: stream %p is not a live stream of this process", api, c->rank, stream);
-    if (getenv("HCCL_ENTRY_LOG_ENABLE") && getenv("HCCL_ENTRY_LOG_ENABLE")[0] == '1')
+    if (c->entry_log)
         fprintf(stderr, "[OpenHCCL] Entry-%s: comm[%s] sendBuf[%p] recvBuf[%p] count[%llu] dataType[%s] op[%s] "
                 "root[%u] localRank[%u] seq[%llu]\n", api, c->name, call->in, call->out,
                 (unsigned long long)call->op.count, hal_dtype_name(call->op.dtype), hal_redop_name(call->op.redop),

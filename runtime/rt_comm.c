@@ -108,6 +108,7 @@ static HcclResult comm_open_device(rt_comm *c)
     /* Hold our own reference so the device outlives the communicator's users. */
     CHECK_MAP(c->hal->device_open((int32_t)info.handle.device_id, &c->dev), rt_from_hal);
     c->dma_engines = info.dma_engines ? info.dma_engines : 1;
+    c->dev_handle = info.handle;
     return HCCL_SUCCESS;
 }
 

@@ -53,6 +53,8 @@ static void apply_defaults(rt_comm *c)
     c->buffsize_mb = env_buffsize_mb();
     c->deterministic = env_deterministic();
     c->exec_timeout_s = rt_env_exec_timeout_s();
+    const char *entry = getenv("HCCL_ENTRY_LOG_ENABLE");
+    c->entry_log = entry && entry[0] == '1';
     const char *algo = getenv("HCCL_ALGO");
     snprintf(c->algo_spec, sizeof c->algo_spec, "%s", algo ? algo : "");
 }

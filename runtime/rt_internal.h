@@ -73,7 +73,9 @@ typedef struct rt_comm {
     uint32_t rank, nranks;
     const hal_ops *hal;
     hal_device *dev;
+    hal_device_handle dev_handle; /* this rank's device, for pointer ownership checks */
     uint32_t dma_engines;
+    bool entry_log;           /* HCCL_ENTRY_LOG_ENABLE=1: log every call */
     rt_ctrl *ctrl;            /* mine */
     size_t ctrl_bytes;
     void *scratch;
@@ -141,6 +143,8 @@ typedef struct rt_call {
 } rt_call;
 
 HcclResult rt_launch(rt_comm *c, rt_call *call);
+/* A buffer a call touches must be memory of this rank's device with `bytes` left in its allocation. */
+HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes);
 /* Validates and launches a collective (shared by every public entry point). */
 HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api);
 

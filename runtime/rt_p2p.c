@@ -32,15 +32,7 @@ static HcclResult check_item(rt_comm *c, const HcclSendRecvItem *it, const char 
               c->rank, (int)it->dataType);
     CHECK_ARG(it->count <= (UINT64_C(1) << 62) / es, HCCL_E_PARA, "p2p", "%s: rank %u: count=%llu overflows", api,
               c->rank, (unsigned long long)it->count);
-    if (it->count == 0)
-        return HCCL_SUCCESS;
-    CHECK_ARG(it->buf, HCCL_E_PTR, "p2p", "%s: rank %u: buffer is NULL", api, c->rank);
-    hal_device_handle owner;
-    uint64_t after = 0;
-    CHECK_ARG(c->hal->mem_lookup(it->buf, &owner, &after) == HAL_OK && after >= it->count * es, HCCL_E_PARA, "p2p",
-              "%s: rank %u: buffer %p is not device memory of %llu bytes (use aclrtMalloc)", api, c->rank, it->buf,
-              (unsigned long long)(it->count * es));
-    return HCCL_SUCCESS;
+    return rt_check_buffer(c, api, it->sendRecvType == HCCL_SEND ? "sendBuf" : "recvBuf", it->buf, it->count * es);
 }
 
 /* The op's items: buffers become absolute offsets on a null base (rt_dma_bind). algo_compile
