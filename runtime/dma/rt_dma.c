@@ -1,6 +1,8 @@
 /* DMA task construction: binds a plan's symbolic refs to this call's addresses and splits large
  * transfers across the device's DMA engines (one HAL batch: the pieces run in parallel and
- * complete as one task, so stream order is kept). */
+ * complete as one task, so stream order is kept). On hardware a descriptor is one engine's work,
+ * so this split is what spreads a transfer; the emulator may cut pieces further to balance its
+ * CPU threads, which is its own business. */
 #include "runtime/rt_launch.h"
 
 #define RT_DMA_SPLIT_MIN (1u << 20) /* below this one engine is faster than the hand-off */
