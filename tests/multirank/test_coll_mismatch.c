@@ -28,3 +28,9 @@ Test(mismatch, broadcast_vs_allreduce_n2, .timeout = 150) { mismatch(2, "op", op
 Test(mismatch, broadcast_vs_allreduce_n3, .timeout = 150) { mismatch(3, "op", op_w); }
 Test(mismatch, counts_n2, .timeout = 150) { mismatch(2, "count", count_w); }
 Test(mismatch, roots_n3, .timeout = 150) { mismatch(3, "root", root_w); }
+/* The issue asks for every scenario on 8 ranks too. */
+Test(mismatch, skip_then_barrier_n8, .timeout = 150) { mismatch(8, "skip", skip_w); }
+Test(mismatch, skip_then_destroy_n8, .timeout = 150) { mismatch(8, "destroy", destroy_w); }
+Test(mismatch, broadcast_vs_allreduce_n8, .timeout = 150) { mismatch(8, "op", op_w); }
+Test(mismatch, counts_n8, .timeout = 150) { mismatch(8, "count", count_w); }
+Test(mismatch, roots_n8, .timeout = 150) { mismatch(8, "root", root_w); }
