@@ -27,6 +27,21 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
     return HcclCommInitRootInfoConfig(nRanks, rootInfo, rank, NULL, comm);
 }
 
+/* The rank table names each rank's device: the thread must have selected that one. */
+static HcclResult check_table_device(const rt_ranktable *t, uint32_t rank, const char *path)
+{
+    const hal_ops *hal = hal_get();
+    hal_device *dev = NULL;
+    hal_device_info info;
+    CHECK_ARG(hal && hal->current_device(&dev) == HAL_OK && hal->device_info(dev, &info) == HAL_OK, HCCL_E_PARA,
+              "comm", "HcclCommInitClusterInfo: rank %u: no device is set: call aclrtSetDevice(%d) first", rank,
+              t->ranks[rank].device_id);
+    CHECK_ARG((int32_t)info.handle.device_id == t->ranks[rank].device_id, HCCL_E_PARA, "comm",
+              "HcclCommInitClusterInfo: rank %u: this thread uses device %u but %s gives rank %u device_id %d", rank,
+              info.handle.device_id, path, rank, t->ranks[rank].device_id);
+    return HCCL_SUCCESS;
+}
+
 HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank, HcclCommConfig *config,
                                          HcclComm *comm)
 {
@@ -39,6 +54,8 @@ HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank,
                t->nranks);
         rc = HCCL_E_PARA;
     }
+    if (rc == HCCL_SUCCESS)
+        rc = check_table_device(t, rank, clusterInfo);
     HcclRootInfo info;
     if (rc == HCCL_SUCCESS)
         rc = rt_bootstrap_info_from_ranktable(t, rank, &info);
