@@ -37,6 +37,8 @@ algo_ref algo_b_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint64_t elem
 /* COPY/REDUCE of `elems` elements; nothing is emitted for 0 elements. */
 void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
 void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
+/* dst = src op src2 (dst only written). */
+void algo_b_reduce3(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_ref src2, uint64_t elems);
 void algo_b_signal(algo_b *b, uint32_t s, uint32_t peer, uint32_t slot);
 void algo_b_wait(algo_b *b, uint32_t s, uint32_t peer, uint32_t slot);
 void algo_b_fork(algo_b *b, uint32_t s);

@@ -39,13 +39,20 @@ static void wait_all(algo_b *b)
         algo_b_wait(b, 0, (b->r + b->n - k) % b->n, ALGO_SLOT_DATA);
 }
 
-/* OUT[dst_off..+len] (mine) op= every peer's IN[src_off..+len], peers in rotating order so each
- * peer serves one reader at a time. The reduce target is one region: one stream, no RMW race. */
-static void reduce_from_peers(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
+/* OUT[dst_off..+len] (mine) = everyone's IN[src_off..+len] reduced, peers in rotating order so
+ * each peer serves one reader at a time. In place my IN slice already is the OUT slice; out of
+ * place the first step reads both my IN and the first peer's (no copy first). The reduce target is
+ * one region: one stream, no RMW race. */
+static void reduce_from_all(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
 {
-    for (uint32_t k = 1; k < b->n; k++)
-        algo_b_reduce(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off),
-                      algo_b_ref(b, ALGO_BUF_IN, (b->r + k) % b->n, src_off), len);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off), mine = algo_b_ref(b, ALGO_BUF_IN, b->r, src_off);
+    uint32_t k = 1;
+    if (!b->op->in_place && b->n == 1)
+        algo_b_copy(b, 0, out, mine, len);
+    else if (!b->op->in_place)
+        algo_b_reduce3(b, 0, out, mine, algo_b_ref(b, ALGO_BUF_IN, (b->r + k++) % b->n, src_off), len);
+    for (; k < b->n; k++)
+        algo_b_reduce(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, (b->r + k) % b->n, src_off), len);
 }
 
 static void put_my_slice(algo_b *b, uint32_t s, uint32_t p)
@@ -64,9 +71,7 @@ static void mesh_allreduce(algo_b *b)
     uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r), len = algo_chunk_len(c, b->n, b->r);
     algo_b_fetch_all(b);
     algo_b_prologue(b);
-    if (!b->op->in_place)
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, off), algo_b_ref(b, ALGO_BUF_IN, b->r, off), len);
-    reduce_from_peers(b, off, off, len);
+    reduce_from_all(b, off, off, len);
     mesh_fanout(b, put_my_slice);
     wait_all(b);
 }
@@ -97,9 +102,7 @@ static void mesh_reduce_scatter(algo_b *b)
     uint64_t off = algo_blk_off(op, b->r), len = algo_blk_len(op, b->r);
     algo_b_fetch_all(b);
     algo_b_prologue(b);
-    if (!op->in_place)
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), algo_b_ref(b, ALGO_BUF_IN, b->r, off), len);
-    reduce_from_peers(b, 0, off, len);
+    reduce_from_all(b, 0, off, len);
     algo_b_epilogue(b, 0);
 }
 
@@ -108,11 +111,8 @@ static void mesh_reduce(algo_b *b)
     uint32_t r = b->r, root = b->op->root;
     algo_b_fetch_rooted(b);
     algo_b_prologue(b);
-    if (r == root) {
-        if (!b->op->in_place)
-            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), b->op->count);
-        reduce_from_peers(b, 0, 0, b->op->count);
-    }
+    if (r == root)
+        reduce_from_all(b, 0, 0, b->op->count);
     algo_b_epilogue(b, 0);
 }
 

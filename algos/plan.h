@@ -25,7 +25,8 @@
  *   a rank's plan may finish only after every peer has finished reading/writing its IN/OUT for
  *   this call (peers SIGNAL it; it WAITs): buffers are the user's again when stream 0 passes the end.
  * - COPY: dst <- src, `bytes`. REDUCE: dst[i] = dst[i] op src[i] for `count` elements (plan's dtype
- *   and redop), in place, as an SDMA inline reduce. Either side may be local or a peer's.
+ *   and redop), in place, as an SDMA inline reduce; with has_src2, dst[i] = src[i] op src2[i] (dst is
+ *   only written, so an out-of-place reduction needs no copy first). Any side may be a peer's.
  */
 #ifndef ALGOS_PLAN_H
 #define ALGOS_PLAN_H
@@ -95,7 +96,7 @@ typedef struct algo_step {
     uint8_t kind; /* algo_step_kind */
     union {
         struct { algo_ref dst, src; uint64_t bytes; } copy;
-        struct { algo_ref dst, src; uint64_t count; } reduce;
+        struct { algo_ref dst, src, src2; uint64_t count; uint8_t has_src2; } reduce;
         struct { uint32_t peer, slot; } sync;   /* SIGNAL, WAIT */
         struct { uint32_t stream; } fork;       /* FORK, JOIN */
         struct { uint32_t peer; } fetch;        /* FETCH */

@@ -273,26 +273,41 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
     bool red = st->kind == ALGO_STEP_REDUCE;
     const algo_ref *dst = red ? &st->u.reduce.dst : &st->u.copy.dst, *src = red ? &st->u.reduce.src : &st->u.copy.src;
     uint64_t bytes = red ? st->u.reduce.count * s->esz : st->u.copy.bytes, cnt = bytes / s->esz, dlo = 0, slo = 0;
-    uint32_t dow, sow;
-    if (!resolve(s, th, dst, bytes, &dow, &dlo) || !resolve(s, th, src, bytes, &sow, &slo))
+    uint32_t dow, sow, s2ow = 0;
+    bool three = red && st->u.reduce.has_src2;
+    uint64_t s2lo = 0;
+    if (!resolve(s, th, dst, bytes, &dow, &dlo) || !resolve(s, th, src, bytes, &sow, &slo) ||
+        (three && !resolve(s, th, &st->u.reduce.src2, bytes, &s2ow, &s2lo)))
         return -1;
     algo_link l = vlink(s, sow, dow);
     s->tx[sow * ALGO_LINK_COUNT + l] += bytes;
     s->rx[dow * ALGO_LINK_COUNT + l] += bytes;
     s->rep->link_bytes[l] += bytes;
     s->rep->link_xfers[l]++;
+    if (three) { /* the second operand travels too */
+        algo_link l2 = vlink(s, s2ow, dow);
+        s->tx[s2ow * ALGO_LINK_COUNT + l2] += bytes;
+        s->rx[dow * ALGO_LINK_COUNT + l2] += bytes;
+        s->rep->link_bytes[l2] += bytes;
+    }
     th->t += s->cm->alpha_us[l] + (double)bytes / (s->cm->gbps[l] * 1e3);
     if (!s->data || !cnt)
         return 1;
-    if (dow == sow && dlo < slo + cnt && slo < dlo + cnt) {
+    if ((dow == sow && dlo < slo + cnt && slo < dlo + cnt) ||
+        (three && dow == s2ow && dlo < s2lo + cnt && s2lo < dlo + cnt)) {
         vsim_step_error(s, th, "source and destination overlap");
         return -1;
     }
-    if (!mem_access(s, th, sow, slo, cnt, false) || !mem_access(s, th, dow, dlo, cnt, true))
+    if (!mem_access(s, th, sow, slo, cnt, false) || (three && !mem_access(s, th, s2ow, s2lo, cnt, false)) ||
+        !mem_access(s, th, dow, dlo, cnt, true))
         return -1;
     uint64_t *d = s->sp[dow].mem + dlo;
     const uint64_t *x = s->sp[sow].mem + slo;
-    if (red)
+    if (three) {
+        const uint64_t *y = s->sp[s2ow].mem + s2lo;
+        for (uint64_t i = 0; i < cnt; i++)
+            d[i] = x[i] + y[i];
+    } else if (red)
         for (uint64_t i = 0; i < cnt; i++)
             d[i] += x[i];
     else

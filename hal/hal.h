@@ -69,11 +69,13 @@ static inline void *hal_ref_resolve(hal_ref r)
 typedef enum hal_dma_kind { HAL_DMA_COPY = 0, HAL_DMA_REDUCE = 1 } hal_dma_kind;
 
 /* One DMA descriptor: COPY moves `bytes`; REDUCE does dst[i] = dst[i] op src[i] for `count`
- * elements of `dtype` (an SDMA inline reduce). */
+ * elements of `dtype` (an SDMA inline reduce), or dst[i] = src[i] op src2[i] when src2 resolves
+ * to an address (dst is then only written: an out-of-place reduce needs no copy first). */
 typedef struct hal_dma_desc {
     hal_dma_kind kind;
     hal_ref dst;
     hal_ref src;
+    hal_ref src2;     /* REDUCE: optional second operand (zero = none) */
     uint64_t bytes;   /* COPY */
     uint64_t count;   /* REDUCE */
     hal_dtype dtype;  /* REDUCE */

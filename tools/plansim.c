@@ -166,6 +166,10 @@ static void dump_plan(const algo_plan *p)
                 print_ref(&st->u.copy.dst);
                 printf(" <- ");
                 print_ref(&st->u.copy.src);
+                if (st->kind == ALGO_STEP_REDUCE && st->u.reduce.has_src2) {
+                    printf(" op ");
+                    print_ref(&st->u.reduce.src2);
+                }
                 if (st->kind == ALGO_STEP_COPY)
                     printf("  %llu B\n", (unsigned long long)st->u.copy.bytes);
                 else

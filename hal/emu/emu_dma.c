@@ -19,6 +19,7 @@ typedef struct dma_piece {
     piece_kind kind;
     char *dst;
     const char *src;
+    const char *src2; /* reduce: dst = src op src2 when set */
     size_t n; /* bytes (copy, move, set) or elements (reduce) */
     hal_dtype dt;
     hal_redop op;
@@ -47,7 +48,8 @@ static hal_result piece_run(const dma_piece *p, char *msg, size_t len)
         memset(p->dst, p->value, p->n);
         return HAL_OK;
     case P_REDUCE: {
-        hal_result rc = emu_reduce(p->dst, p->src, p->n, p->dt, p->op);
+        hal_result rc = p->src2 ? emu_reduce3(p->dst, p->src, p->src2, p->n, p->dt, p->op)
+                                : emu_reduce(p->dst, p->src, p->n, p->dt, p->op);
         if (rc != HAL_OK)
             snprintf(msg, len, "DMA reduce (descriptor %u, %zu x %s %s, dst %p, src %p) failed: %s", p->desc,
                      p->n, hal_dtype_name(p->dt), hal_redop_name(p->op), (void *)p->dst,
@@ -207,6 +209,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char 
 {
     p->dst = hal_ref_resolve(d->dst);
     p->src = hal_ref_resolve(d->src);
+    p->src2 = NULL;
     p->desc = i;
     if (d->kind == HAL_DMA_COPY) {
         p->n = d->bytes;
@@ -216,6 +219,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char 
         p->n = d->count;
         p->dt = d->dtype;
         p->op = d->op;
+        p->src2 = hal_ref_resolve(d->src2);
     }
     if (p->n && (!p->dst || !p->src)) {
         snprintf(msg, len, "DMA descriptor %u: %s address resolved to NULL", i, p->dst ? "source" : "destination");
@@ -240,6 +244,8 @@ static uint32_t split(const dma_piece *p, size_t chunk, dma_piece *out)
         out[k].dst = p->dst + at * es;
         if (p->src)
             out[k].src = p->src + at * es;
+        if (p->src2)
+            out[k].src2 = p->src2 + at * es;
     }
     return k;
 }

@@ -61,6 +61,11 @@ hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *ste
         d[i].kind = is_copy ? HAL_DMA_COPY : HAL_DMA_REDUCE;
         d[i].dst = rt_dma_bind(ctx, dst);
         d[i].src = rt_dma_bind(ctx, src);
+        d[i].src2 = (hal_ref){NULL, NULL, 0};
+        if (!is_copy && step->u.reduce.has_src2) {
+            d[i].src2 = rt_dma_bind(ctx, &step->u.reduce.src2);
+            d[i].src2.offset += start * unit;
+        }
         d[i].dst.offset += start * unit;
         d[i].src.offset += start * unit;
         d[i].bytes = is_copy ? len : len * unit;

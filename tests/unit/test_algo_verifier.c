@@ -133,8 +133,11 @@ Test(algo_verifier, double_counting)
 {
     plans ps;
     compile_all(&ps, ALGO_COLL_REDUCE_SCATTER, ALGO_MESH, 4, 5);
-    int i = find_step(ps.p[1], 0, ALGO_STEP_REDUCE, 0);
+    /* The second reduce accumulates (dst op= src); repeating it counts one peer twice. (The first,
+     * out of place, writes dst = mine op peer and would be idempotent.) */
+    int i = find_step(ps.p[1], 0, ALGO_STEP_REDUCE, 1);
     cr_assert_geq(i, 0);
+    cr_assert(!ps.p[1]->streams[0].steps[i].u.reduce.has_src2);
     insert_step(ps.p[1], 0, (uint32_t)i, ps.p[1]->streams[0].steps[i]);
     expect_fail(&ps, "wrong value");
 }

@@ -266,3 +266,28 @@ Test(hal_reduce, large_fp32_sum_split, .timeout = 120)
         cr_assert_eq(dst[i], (float)(i % 1000) + (float)(i % 7), "element %zu", i);
     rig_close(&r);
 }
+
+/* Three operands: dst = src op src2 into the peer, large enough to be split over the engines;
+ * dst's old contents must not take part. */
+Test(hal_reduce, three_operand_into_peer)
+{
+    rig r = rig_open();
+    enum { N = (3u << 20) / 4 + 5 }; /* 3 MiB + 20 B of int32 */
+    void *a, *b, *d;
+    HT_OK(r.h->mem_alloc(r.d0, N * 4, &a));
+    HT_OK(r.h->mem_alloc(r.d0, N * 4, &b));
+    HT_OK(r.h->mem_alloc(r.d1, N * 4, &d));
+    int32_t *pa = a, *pb = b, *pd = d;
+    for (int32_t i = 0; i < (int32_t)N; i++) {
+        pa[i] = i;
+        pb[i] = 3 * i + 1;
+        pd[i] = 0x55555555; /* garbage a two-operand reduce would fold in */
+    }
+    hal_dma_desc desc = {.kind = HAL_DMA_REDUCE, .dst = hal_ref_ptr(d), .src = hal_ref_ptr(a),
+                         .src2 = hal_ref_ptr(b), .count = N, .dtype = HAL_DT_INT32, .op = HAL_OP_SUM};
+    HT_OK(r.h->dma_batch(r.s, &desc, 1));
+    cr_assert_eq(r.h->stream_sync(r.s, -1), HAL_OK, "%s", r.h->stream_error_msg(r.s));
+    for (int32_t i = 0; i < (int32_t)N; i++)
+        cr_assert_eq(pd[i], 4 * i + 1, "element %d: %d", i, pd[i]);
+    rig_close(&r);
+}
