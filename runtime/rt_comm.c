@@ -148,6 +148,7 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     default_name(c, root, name);
     c->magic = RT_COMM_MAGIC;
     rt_registry_add(c);
+    rt_watchdog_start();
     OH_INFO("comm", "rank %u of %u: communicator %s ready", rank, nranks, c->name);
     *out = c;
     return HCCL_SUCCESS;
@@ -157,6 +158,8 @@ HcclResult rt_comm_destroy(rt_comm *c)
 {
     if (c->magic == RT_COMM_MAGIC)
         rt_registry_remove(c);
+    if (c->ctrl)
+        atomic_store(&c->ctrl->destroyed, 1); /* peers' watchdogs: this rank left on purpose */
     c->magic = 0;
     /* Nothing the device still reads (plans, bindings, control blocks) may be freed under it. */
     rt_launch_reclaim(c, true);

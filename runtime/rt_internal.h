@@ -52,6 +52,7 @@ typedef struct rt_ctrl {
     _Atomic uint32_t abort;   /* non-zero once the communicator failed: waits end */
     uint32_t abort_code;      /* HcclResult */
     char abort_msg[RT_MSG_LEN];
+    _Atomic uint32_t destroyed; /* set by HcclCommDestroy: this rank left on purpose */
     _Atomic uint64_t mailbox_tag; /* sub-communicator creation: subCommId + 1 once mailbox is valid */
     HcclRootInfo mailbox;
 } rt_ctrl;
@@ -112,6 +113,10 @@ HcclResult rt_comm_destroy(rt_comm *c);
 HcclResult rt_config_apply(rt_comm *c, const HcclCommConfig *config);
 void rt_registry_add(rt_comm *c);
 void rt_registry_remove(rt_comm *c);
+/* Calls fn for every live communicator, under the registry lock. */
+void rt_registry_each(void (*fn)(rt_comm *c));
+/* Starts (once per process) the thread that fails communicators whose peer process died. */
+void rt_watchdog_start(void);
 rt_comm *rt_registry_find(const char *name);
 
 /* --- control block layout --- */

@@ -26,6 +26,14 @@ void rt_registry_remove(rt_comm *c)
     pthread_mutex_unlock(&g_lock);
 }
 
+void rt_registry_each(void (*fn)(rt_comm *c))
+{
+    pthread_mutex_lock(&g_lock);
+    for (rt_comm *c = g_head; c; c = c->next)
+        fn(c);
+    pthread_mutex_unlock(&g_lock);
+}
+
 rt_comm *rt_registry_find(const char *name)
 {
     pthread_mutex_lock(&g_lock);

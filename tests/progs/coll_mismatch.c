@@ -4,6 +4,7 @@
 #include "coll_misc.h"
 
 #include <string.h>
+#include <unistd.h>
 
 enum { MM_COUNT = 256 };
 
@@ -50,6 +51,21 @@ static int skip_or_destroy(prog_env *e, bool destroy, void *buf, double t0)
     return se != ACL_SUCCESS || dr != HCCL_SUCCESS;
 }
 
+/* (f) rank 0 runs 9 AllReduces and exits without HcclCommDestroy (a crash, as the others see it):
+ * their 10th AllReduce must fail within seconds naming rank 0, not wait out HCCL_EXEC_TIMEOUT. */
+static int exit_early(prog_env *e, void *buf, double t0)
+{
+    HcclResult last = HCCL_SUCCESS;
+    for (int i = 0; i < (e->rank == 0 ? 9 : 10) && last == HCCL_SUCCESS; i++)
+        last = ar(e, buf, MM_COUNT);
+    if (e->rank != 0)
+        return observe(e, last, "10th HcclAllReduce", t0);
+    aclError se = aclrtSynchronizeStream(e->stream);
+    printf("rank 0: 9 HcclAllReduce synchronize=%d; exiting without HcclCommDestroy\n", (int)se);
+    fflush(stdout);
+    _exit(se == ACL_SUCCESS ? 0 : 1);
+}
+
 int misc_mismatch(prog_env *e, const char *kind)
 {
     if (e->n < 2) {
@@ -63,6 +79,8 @@ int misc_mismatch(prog_env *e, const char *kind)
     HcclResult rc;
     if (!strcmp(kind, "skip") || !strcmp(kind, "destroy")) {
         bad = skip_or_destroy(e, !strcmp(kind, "destroy"), buf, t0);
+    } else if (!strcmp(kind, "exit")) {
+        bad = exit_early(e, buf, t0);
     } else if (!strcmp(kind, "op")) {
         rc = e->rank == 0 ? HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream)
                           : ar(e, buf, MM_COUNT);
