@@ -124,28 +124,29 @@ void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t ele
     algo_b_push(b, s, st);
 }
 
-void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems)
+static void push_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint64_t elems)
 {
     if (!elems)
         return;
     algo_step st = {.kind = ALGO_STEP_REDUCE};
     st.u.reduce.dst = dst;
     st.u.reduce.src = src;
+    if (src2) {
+        st.u.reduce.src2 = *src2;
+        st.u.reduce.has_src2 = 1;
+    }
     st.u.reduce.count = elems;
     algo_b_push(b, s, st);
 }
 
+void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems)
+{
+    push_reduce(b, s, dst, src, NULL, elems);
+}
+
 void algo_b_reduce3(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_ref src2, uint64_t elems)
 {
-    if (!elems)
-        return;
-    algo_step st = {.kind = ALGO_STEP_REDUCE};
-    st.u.reduce.dst = dst;
-    st.u.reduce.src = src;
-    st.u.reduce.src2 = src2;
-    st.u.reduce.has_src2 = 1;
-    st.u.reduce.count = elems;
-    algo_b_push(b, s, st);
+    push_reduce(b, s, dst, src, &src2, elems);
 }
 
 static void sync_step(algo_b *b, uint32_t s, algo_step_kind k, uint32_t peer, uint32_t slot)
