@@ -14,10 +14,13 @@
 #include "hal/hal.h"
 
 #define EMU_MAX_DEVICES 16
-#define EMU_REGION_BASE 0x200000000000ull /* 32 TiB */
+/* 20 TiB .. 28 TiB: above ASan's high shadow (ends near 16 TiB), below the range where Criterion's
+ * BoxFort maps its arenas at random fixed addresses (32 TiB .. 96 TiB) and ASan's allocator (96 TiB),
+ * and far below the kernel's mmap area (~127 TiB). */
+#define EMU_REGION_BASE 0x140000000000ull /* 20 TiB */
 #define EMU_REGION_SIZE (16ull << 30)      /* per device: control area + heap */
 #define EMU_CTRL_SIZE (64ull << 20)        /* control area at the start of the region */
-#define EMU_REGION_SLOTS 4096u             /* slots wrap after 256 servers (never co-mapped) */
+#define EMU_REGION_SLOTS 512u              /* 8 TiB; slots wrap after 32 servers (never co-mapped) */
 #define EMU_MAX_NOTIFIES 65536u
 #define EMU_NOTIFY_OFFSET 4096u /* notify counters start here in the control area */
 #define EMU_MSG_LEN 256
