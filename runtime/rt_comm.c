@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/bootstrap.h"
 #include "runtime/rt_internal.h"
@@ -64,6 +65,26 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     return HCCL_SUCCESS;
 }
 
+/* Init returns only once every rank has mapped every peer: a rank that finishes its first op and
+ * exits early must not take its memory away from a peer still connecting to it. Init path only,
+ * so a 1 ms poll of rank 0's counter costs nothing. */
+static HcclResult join_barrier(rt_comm *c)
+{
+    _Atomic uint32_t *joined = &c->peers[0].ctrl->joined;
+    atomic_fetch_add(joined, 1);
+    struct timespec nap = {0, 1000000};
+    int limit_ms = rt_bootstrap_timeout_s() * 1000;
+    for (int waited = 0; atomic_load(joined) < c->nranks; waited++) {
+        if (waited > limit_ms) {
+            OH_ERR("comm", "rank %u: only %u of %u ranks finished connecting within HCCL_CONNECT_TIMEOUT=%d s",
+                   c->rank, atomic_load(joined), c->nranks, rt_bootstrap_timeout_s());
+            return HCCL_E_TIMEOUT;
+        }
+        nanosleep(&nap, NULL);
+    }
+    return HCCL_SUCCESS;
+}
+
 static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
 {
     hal_device_info info;
@@ -78,7 +99,8 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
         rc = connect_peer(c, p, &all[p]);
     free(all);
     CHECK(rc);
-    return rt_notify_connect_peers(c);
+    CHECK(rt_notify_connect_peers(c));
+    return join_barrier(c);
 }
 
 static void default_name(rt_comm *c, const HcclRootInfo *root, const char *given)

@@ -53,6 +53,7 @@ typedef struct rt_ctrl {
     uint32_t abort_code;      /* HcclResult */
     char abort_msg[RT_MSG_LEN];
     _Atomic uint32_t destroyed; /* set by HcclCommDestroy: this rank left on purpose */
+    _Atomic uint32_t joined;    /* rank 0's block: ranks that mapped every peer (end of init) */
     _Atomic uint64_t mailbox_tag; /* sub-communicator creation: subCommId + 1 once mailbox is valid */
     HcclRootInfo mailbox;
 } rt_ctrl;
