@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -24,6 +25,33 @@ void rt_boot_info_pack(const rt_root_info *ri, HcclRootInfo *info)
     memcpy(info->internal, ri, sizeof *ri);
 }
 
+static bool printable_cstr(const char *s, size_t cap, bool may_be_empty)
+{
+    size_t n = strnlen(s, cap);
+    if ((n == 0 && !may_be_empty) || n == cap)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return false;
+    return true;
+}
+
+/* A root info with our magic can still be damaged (a truncated broadcast, a buffer reused): say
+ * which field is wrong instead of logging binary as a host name or connecting to nonsense. */
+static const char *info_body_fault(const rt_root_info *ri)
+{
+    unsigned char addr[sizeof(struct in6_addr)];
+    if (ri->family != AF_INET && ri->family != AF_INET6)
+        return "address family";
+    if (ri->port == 0 || ri->port > 65535)
+        return "port";
+    if (!printable_cstr(ri->ip, RT_IP_LEN, false) || inet_pton(ri->family, ri->ip, addr) != 1)
+        return "root address";
+    if (!printable_cstr(ri->host, RT_HOST_LEN, true))
+        return "root host name";
+    return NULL;
+}
+
 HcclResult rt_boot_info_unpack(const HcclRootInfo *info, rt_root_info *out, uint32_t rank)
 {
     memcpy(out, info->internal, sizeof *out);
@@ -33,8 +61,12 @@ HcclResult rt_boot_info_unpack(const HcclRootInfo *info, rt_root_info *out, uint
                HCCL_ROOT_INFO_BYTES);
         return HCCL_E_PARA;
     }
-    out->ip[RT_IP_LEN - 1] = '\0';
-    out->host[RT_HOST_LEN - 1] = '\0';
+    const char *fault = info_body_fault(out);
+    if (fault) {
+        OH_ERR("bootstrap", "rank %u: the HcclRootInfo passed in is damaged (its %s is invalid): pass the whole %d "
+               "bytes filled by HcclGetRootInfo on the root, unchanged", rank, fault, HCCL_ROOT_INFO_BYTES);
+        return HCCL_E_PARA;
+    }
     return HCCL_SUCCESS;
 }
 
@@ -42,11 +74,10 @@ const char *rt_bootstrap_describe(const HcclRootInfo *info, char *buf, size_t le
 {
     rt_root_info ri;
     memcpy(&ri, info->internal, sizeof ri);
-    if (ri.magic != RT_BOOT_INFO_MAGIC) {
+    if (ri.magic != RT_BOOT_INFO_MAGIC || info_body_fault(&ri)) {
         snprintf(buf, len, "<invalid root info>");
         return buf;
     }
-    ri.ip[RT_IP_LEN - 1] = ri.host[RT_HOST_LEN - 1] = '\0';
     snprintf(buf, len, "%s:%u (root pid %u on %s, job %016llx)", ri.ip, ri.port, ri.pid, ri.host,
              (unsigned long long)ri.job_id);
     return buf;

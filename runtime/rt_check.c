@@ -61,15 +61,25 @@ static HcclResult check_op(rt_comm *c, const rt_call *call, const char *api)
     return HCCL_SUCCESS;
 }
 
+HcclResult rt_comm_failed(rt_comm *c, const char *api)
+{
+    if (atomic_load(&c->ctrl->abort) != 2)
+        return HCCL_SUCCESS;
+    /* The reason was logged when it happened; repeat it in full once, then only at debug level so
+     * a training loop that keeps calling does not flood the log. */
+    if (!atomic_exchange(&c->failure_reported, true))
+        OH_ERR("check", "%s: rank %u: communicator %s has failed earlier: %s", api, c->rank, c->name,
+               c->ctrl->abort_msg);
+    else
+        OH_DBG("check", "%s: rank %u: communicator %s has failed earlier", api, c->rank, c->name);
+    return (HcclResult)c->ctrl->abort_code;
+}
+
 HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api)
 {
     rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(c, HCCL_E_PTR, "check", "%s: comm is NULL or not a live communicator", api);
-    if (atomic_load(&c->ctrl->abort) == 2) {
-        OH_ERR("check", "%s: rank %u: communicator %s has failed earlier: %s", api, c->rank, c->name,
-               c->ctrl->abort_msg);
-        return (HcclResult)c->ctrl->abort_code;
-    }
+    CHECK(rt_comm_failed(c, api));
     call->op.nranks = c->nranks;
     call->op.rank = c->rank;
     CHECK(check_op(c, call, api));

@@ -97,6 +97,7 @@ typedef struct rt_comm {
     int32_t exec_timeout_s;
     char algo_spec[HCCL_COMM_ALGO_MAX_LENGTH];
     bool is_sub;
+    _Atomic bool failure_reported; /* the "failed earlier" error was logged once (then debug level) */
     struct rt_comm *next;     /* registry of live comms (by name) */
 } rt_comm;
 
@@ -151,6 +152,8 @@ typedef struct rt_call {
 HcclResult rt_launch(rt_comm *c, rt_call *call);
 /* A buffer a call touches must be memory of this rank's device with `bytes` left in its allocation. */
 HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes);
+/* HCCL_SUCCESS while the communicator is healthy, else its recorded error (logged in full once). */
+HcclResult rt_comm_failed(rt_comm *c, const char *api);
 /* Validates and launches a collective (shared by every public entry point). */
 HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api);
 

@@ -180,17 +180,42 @@ void rt_launch_reclaim(rt_comm *c, bool wait_all)
     }
 }
 
-/* Enqueues ctx's plan on stream s. The caller holds c->lock (seq order = enqueue order). */
-HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
+HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
 {
     CHECK(rt_streams_ensure(c, ctx->plan->nstreams));
     CHECK_MAP(c->hal->event_create(c->dev, 0, &ctx->done), rt_from_hal);
-    hal_result rc = enqueue_list(ctx, 0, s);
+    return HCCL_SUCCESS;
+}
+
+/* A communicator's launches run in call order even when issued on different streams (CANN and
+ * NCCL allow that): they share notify slots and publication rings, so a launch on another stream
+ * than the previous one first waits for the end of that one. The previous launch is the pending
+ * tail; once reclaimed it has completed and there is nothing to wait for. */
+static hal_result order_after_previous(rt_comm *c, hal_stream *s)
+{
+    const rt_launch_ctx *prev = c->pending_tail;
+    if (!prev || prev->stream == s)
+        return HAL_OK;
+    return c->hal->stream_wait_event(s, prev->done);
+}
+
+/* Enqueues a prepared ctx's plan on stream s. The caller holds c->lock (seq order = enqueue order). */
+HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
+{
+    ctx->stream = s;
+    hal_result rc = order_after_previous(c, s);
+    if (rc == HAL_OK)
+        rc = enqueue_list(ctx, 0, s);
     if (rc == HAL_OK)
         rc = c->hal->event_record(ctx->done, s);
     if (rc != HAL_OK) {
-        /* Part of the plan may be queued: poison the communicator so peers don't wait forever. */
-        rt_abort_all(c, rt_from_hal(rc), "a rank failed to enqueue its part of an op");
+        /* Part of the plan may be queued and the op's seq is taken: poison the communicator so
+         * peers don't wait forever for this rank's part. */
+        char msg[RT_MSG_LEN];
+        snprintf(msg, sizeof msg, "comm %s: rank %u failed to enqueue its part of %s (op #%llu): %s", c->name,
+                 c->rank, algo_coll_name(ctx->plan->op.coll), (unsigned long long)ctx->seq, hal_result_name(rc));
+        OH_ERR("launch", "%s", msg);
+        rt_abort_all(c, rt_from_hal(rc), msg);
         c->hal->stream_sync(s, -1);
         rt_launch_ctx_free(ctx);
         return rt_from_hal(rc);
@@ -238,6 +263,11 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
     rt_launch_ctx *ctx = rc == HCCL_SUCCESS ? rt_launch_ctx_new(c, plan) : NULL;
     if (rc == HCCL_SUCCESS && !ctx)
         rc = HCCL_E_MEMORY;
+    if (rc == HCCL_SUCCESS) {
+        rc = rt_launch_prepare(c, ctx);
+        if (rc != HCCL_SUCCESS)
+            rt_launch_ctx_free(ctx); /* no seq taken: the communicator stays usable */
+    }
     if (rc == HCCL_SUCCESS) {
         ctx->seq = ++c->seq;
         fill_sig(ctx, call);

@@ -18,6 +18,7 @@ struct rt_launch_ctx {
     rt_sig sig;
     bool p2p;
     hal_event *done;           /* recorded after the last task: reclaim when complete */
+    hal_stream *stream;        /* the stream the launch was issued on */
     rt_launch_ctx *next;       /* comm's in-flight list */
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
@@ -44,7 +45,11 @@ hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *ste
 /* Binds a symbolic ref: direct for own/static buffers, indirect through ctx for peers' IN/OUT. */
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r);
 
-/* Enqueues a prepared context on s (caller holds c->lock); frees ctx on failure. */
+/* Allocates what a launch needs before it takes a sequence number (slave streams, its completion
+ * event): a failure here leaves the communicator usable. The caller frees ctx on failure. */
+HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx);
+/* Enqueues a prepared context on s, ordered after the communicator's previous launch (caller holds
+ * c->lock); on failure frees ctx and fails the communicator (its seq is taken). */
 HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 
 /* Pending launches: reclaim the finished ones; wait for all (destroy). */

@@ -101,8 +101,13 @@ static HcclResult compile_and_launch(rt_comm *c, const HcclSendRecvItem *items, 
     bind_items(ctx, items, n);
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, false);
-    assign_pair_seqs(c, ctx);
-    rc = rt_launch_ctx_enqueue(c, ctx, s);
+    rc = rt_launch_prepare(c, ctx);
+    if (rc != HCCL_SUCCESS) {
+        rt_launch_ctx_free(ctx);
+    } else {
+        assign_pair_seqs(c, ctx);
+        rc = rt_launch_ctx_enqueue(c, ctx, s);
+    }
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
@@ -113,11 +118,7 @@ static HcclResult submit(HcclComm comm, const HcclSendRecvItem *items, uint32_t 
     rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(c, HCCL_E_PTR, "p2p", "%s: comm is NULL or not a live communicator", api);
     CHECK_ARG(items || n == 0, HCCL_E_PTR, "p2p", "%s: sendRecvInfo is NULL", api);
-    if (atomic_load(&c->ctrl->abort) == 2) {
-        OH_ERR("p2p", "%s: rank %u: communicator %s has failed earlier: %s", api, c->rank, c->name,
-               c->ctrl->abort_msg);
-        return (HcclResult)c->ctrl->abort_code;
-    }
+    CHECK(rt_comm_failed(c, api));
     for (uint32_t i = 0; i < n; i++)
         CHECK(check_item(c, &items[i], api));
     hal_stream *s = NULL;

@@ -18,6 +18,8 @@ Test(twocomms, n4) { misc(4, "twocomms"); }
 Test(twocomms, n8) { misc(8, "twocomms"); }
 Test(barrier, n2) { misc(2, "barrier"); }
 Test(barrier, n4) { misc(4, "barrier"); }
+Test(twostreams, n2) { misc(2, "twostreams"); }
+Test(twostreams, n4) { misc(4, "twostreams"); }
 Test(badinput, n1) { misc(1, "badinput"); }
 Test(badinput, n2) { misc(2, "badinput"); }
 

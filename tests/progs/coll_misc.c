@@ -7,6 +7,7 @@
  *   twocomms   the world communicator and a sub-communicator (HcclCreateSubCommConfig, first
  *              half of the ranks) used alternately on two streams
  *   barrier    no rank leaves HcclBarrier before rank 0, held back by a host function, enters it
+ *   twostreams one communicator's collectives alternating between two streams (coll_streams.c)
  *   mismatch-skip|mismatch-destroy|mismatch-op|mismatch-count|mismatch-root   (coll_mismatch.c)
  *   badinput   bad arguments get an error code at once (coll_mismatch.c)
  * Prints "coll_misc SCENARIO: PASS" or "... FAIL" and exits non-zero on failure. */
@@ -325,7 +326,7 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|badinput|mismatch-KIND\n");
+        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|badinput|mismatch-KIND\n");
         return 2;
     }
     const char *s = argv[1];
@@ -337,6 +338,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "planreuse")) bad = scen_planreuse(&e);
     else if (!strcmp(s, "twocomms")) bad = scen_twocomms(&e);
     else if (!strcmp(s, "barrier")) bad = scen_barrier(&e);
+    else if (!strcmp(s, "twostreams")) bad = misc_twostreams(&e);
     else if (!strcmp(s, "badinput")) bad = misc_badinput(&e);
     else if (!strncmp(s, "mismatch-", 9)) bad = misc_mismatch(&e, s + 9);
     else {

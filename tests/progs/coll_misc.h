@@ -23,5 +23,6 @@ int64_t now_ns(void);
 
 int misc_mismatch(prog_env *e, const char *kind);
 int misc_badinput(prog_env *e);
+int misc_twostreams(prog_env *e);
 
 #endif

@@ -278,6 +278,44 @@ Test(bootstrap, invalid_root_info, .init = setup)
     cr_assert_eq(rt_bootstrap_allgather(NULL, 1, 0, blob, BLOB, all), HCCL_E_PTR);
 }
 
+/* Our magic and version with a damaged body: refused at once with the field named, no connect. */
+static void expect_damaged(void (*damage)(rt_root_info *), const char *field)
+{
+    rt_root_info ri;
+    memset(&ri, 0, sizeof ri);
+    ri.magic = RT_BOOT_INFO_MAGIC;
+    ri.version = RT_BOOT_INFO_VERSION;
+    ri.job_id = 7;
+    ri.family = AF_INET;
+    ri.port = 60000;
+    snprintf(ri.ip, sizeof ri.ip, "127.0.0.1");
+    snprintf(ri.host, sizeof ri.host, "host");
+    damage(&ri);
+    HcclRootInfo info;
+    rt_boot_info_pack(&ri, &info);
+    rt_root_info out;
+    cr_expect_eq(rt_boot_info_unpack(&info, &out, 3), HCCL_E_PARA, "a root info with a bad %s was accepted", field);
+    char buf[128];
+    cr_expect_str_eq(rt_bootstrap_describe(&info, buf, sizeof buf), "<invalid root info>");
+    char blob[BLOB] = {0}, all[BLOB];
+    cr_expect_eq(rt_bootstrap_allgather(&info, 1, 0, blob, BLOB, all), HCCL_E_PARA);
+}
+
+static void binary_host(rt_root_info *ri) { memset(ri->host, 0xfe, sizeof ri->host); }
+static void binary_ip(rt_root_info *ri) { memcpy(ri->ip, "\x01\x02garbage", 10); }
+static void bad_family(rt_root_info *ri) { ri->family = 12345; }
+static void bad_port(rt_root_info *ri) { ri->port = 0; }
+static void unterminated_ip(rt_root_info *ri) { memset(ri->ip, '1', sizeof ri->ip); }
+
+Test(bootstrap, damaged_root_info_body, .init = setup)
+{
+    expect_damaged(binary_host, "host");
+    expect_damaged(binary_ip, "ip");
+    expect_damaged(bad_family, "family");
+    expect_damaged(bad_port, "port");
+    expect_damaged(unterminated_ip, "unterminated ip");
+}
+
 Test(bootstrap, two_rendezvous_back_to_back, .init = setup)
 {
     for (int round = 0; round < 2; round++)

@@ -1,0 +1,150 @@
+/* coll_misc twostreams: one communicator's collectives issued alternately on two streams (as
+ * torch_npu and CANN allow). They must run in call order, each also after the earlier work of its
+ * own stream:
+ *   1. 200 independent AllReduces alternating streams A and B (odd ranks use the opposite
+ *      pattern, so call order is all the ranks share), every result checked;
+ *   2. a chain of in-place AllReduces on one buffer alternating streams: each depends on the one
+ *      before, so a reordering or overlap shows as wrong sums (int32 wraps, exact reference);
+ *   3. A: op1; B: hold, op2; A: op3. op3 must wait for op2, which waits for the hold: stream A is
+ *      not complete while B is held although op1 is. */
+#include "coll_misc.h"
+
+#include <string.h>
+
+#define TS_OPS 200
+#define TS_COUNT 1031
+#define TS_CHAIN 64
+
+#define FAILIF(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (cond) {                                                                        \
+            printf("FAIL: " __VA_ARGS__);                                                  \
+            printf("\n");                                                                  \
+            bad = 1;                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static int32_t input_elem(uint32_t rank, uint64_t i, int32_t salt)
+{
+    return (int32_t)(rank * 7919u + i * 31u) + salt;
+}
+
+static void *upload_input(uint32_t rank, uint64_t cnt, int32_t salt)
+{
+    int32_t *h = xmalloc(cnt * sizeof *h);
+    for (uint64_t i = 0; i < cnt; i++)
+        h[i] = input_elem(rank, i, salt);
+    void *d = dev_alloc(cnt * sizeof *h);
+    to_dev(d, h, cnt * sizeof *h);
+    free(h);
+    return d;
+}
+
+/* Sum over ranks with int32 wrap-around, as the device computes it. */
+static uint32_t ref_sum(uint32_t n, uint64_t i, int32_t salt)
+{
+    uint32_t s = 0;
+    for (uint32_t r = 0; r < n; r++)
+        s += (uint32_t)input_elem(r, i, salt);
+    return s;
+}
+
+static int check_sum(const char *what, int idx, void *dev, uint64_t cnt, uint32_t n, int32_t salt, uint32_t scale)
+{
+    int bad = 0;
+    uint32_t *got = xmalloc(cnt * sizeof *got);
+    to_host(got, dev, cnt * sizeof *got);
+    for (uint64_t i = 0; i < cnt && !bad; i++) {
+        uint32_t want = ref_sum(n, i, salt) * scale;
+        FAILIF(got[i] != want, "%s #%d: element %llu got %u want %u", what, idx, (unsigned long long)i, got[i],
+               want);
+    }
+    free(got);
+    return bad;
+}
+
+static aclrtStream pick(const prog_env *e, aclrtStream b, int i)
+{
+    return ((i + (int)e->rank) & 1) ? b : e->stream;
+}
+
+static int independent_ops(prog_env *e, aclrtStream b)
+{
+    int bad = 0;
+    void *in[TS_OPS], *out[TS_OPS];
+    for (int i = 0; i < TS_OPS; i++) {
+        in[i] = upload_input(e->rank, TS_COUNT, i);
+        out[i] = dev_alloc(TS_COUNT * 4);
+        HCCL_OK(HcclAllReduce(in[i], out[i], TS_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, pick(e, b, i)));
+    }
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    ACL_OK(aclrtSynchronizeStream(b));
+    for (int i = 0; i < TS_OPS; i++) {
+        bad |= check_sum("independent AllReduce", i, out[i], TS_COUNT, e->n, i, 1);
+        dev_free(in[i]);
+        dev_free(out[i]);
+    }
+    return bad;
+}
+
+static int chained_ops(prog_env *e, aclrtStream b)
+{
+    int bad = 0;
+    void *buf = upload_input(e->rank, TS_COUNT, 5);
+    uint32_t scale = 1;
+    for (int i = 0; i < TS_CHAIN; i++) {
+        HCCL_OK(HcclAllReduce(buf, buf, TS_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, pick(e, b, i)));
+        scale = i == 0 ? 1 : scale * e->n; /* after op k: (sum of inputs) * n^(k-1) */
+    }
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    ACL_OK(aclrtSynchronizeStream(b));
+    bad |= check_sum("chained in-place AllReduce", TS_CHAIN, buf, TS_COUNT, e->n, 5, scale);
+    dev_free(buf);
+    return bad;
+}
+
+static int held_other_stream(prog_env *e, aclrtStream b)
+{
+    int bad = 0;
+    void *in[3], *out[3];
+    for (int i = 0; i < 3; i++)
+        in[i] = upload_input(e->rank, TS_COUNT, 100 + i), out[i] = dev_alloc(TS_COUNT * 4);
+    aclrtEvent op1_done;
+    ACL_OK(aclrtCreateEvent(&op1_done));
+    hold h;
+    hold_init(&h);
+    HCCL_OK(HcclAllReduce(in[0], out[0], TS_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, e->stream));
+    ACL_OK(aclrtRecordEvent(op1_done, e->stream));
+    ACL_OK(aclrtLaunchHostFunc(b, hold_fn, &h));
+    HCCL_OK(HcclAllReduce(in[1], out[1], TS_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, b));
+    HCCL_OK(HcclAllReduce(in[2], out[2], TS_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, e->stream));
+    ACL_OK(aclrtSynchronizeEvent(op1_done));
+    hold_wait_entered(&h);
+    aclrtStreamStatus st = ACL_STREAM_STATUS_COMPLETE;
+    ACL_OK(aclrtStreamQuery(e->stream, &st));
+    FAILIF(st != ACL_STREAM_STATUS_NOT_READY, "op3 on stream A completed while op2 on stream B was held");
+    hold_release(&h);
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    ACL_OK(aclrtSynchronizeStream(b));
+    FAILIF(h.timed_out, "the hold timed out (30 s): the program's own release never ran");
+    for (int i = 0; i < 3; i++) {
+        bad |= check_sum("held-stream AllReduce", i + 1, out[i], TS_COUNT, e->n, 100 + i, 1);
+        dev_free(in[i]);
+        dev_free(out[i]);
+    }
+    ACL_OK(aclrtDestroyEvent(op1_done));
+    return bad;
+}
+
+int misc_twostreams(prog_env *e)
+{
+    aclrtStream b;
+    ACL_OK(aclrtCreateStream(&b));
+    int bad = independent_ops(e, b);
+    bad |= chained_ops(e, b);
+    bad |= held_other_stream(e, b);
+    ACL_OK(aclrtDestroyStream(b));
+    printf("twostreams: %d independent ops, a chain of %d, a held stream: %s\n", TS_OPS, TS_CHAIN,
+           bad ? "FAIL" : "ok");
+    return bad;
+}
