@@ -62,15 +62,6 @@ void hold_release(hold *h)
     pthread_mutex_unlock(&h->m);
 }
 
-#define FAILIF(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (cond) {                                                                        \
-            printf("FAIL: " __VA_ARGS__);                                                  \
-            printf("\n");                                                                  \
-            bad = 1;                                                                       \
-        }                                                                                  \
-    } while (0)
-
 /* int32 AllReduce(sum) input: rank r element i = r*1000 + i + salt. */
 static int32_t *ar_input(uint32_t r, uint64_t cnt, int32_t salt)
 {

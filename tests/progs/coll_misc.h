@@ -21,6 +21,17 @@ void hold_release(hold *h);
 
 int64_t now_ns(void);
 
+/* Prints "FAIL: ..." and sets the caller's `bad` when cond holds. */
+#define FAILIF(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (cond) {                                                                        \
+            printf("FAIL: " __VA_ARGS__);                                                  \
+            printf("\n");                                                                  \
+            bad = 1;                                                                       \
+        }                                                                                  \
+    } while (0)
+
+
 int misc_mismatch(prog_env *e, const char *kind);
 int misc_badinput(prog_env *e);
 int misc_twostreams(prog_env *e);

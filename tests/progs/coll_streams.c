@@ -15,15 +15,6 @@
 #define TS_COUNT 1031
 #define TS_CHAIN 64
 
-#define FAILIF(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (cond) {                                                                        \
-            printf("FAIL: " __VA_ARGS__);                                                  \
-            printf("\n");                                                                  \
-            bad = 1;                                                                       \
-        }                                                                                  \
-    } while (0)
-
 static int32_t input_elem(uint32_t rank, uint64_t i, int32_t salt)
 {
     return (int32_t)(rank * 7919u + i * 31u) + salt;
