@@ -63,8 +63,8 @@ static HcclResult check_op(rt_comm *c, const rt_call *call, const char *api)
 
 HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c, HCCL_E_PTR, "check", "%s: comm is NULL or not a live communicator", api);
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, api, &c));
     if (atomic_load(&c->ctrl->abort) == 2) {
         OH_ERR("check", "%s: rank %u: communicator %s has failed earlier: %s", api, c->rank, c->name,
                c->ctrl->abort_msg);
