@@ -160,7 +160,8 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
         OH_ERR("comm", "%s", msg);
         /* Peers already connected to us (e.g. waiting in the join barrier) fail now, not after
          * HCCL_CONNECT_TIMEOUT. */
-        rt_abort_all(c, rc, msg);
+        rt_abort_all(c, rc, msg); /* the reason first: a peer reads it once it sees the mark */
+        rt_ctrl_join_fail_all(c);
         rt_comm_destroy(c);
         return rc;
     }

@@ -106,20 +106,36 @@ bool rt_ctrl_peer_left(const rt_comm *c, uint32_t p)
     return atomic_load(&peer->ctrl->destroyed) || !rt_ctrl_peer_live(c, p);
 }
 
+#define JOIN_FAILED (1u << 31) /* in a rank's own join word: some rank's init failed */
+
 static HcclResult join_failed(rt_comm *c)
 {
     if (atomic_load(&c->ctrl->abort) == 2) {
         OH_ERR("comm", "rank %u: communicator init failed on another rank: %s", c->rank, c->ctrl->abort_msg);
         return (HcclResult)c->ctrl->abort_code;
     }
-    OH_ERR("comm", "rank %u: rank 0 left the communicator during init", c->rank);
+    OH_ERR("comm", "rank %u: another rank failed to initialise the communicator", c->rank);
     return HCCL_E_INTERNAL;
 }
 
+void rt_ctrl_join_fail_all(rt_comm *c)
+{
+    for (uint32_t r = 0; r < c->nranks && c->peers; r++) {
+        rt_ctrl *ctrl = r == c->rank ? c->ctrl : c->peers[r].ctrl;
+        uint32_t epoch = r == c->rank ? c->ctrl_epoch : c->peers[r].ctrl_epoch;
+        if (!ctrl)
+            continue;
+        uint64_t w = atomic_load(&ctrl->join_word);
+        while (epoch_of(w) == epoch && !atomic_compare_exchange_weak(&ctrl->join_word, &w, w | JOIN_FAILED))
+            ;
+    }
+}
+
 /* Init returns only once every rank has mapped every peer: a rank that finishes its first op and
- * exits early must not take its memory away from a peer still connecting to it. Rank 0 leaves
- * its block only after every rank counted in, or after failing init, which first aborts every
- * rank it connected to: so seeing its epoch move on is success unless our own flag says failed.
+ * exits early must not take its memory away from a peer still connecting to it. A rank whose init
+ * fails marks every rank it reached (JOIN_FAILED in their own join word) before it leaves, so
+ * rank 0's epoch moving on without that mark means rank 0 saw everyone count in. The abort flag
+ * is no verdict here: a fast rank's first op may already have failed the communicator.
  * Init path only, so a 1 ms poll costs nothing. */
 HcclResult rt_ctrl_join(rt_comm *c)
 {
@@ -133,14 +149,14 @@ HcclResult rt_ctrl_join(rt_comm *c)
     struct timespec nap = {0, 1000000};
     int limit_ms = rt_bootstrap_timeout_s() * 1000;
     for (int waited = 0;; waited++) {
-        w = atomic_load(word);
-        if (atomic_load(&c->ctrl->abort))
+        if ((uint32_t)atomic_load(&c->ctrl->join_word) & JOIN_FAILED)
             return join_failed(c);
-        if (epoch_of(w) != epoch || (uint32_t)w >= c->nranks)
+        w = atomic_load(word);
+        if (epoch_of(w) != epoch || ((uint32_t)w & ~JOIN_FAILED) >= c->nranks)
             return HCCL_SUCCESS;
         if (waited > limit_ms) {
             OH_ERR("comm", "rank %u: only %u of %u ranks finished connecting within HCCL_CONNECT_TIMEOUT=%d s",
-                   c->rank, (uint32_t)w, c->nranks, rt_bootstrap_timeout_s());
+                   c->rank, (uint32_t)w & ~JOIN_FAILED, c->nranks, rt_bootstrap_timeout_s());
             return HCCL_E_TIMEOUT;
         }
         nanosleep(&nap, NULL);

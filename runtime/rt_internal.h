@@ -167,6 +167,8 @@ bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p);
 bool rt_ctrl_peer_left(const rt_comm *c, uint32_t p);
 /* Init's join barrier on rank 0's block: counts this rank in; 0 or the failure. */
 HcclResult rt_ctrl_join(rt_comm *c);
+/* A failed init tells every rank it reached, so none of them waits out HCCL_CONNECT_TIMEOUT. */
+void rt_ctrl_join_fail_all(rt_comm *c);
 /* --- control-block pool (rt_ctrl_pool.c) --- */
 HcclResult rt_ctrl_acquire(rt_comm *c); /* sets ctrl, ctrl_bytes, ctrl_epoch; header filled */
 void rt_ctrl_release(rt_comm *c);       /* bumps the epoch, back to the pool (never to the heap) */
