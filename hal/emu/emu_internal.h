@@ -35,6 +35,7 @@ typedef struct emu_config {
     uint32_t dma_engines;   /* HCCL_EMU_DMA_ENGINES */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: notify waits poll this long before sleeping */
+    uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
 const emu_config *emu_cfg(void);
 /* Fixed address of device `id`'s region on this process's server. */
