@@ -1,7 +1,7 @@
 /* Destroy and re-create: no signal or write of a destroyed communicator reaches the next one, in
  * any interleaving of ranks, and a destroyed handle is refused without being read. The rank
  * program (tests/progs/comm_cycle.c) checks every AllReduce and that RSS, fds and threads stay
- * flat after warm-up; the 1,000-cycle run is a benchmark by hand (docs/testing.md). */
+ * flat after warm-up; the 1,000-cycle run is a benchmark by hand (docs/runtime.md, "Lifetime"). */
 #include "multirank/mr_run.h"
 
 #define MR_COMM_CYCLE OH_BUILD_DIR "/tests/progs/comm_cycle"
