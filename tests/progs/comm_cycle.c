@@ -7,7 +7,8 @@
  *       compares RSS, open fds and threads (a small tolerance, no timing); prints cycles/s.
  *   comm_cycle --stale
  *       a destroyed handle is refused (HCCL_E_PARA) by HcclAllReduce, HcclGetRankSize and
- *       HcclCommDestroy, before and after a new communicator exists, and the new one still works.
+ *       HcclCommDestroy, before and after a new communicator exists, and the new one still works;
+ *       HcclCommGetHandleWithName returns the handle itself, and nothing once destroyed.
  * Prints "comm_cycle: PASS" on success and exits non-zero on failure. */
 #include <dirent.h>
 #include <string.h>
@@ -162,8 +163,19 @@ static int run_stale(prog_env *e)
         bad = 1;
     bad |= allreduce_check(fresh, e->stream, e->rank, e->n, 1, COUNT, host, buf);
     bad |= allreduce_check(fresh, e->stream, e->rank, e->n, 2, COUNT, host, buf);
+    /* The name leads to the same handle, not to something else that reaches the communicator. */
+    char name[COMM_NAME_MAX_LENGTH];
+    HcclComm by_name = NULL;
+    HCCL_OK(HcclGetCommName(fresh, name));
+    EXPECT_RC(HcclCommGetHandleWithName(name, &by_name), HCCL_SUCCESS);
+    if (by_name != fresh) {
+        fprintf(stderr, "rank %u: HcclCommGetHandleWithName gave %p, HcclCommInitRootInfo %p\n", e->rank,
+                (void *)by_name, (void *)fresh);
+        bad = 1;
+    }
     HCCL_OK(HcclCommDestroy(fresh));
     EXPECT_RC(HcclCommDestroy(fresh), HCCL_E_PARA);
+    EXPECT_RC(HcclCommGetHandleWithName(name, &by_name), HCCL_E_NOT_FOUND);
     dev_free(buf);
     free(host);
     return bad;
