@@ -2,7 +2,8 @@
  * of a process-wide table and the slot's generation (handle = generation << 16 | slot). A slot's
  * generation is odd while its communicator lives and moves on when it is destroyed, so a
  * destroyed or stale handle is refused by comparing two numbers, without reading the freed
- * communicator, and can never reach a newer communicator that reuses the slot.
+ * communicator, and can never reach a newer communicator that reuses the slot (the next
+ * communicator usually does: the lowest free slot is taken).
  *
  * Using a handle on one thread while destroying it on another is a race in the caller (as in
  * CANN and NCCL): destroy retires the handle first, so the window is the length of a lookup. */
@@ -20,7 +21,6 @@ typedef struct handle_slot {
 
 static handle_slot g_slots[RT_HANDLE_SLOTS]; /* zero pages until used */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t g_next; /* round robin: a freed slot is reused as late as possible */
 
 static HcclComm encode(uint32_t slot, uint64_t gen)
 {
@@ -30,8 +30,9 @@ static HcclComm encode(uint32_t slot, uint64_t gen)
 HcclResult rt_handle_new(rt_comm *c)
 {
     pthread_mutex_lock(&g_lock);
-    for (uint32_t i = 0; i < RT_HANDLE_SLOTS; i++) {
-        uint32_t slot = (g_next + i) % RT_HANDLE_SLOTS;
+    /* Lowest free slot: the table touches only as many pages as communicators live at once; a
+     * reused slot's new generation keeps old handles refused. */
+    for (uint32_t slot = 0; slot < RT_HANDLE_SLOTS; slot++) {
         handle_slot *s = &g_slots[slot];
         uint64_t gen = atomic_load(&s->gen);
         if (gen & 1)
@@ -39,7 +40,6 @@ HcclResult rt_handle_new(rt_comm *c)
         atomic_store(&s->comm, c);
         atomic_store(&s->gen, gen + 1); /* publishes the pointer (seq_cst) */
         c->handle = encode(slot, gen + 1);
-        g_next = slot + 1;
         pthread_mutex_unlock(&g_lock);
         return HCCL_SUCCESS;
     }
