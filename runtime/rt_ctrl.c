@@ -96,6 +96,8 @@ void rt_abort_all(rt_comm *c, HcclResult code, const char *msg)
 bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p)
 {
     const rt_peer *peer = &c->peers[p];
+    /* Seqlock-style validation: the caller's reads of the block come before this epoch load. */
+    atomic_thread_fence(memory_order_acquire);
     return peer->ctrl && epoch_of(atomic_load(&peer->ctrl->abort_word)) == peer->ctrl_epoch;
 }
 

@@ -125,6 +125,8 @@ static void bump_epoch(rt_ctrl *ctrl, uint32_t epoch)
             break;
     }
     atomic_store(&ctrl->join_word, next);
+    /* Whoever sees a later write into this block (its next use) sees the new epoch too. */
+    atomic_thread_fence(memory_order_release);
 }
 
 void rt_ctrl_release(rt_comm *c)
