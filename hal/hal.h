@@ -187,11 +187,14 @@ typedef struct hal_ops {
     /* Opens a notify of another device of the same server (after mem_import of its owner). */
     hal_result (*notify_import)(hal_device *dev, const hal_notify_handle *h, hal_notify **n);
     uint32_t (*notify_id)(hal_notify *n);
-    /* Enqueue: count += 1 and wake. */
+    /* Enqueue: count += 1 and wake. A record through an import of a notify its owner has since
+     * destroyed is dropped (generation-tagged slots): it never counts for a notify created later
+     * in the same slot, and import of such a handle fails with HAL_E_PEER. */
     hal_result (*notify_record)(hal_notify *n, hal_stream *s);
     /* Enqueue: wait until count > 0, then count -= 1; past timeout_ms (0 = the default,
      * HCCL_EXEC_TIMEOUT) the stream fails with HAL_E_TIMEOUT. `abort_flag`, if not NULL, is
-     * polled while waiting (a few times a second); non-zero fails the wait with HAL_E_ABORTED. */
+     * polled while waiting (a few times a second); non-zero fails the wait with HAL_E_ABORTED.
+     * Waiting through an import of a notify its owner destroyed fails with HAL_E_PEER. */
     hal_result (*notify_wait)(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag);
     /* Enqueue: wait until count > 0, then count = 0 (aclrtWaitAndResetNotify). */
     hal_result (*notify_wait_reset)(hal_notify *n, hal_stream *s, uint32_t timeout_ms);

@@ -77,8 +77,8 @@ HcclResult rt_comm_failed(rt_comm *c, const char *api)
 
 HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c, HCCL_E_PTR, "check", "%s: comm is NULL or not a live communicator", api);
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, api, &c));
     CHECK(rt_comm_failed(c, api));
     call->op.nranks = c->nranks;
     call->op.rank = c->rank;

@@ -96,8 +96,8 @@ HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclDataType se
 
 HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c, HCCL_E_PTR, "check", "HcclBarrier: comm is NULL or not a live communicator");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclBarrier", &c));
     /* As CANN: a one-element fp32 sum AllReduce, here in place on the communicator's scratch. */
     rt_call call = make_call(ALGO_COLL_ALLREDUCE, HCCL_CMD_BARRIER, c->scratch, c->scratch, 1, HCCL_DATA_TYPE_FP32,
                              HCCL_REDUCE_SUM, 0);

@@ -72,7 +72,7 @@ HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, cons
     uint32_t n = nranks_of(comm);
     CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAllGatherV: comm is NULL or not a live communicator");
     CHECK_ARG(recvCounts && recvDispls, HCCL_E_PTR, "check", "HcclAllGatherV: recvCounts/recvDispls is NULL");
-    rt_comm *c = comm;
+    rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(((const uint64_t *)recvCounts)[c->rank] == sendCount, HCCL_E_PARA, "check",
               "HcclAllGatherV: rank %u: sendCount=%llu differs from recvCounts[%u]=%llu", c->rank,
               (unsigned long long)sendCount, c->rank, (unsigned long long)((const uint64_t *)recvCounts)[c->rank]);
@@ -94,7 +94,7 @@ HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void 
     uint32_t n = nranks_of(comm);
     CHECK_ARG(n, HCCL_E_PTR, "check", "HcclReduceScatterV: comm is NULL or not a live communicator");
     CHECK_ARG(sendCounts && sendDispls, HCCL_E_PTR, "check", "HcclReduceScatterV: sendCounts/sendDispls is NULL");
-    rt_comm *c = comm;
+    rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(((const uint64_t *)sendCounts)[c->rank] == recvCount, HCCL_E_PARA, "check",
               "HcclReduceScatterV: rank %u: recvCount=%llu differs from sendCounts[%u]=%llu", c->rank,
               (unsigned long long)recvCount, c->rank, (unsigned long long)((const uint64_t *)sendCounts)[c->rank]);

@@ -14,23 +14,15 @@
 typedef struct rt_rank_blob {
     hal_device_handle dev;
     uint64_t ctrl;
+    uint32_t ctrl_epoch;
+    uint32_t pad;
     uint64_t scratch;
     uint64_t scratch_bytes;
 } rt_rank_blob;
 
-rt_comm *rt_comm_check(HcclComm comm)
-{
-    rt_comm *c = comm;
-    return c && c->magic == RT_COMM_MAGIC ? c : NULL;
-}
-
 static HcclResult alloc_device_state(rt_comm *c)
 {
-    c->ctrl_bytes = rt_ctrl_size(c->nranks);
-    CHECK_MAP(c->hal->mem_alloc(c->dev, c->ctrl_bytes, (void **)&c->ctrl), rt_from_hal);
-    memset(c->ctrl, 0, c->ctrl_bytes);
-    c->ctrl->magic = RT_CTRL_MAGIC;
-    c->ctrl->nranks = c->nranks;
+    CHECK(rt_ctrl_acquire(c));
     /* Staging memory bounded by HCCL_BUFFSIZE; the emulator's heap is sparse, so untouched
      * scratch costs no physical memory. */
     c->scratch_bytes = (uint64_t)c->buffsize_mb << 20;
@@ -42,11 +34,13 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
 {
     rt_peer *peer = &c->peers[p];
     peer->dev = b->dev;
-    peer->ctrl = (rt_ctrl *)(uintptr_t)b->ctrl;
     peer->scratch = (void *)(uintptr_t)b->scratch;
     c->server_of[p] = b->dev.server_index;
-    if (p == c->rank)
+    if (p == c->rank) {
+        peer->ctrl = c->ctrl;
+        peer->ctrl_epoch = c->ctrl_epoch;
         return HCCL_SUCCESS;
+    }
     hal_link_class link = c->hal->link_class(c->dev, &b->dev);
     CHECK_ARG(link != HAL_LINK_NET, HCCL_E_NOT_SUPPORT, "comm",
               "rank %u: peer %u is on another server (server %u); links between servers are not built yet",
@@ -60,28 +54,23 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
                b->dev.device_id, b->dev.pid, hal_result_name(rc));
         return rt_from_hal(rc);
     }
-    CHECK_ARG(peer->ctrl->magic == RT_CTRL_MAGIC, HCCL_E_INTERNAL, "comm",
-              "rank %u: peer %u's control block is not readable", c->rank, p);
+    /* Only a mapped block may be touched (rt_abort_all writes to every peer->ctrl set). */
+    rt_ctrl *ctrl = (rt_ctrl *)(uintptr_t)b->ctrl;
+    CHECK_ARG(ctrl->magic == RT_CTRL_MAGIC, HCCL_E_INTERNAL, "comm", "rank %u: peer %u's control block is not readable",
+              c->rank, p);
+    peer->ctrl = ctrl;
+    peer->ctrl_epoch = b->ctrl_epoch;
+    CHECK_ARG(rt_ctrl_peer_live(c, p), HCCL_E_INTERNAL, "comm",
+              "rank %u: peer %u left the communicator during init (its init failed)", c->rank, p);
     return HCCL_SUCCESS;
 }
 
-/* Init returns only once every rank has mapped every peer: a rank that finishes its first op and
- * exits early must not take its memory away from a peer still connecting to it. Init path only,
- * so a 1 ms poll of rank 0's counter costs nothing. */
-static HcclResult join_barrier(rt_comm *c)
+/* The notify tables were read from peers' blocks: valid only if no peer has left since. */
+static HcclResult check_peers_live(rt_comm *c)
 {
-    _Atomic uint32_t *joined = &c->peers[0].ctrl->joined;
-    atomic_fetch_add(joined, 1);
-    struct timespec nap = {0, 1000000};
-    int limit_ms = rt_bootstrap_timeout_s() * 1000;
-    for (int waited = 0; atomic_load(joined) < c->nranks; waited++) {
-        if (waited > limit_ms) {
-            OH_ERR("comm", "rank %u: only %u of %u ranks finished connecting within HCCL_CONNECT_TIMEOUT=%d s",
-                   c->rank, atomic_load(joined), c->nranks, rt_bootstrap_timeout_s());
-            return HCCL_E_TIMEOUT;
-        }
-        nanosleep(&nap, NULL);
-    }
+    for (uint32_t p = 0; p < c->nranks; p++)
+        CHECK_ARG(rt_ctrl_peer_live(c, p), HCCL_E_INTERNAL, "comm",
+                  "rank %u: peer %u left the communicator during init (its init failed)", c->rank, p);
     return HCCL_SUCCESS;
 }
 
@@ -89,7 +78,7 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
 {
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
-    rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, (uint64_t)(uintptr_t)c->scratch,
+    rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
                          c->scratch_bytes};
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
     if (!all)
@@ -100,7 +89,8 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     free(all);
     CHECK(rc);
     CHECK(rt_notify_connect_peers(c));
-    return join_barrier(c);
+    CHECK(check_peers_live(c));
+    return rt_ctrl_join(c);
 }
 
 static void default_name(rt_comm *c, const HcclRootInfo *root, const char *given)
@@ -162,8 +152,16 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
         rc = rt_notify_setup_local(c);
     if (rc == HCCL_SUCCESS)
         rc = exchange_and_connect(c, root);
+    if (rc == HCCL_SUCCESS)
+        rc = rt_handle_new(c);
     if (rc != HCCL_SUCCESS) {
-        OH_ERR("comm", "rank %u of %u: communicator init failed: %s", rank, nranks, HcclGetErrorString(rc));
+        char msg[RT_MSG_LEN];
+        snprintf(msg, sizeof msg, "rank %u of %u: communicator init failed: %s", rank, nranks, HcclGetErrorString(rc));
+        OH_ERR("comm", "%s", msg);
+        /* Peers already connected to us (e.g. waiting in the join barrier) fail now, not after
+         * HCCL_CONNECT_TIMEOUT. */
+        rt_abort_all(c, rc, msg); /* the reason first: a peer reads it once it sees the mark */
+        rt_ctrl_join_fail_all(c);
         rt_comm_destroy(c);
         return rc;
     }
@@ -176,8 +174,11 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     return HCCL_SUCCESS;
 }
 
+/* Order matters: the handle goes first (later calls are refused), then the watchdog's registry;
+ * the control block goes back to the pool last, once nothing of ours can signal or read it. */
 HcclResult rt_comm_destroy(rt_comm *c)
 {
+    rt_handle_retire(c);
     if (c->magic == RT_COMM_MAGIC)
         rt_registry_remove(c);
     if (c->ctrl)
@@ -189,8 +190,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_notify_teardown(c);
     if (c->scratch)
         c->hal->mem_free(c->dev, c->scratch);
-    if (c->ctrl)
-        c->hal->mem_free(c->dev, c->ctrl);
+    rt_ctrl_release(c);
     if (c->dev)
         c->hal->device_close(c->dev);
     rt_plan_cache_free(c->cache);

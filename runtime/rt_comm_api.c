@@ -18,7 +18,7 @@ HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootI
               (const void *)rootInfo, (void *)comm);
     rt_comm *c = NULL;
     CHECK(rt_comm_create(nRanks, rank, config, NULL, rootInfo, &c));
-    *comm = c;
+    *comm = c->handle;
     return HCCL_SUCCESS;
 }
 
@@ -64,7 +64,7 @@ HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank,
         rc = rt_comm_create(t->nranks, rank, config, NULL, &info, &c);
     rt_ranktable_free(t);
     CHECK(rc);
-    *comm = c;
+    *comm = c->handle;
     return HCCL_SUCCESS;
 }
 
@@ -73,17 +73,36 @@ HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclC
     return HcclCommInitClusterInfoConfig(clusterInfo, rank, NULL, comm);
 }
 
+/* HcclCommInitAll's ranks are threads that start the rendezvous together: each waits at a gate
+ * until every thread exists, so a thread that cannot be created fails the call at once instead of
+ * leaving the others in the bootstrap until HCCL_CONNECT_TIMEOUT. */
+typedef struct init_all_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state; /* 0 wait, 1 go, -1 give up */
+} init_all_gate;
+
 typedef struct init_all_arg {
     uint32_t ndev, rank;
     int32_t device;
     const HcclRootInfo *root;
-    HcclComm *out;
+    init_all_gate *gate;
+    HcclComm out;
     HcclResult rc;
 } init_all_arg;
 
 static void *init_all_thread(void *p)
 {
     init_all_arg *a = p;
+    pthread_mutex_lock(&a->gate->mu);
+    while (a->gate->state == 0)
+        pthread_cond_wait(&a->gate->cv, &a->gate->mu);
+    bool go = a->gate->state > 0;
+    pthread_mutex_unlock(&a->gate->mu);
+    if (!go) {
+        a->rc = HCCL_E_SYSCALL;
+        return NULL;
+    }
     const hal_ops *hal = hal_get();
     hal_device *dev = NULL;
     a->rc = rt_from_hal(hal->device_open(a->device, &dev));
@@ -94,8 +113,33 @@ static void *init_all_thread(void *p)
         a->rc = rt_comm_create(a->ndev, a->rank, NULL, NULL, a->root, &c);
     if (dev)
         hal->device_close(dev); /* the communicator holds its own reference */
-    *a->out = a->rc == HCCL_SUCCESS ? c : NULL;
+    a->out = a->rc == HCCL_SUCCESS ? c->handle : NULL;
     return NULL;
+}
+
+static void open_gate(init_all_gate *g, int state)
+{
+    pthread_mutex_lock(&g->mu);
+    g->state = state;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Starts one thread per device behind the gate; *started = threads created. */
+static HcclResult init_all_start(uint32_t ndev, int32_t *devices, const HcclRootInfo *root, init_all_gate *gate,
+                                 init_all_arg *args, pthread_t *th, uint32_t *started)
+{
+    for (*started = 0; *started < ndev; (*started)++) {
+        uint32_t i = *started;
+        args[i] = (init_all_arg){ndev, i, devices[i], root, gate, NULL, HCCL_SUCCESS};
+        int e = pthread_create(&th[i], NULL, init_all_thread, &args[i]);
+        if (e != 0) {
+            OH_ERR("comm", "HcclCommInitAll: creating the thread of rank %u (device %d) failed: %s", i, devices[i],
+                   strerror(e));
+            return HCCL_E_SYSCALL;
+        }
+    }
+    return HCCL_SUCCESS;
 }
 
 HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms)
@@ -106,28 +150,27 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms)
         for (uint32_t j = i + 1; j < ndev; j++)
             CHECK_ARG(devices[i] != devices[j], HCCL_E_PARA, "comm",
                       "HcclCommInitAll: device %d is listed twice (positions %u and %u)", devices[i], i, j);
+    for (uint32_t i = 0; i < ndev; i++)
+        comms[i] = NULL;
     HcclRootInfo root;
     CHECK(rt_bootstrap_root_listen(&root));
     init_all_arg *args = calloc(ndev, sizeof *args);
     pthread_t *th = calloc(ndev, sizeof *th);
-    HcclResult rc = (args && th) ? HCCL_SUCCESS : HCCL_E_MEMORY;
+    init_all_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     uint32_t started = 0;
-    for (uint32_t i = 0; rc == HCCL_SUCCESS && i < ndev; i++, started++) {
-        args[i] = (init_all_arg){ndev, i, devices[i], &root, &comms[i], HCCL_SUCCESS};
-        if (pthread_create(&th[i], NULL, init_all_thread, &args[i]) != 0)
-            rc = HCCL_E_SYSCALL;
-    }
+    HcclResult rc = (args && th) ? init_all_start(ndev, devices, &root, &gate, args, th, &started) : HCCL_E_MEMORY;
+    open_gate(&gate, rc == HCCL_SUCCESS ? 1 : -1);
     for (uint32_t i = 0; i < started; i++) {
         pthread_join(th[i], NULL);
         if (args[i].rc != HCCL_SUCCESS && rc == HCCL_SUCCESS)
             rc = args[i].rc;
     }
-    if (rc != HCCL_SUCCESS)
-        for (uint32_t i = 0; i < started; i++)
-            if (comms[i]) {
-                HcclCommDestroy(comms[i]);
-                comms[i] = NULL;
-            }
+    for (uint32_t i = 0; i < started; i++) {
+        if (rc != HCCL_SUCCESS && args[i].out)
+            HcclCommDestroy(args[i].out);
+        else
+            comms[i] = args[i].out;
+    }
     free(args);
     free(th);
     return rc;
@@ -148,17 +191,24 @@ static void publish_finalize(rt_comm *c)
     hal_stream *s = NULL;
     if (c->hal->stream_create(c->dev, &s) != HAL_OK)
         return;
+    /* Generation-tagged notifies: a peer that destroyed its side already (and may have a new
+     * communicator on the recycled slots) gets nothing; the record is dropped. */
     for (uint32_t p = 0; p < c->nranks; p++)
         if (p != c->rank)
             c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_PUB], s);
+    /* P2P FINALIZE HOOK: the point-to-point publication (runtime/rt_p2p.c, not here) adds its call
+     * on stream s at this line, so a peer blocked in Send/Recv with this rank learns of the destroy
+     * too. It must signal only through the pair's generation-tagged notifies, as above. */
     c->hal->stream_sync(s, -1);
     c->hal->stream_destroy(s);
 }
 
 HcclResult HcclCommDestroy(HcclComm comm)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c, HCCL_E_PARA, "comm", "HcclCommDestroy: comm is NULL or already destroyed");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclCommDestroy", &c));
+    /* Retiring the handle first refuses every later use, and a second destroy racing this one. */
+    CHECK_ARG(rt_handle_retire(c), HCCL_E_PARA, "comm", "HcclCommDestroy: comm %p is being destroyed already", comm);
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, true);
     publish_finalize(c);
@@ -168,24 +218,27 @@ HcclResult HcclCommDestroy(HcclComm comm)
 
 HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c && rankSize, HCCL_E_PTR, "comm", "HcclGetRankSize: comm or rankSize is invalid");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclGetRankSize", &c));
+    CHECK_ARG(rankSize, HCCL_E_PTR, "comm", "HcclGetRankSize: rankSize is NULL");
     *rankSize = c->nranks;
     return HCCL_SUCCESS;
 }
 
 HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c && rank, HCCL_E_PTR, "comm", "HcclGetRankId: comm or rank is invalid");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclGetRankId", &c));
+    CHECK_ARG(rank, HCCL_E_PTR, "comm", "HcclGetRankId: rank is NULL");
     *rank = c->rank;
     return HCCL_SUCCESS;
 }
 
 HcclResult HcclGetCommName(HcclComm comm, char *commName)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c && commName, HCCL_E_PTR, "comm", "HcclGetCommName: comm or commName is invalid");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclGetCommName", &c));
+    CHECK_ARG(commName, HCCL_E_PTR, "comm", "HcclGetCommName: commName is NULL");
     snprintf(commName, COMM_NAME_MAX_LENGTH, "%s", c->name);
     return HCCL_SUCCESS;
 }
@@ -193,31 +246,29 @@ HcclResult HcclGetCommName(HcclComm comm, char *commName)
 HcclResult HcclCommGetHandleWithName(const char *commName, HcclComm *comm)
 {
     CHECK_ARG(commName && comm, HCCL_E_PTR, "comm", "HcclCommGetHandleWithName: commName and comm must not be NULL");
-    rt_comm *c = rt_registry_find(commName);
-    CHECK_ARG(c, HCCL_E_NOT_FOUND, "comm", "HcclCommGetHandleWithName: no communicator named \"%s\"", commName);
-    *comm = c;
+    HcclComm h = rt_registry_find(commName);
+    CHECK_ARG(h, HCCL_E_NOT_FOUND, "comm", "HcclCommGetHandleWithName: no communicator named \"%s\"", commName);
+    *comm = h;
     return HCCL_SUCCESS;
 }
 
 HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c && asyncError, HCCL_E_PTR, "comm", "HcclGetCommAsyncError: comm or asyncError is invalid");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclGetCommAsyncError", &c));
+    CHECK_ARG(asyncError, HCCL_E_PTR, "comm", "HcclGetCommAsyncError: asyncError is NULL");
     *asyncError = HCCL_SUCCESS;
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, false); /* picks up launches that failed on the device */
     pthread_mutex_unlock(&c->lock);
-    if (atomic_load(&c->ctrl->abort) == 2) {
-        *asyncError = (HcclResult)c->ctrl->abort_code;
-        OH_ERR("comm", "rank %u: communicator %s failed: %s", c->rank, c->name, c->ctrl->abort_msg);
-    }
+    *asyncError = rt_comm_failed(c, "HcclGetCommAsyncError"); /* logs the reason once per communicator */
     return HCCL_SUCCESS;
 }
 
 HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
 {
     CHECK_ARG(commId && status, HCCL_E_PTR, "comm", "HcclCommGetStatus: commId and status must not be NULL");
-    rt_comm *c = rt_registry_find(commId);
+    rt_comm *c = rt_comm_check(rt_registry_find(commId));
     CHECK_ARG(c, HCCL_E_NOT_FOUND, "comm", "HcclCommGetStatus: no communicator named \"%s\"", commId);
     *status = atomic_load(&c->ctrl->abort) ? HCCL_COMM_STATUS_INVALID : HCCL_COMM_STATUS_READY;
     return HCCL_SUCCESS;
@@ -225,14 +276,16 @@ HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status)
 
 HcclResult HcclCommSuspend(HcclComm comm)
 {
-    CHECK_ARG(rt_comm_check(comm), HCCL_E_PTR, "comm", "HcclCommSuspend: invalid comm");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclCommSuspend", &c));
     OH_ERR("comm", "HcclCommSuspend is reserved in CANN and not supported");
     return HCCL_E_NOT_SUPPORT;
 }
 
 HcclResult HcclCommResume(HcclComm comm)
 {
-    CHECK_ARG(rt_comm_check(comm), HCCL_E_PTR, "comm", "HcclCommResume: invalid comm");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclCommResume", &c));
     OH_ERR("comm", "HcclCommResume is reserved in CANN and not supported");
     return HCCL_E_NOT_SUPPORT;
 }
@@ -244,8 +297,9 @@ uint64_t HcclExtPlanCompileCount(void)
 
 HcclResult HcclExtGetCommErrorMessage(HcclComm comm, char *buf, size_t len)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c && buf && len, HCCL_E_PTR, "comm", "HcclExtGetCommErrorMessage: comm, buf or len is invalid");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclExtGetCommErrorMessage", &c));
+    CHECK_ARG(buf && len, HCCL_E_PTR, "comm", "HcclExtGetCommErrorMessage: buf or len is invalid");
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, false);
     pthread_mutex_unlock(&c->lock);

@@ -1,7 +1,10 @@
-/* The peer-visible control block: layout, publication rings and the communicator-wide abort. */
+/* The peer-visible control block: layout, publication rings, the communicator-wide abort and the
+ * epoch-guarded access to peers' blocks (the pool that owns the blocks is rt_ctrl_pool.c). */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include "runtime/bootstrap.h"
 #include "runtime/rt_internal.h"
 
 static size_t align64(size_t n)
@@ -54,20 +57,110 @@ uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq)
     return (uint64_t *)((char *)c + off_vtable(c->nranks)) + (seq % RT_PUB_RING) * 2 * c->nranks;
 }
 
+/* Lifetime rule (docs/runtime.md, "Lifetime"): a peer's control block is touched only through
+ * the epoch it had when we connected. Writes are CASes on words that hold that epoch; reads of
+ * anything else in the block are validated against it afterwards (rt_ctrl_peer_live). */
+
+static uint32_t epoch_of(uint64_t w)
+{
+    return (uint32_t)(w >> 32);
+}
+
+static void abort_one(rt_ctrl *ctrl, uint32_t epoch, HcclResult code, const char *msg)
+{
+    uint64_t idle = (uint64_t)epoch << 32, expected = idle;
+    /* 1 = claimed (message being written), 2 = published. Fails if the block already failed or
+     * has left this communicator (another epoch). */
+    if (!atomic_compare_exchange_strong(&ctrl->abort_word, &expected, idle | 1))
+        return;
+    ctrl->abort_code = (uint32_t)code;
+    snprintf(ctrl->abort_msg, sizeof ctrl->abort_msg, "%s", msg);
+    expected = idle | 1;
+    atomic_compare_exchange_strong(&ctrl->abort_word, &expected, idle | 2);
+}
+
 /* Writes the reason into every rank's control block, then raises the flags: a waiting rank
  * polls its own flag, so it fails within a poll interval with the first reason recorded. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg)
 {
     for (uint32_t r = 0; r < c->nranks; r++) {
-        rt_ctrl *ctrl = c->peers[r].ctrl;
+        if (r == c->rank) {
+            if (c->ctrl)
+                abort_one(c->ctrl, c->ctrl_epoch, code, msg);
+        } else if (c->peers && c->peers[r].ctrl) {
+            abort_one(c->peers[r].ctrl, c->peers[r].ctrl_epoch, code, msg);
+        }
+    }
+}
+
+bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p)
+{
+    const rt_peer *peer = &c->peers[p];
+    /* Seqlock-style validation: the caller's reads of the block come before this epoch load. */
+    atomic_thread_fence(memory_order_acquire);
+    return peer->ctrl && epoch_of(atomic_load(&peer->ctrl->abort_word)) == peer->ctrl_epoch;
+}
+
+bool rt_ctrl_peer_left(const rt_comm *c, uint32_t p)
+{
+    /* destroyed first: a block reused since then shows the new epoch, which counts as left too. */
+    const rt_peer *peer = &c->peers[p];
+    return atomic_load(&peer->ctrl->destroyed) || !rt_ctrl_peer_live(c, p);
+}
+
+#define JOIN_FAILED (1u << 31) /* in a rank's own join word: some rank's init failed */
+
+static HcclResult join_failed(rt_comm *c)
+{
+    if (atomic_load(&c->ctrl->abort) == 2) {
+        OH_ERR("comm", "rank %u: communicator init failed on another rank: %s", c->rank, c->ctrl->abort_msg);
+        return (HcclResult)c->ctrl->abort_code;
+    }
+    OH_ERR("comm", "rank %u: another rank failed to initialise the communicator", c->rank);
+    return HCCL_E_INTERNAL;
+}
+
+void rt_ctrl_join_fail_all(rt_comm *c)
+{
+    for (uint32_t r = 0; r < c->nranks && c->peers; r++) {
+        rt_ctrl *ctrl = r == c->rank ? c->ctrl : c->peers[r].ctrl;
+        uint32_t epoch = r == c->rank ? c->ctrl_epoch : c->peers[r].ctrl_epoch;
         if (!ctrl)
             continue;
-        uint32_t expected = 0;
-        /* 1 = claimed (message being written), 2 = published. */
-        if (atomic_compare_exchange_strong(&ctrl->abort, &expected, 1)) {
-            ctrl->abort_code = (uint32_t)code;
-            snprintf(ctrl->abort_msg, sizeof ctrl->abort_msg, "%s", msg);
-            atomic_store(&ctrl->abort, 2);
+        uint64_t w = atomic_load(&ctrl->join_word);
+        while (epoch_of(w) == epoch && !atomic_compare_exchange_weak(&ctrl->join_word, &w, w | JOIN_FAILED))
+            ;
+    }
+}
+
+/* Init returns only once every rank has mapped every peer: a rank that finishes its first op and
+ * exits early must not take its memory away from a peer still connecting to it. A rank whose init
+ * fails marks every rank it reached (JOIN_FAILED in their own join word) before it leaves, so
+ * rank 0's epoch moving on without that mark means rank 0 saw everyone count in. The abort flag
+ * is no verdict here: a fast rank's first op may already have failed the communicator.
+ * Init path only, so a 1 ms poll costs nothing. */
+HcclResult rt_ctrl_join(rt_comm *c)
+{
+    _Atomic uint64_t *word = &c->peers[0].ctrl->join_word;
+    uint32_t epoch = c->peers[0].ctrl_epoch;
+    uint64_t w = atomic_load(word);
+    do {
+        if (epoch_of(w) != epoch)
+            return join_failed(c);
+    } while (!atomic_compare_exchange_weak(word, &w, w + 1));
+    struct timespec nap = {0, 1000000};
+    int limit_ms = rt_bootstrap_timeout_s() * 1000;
+    for (int waited = 0;; waited++) {
+        if ((uint32_t)atomic_load(&c->ctrl->join_word) & JOIN_FAILED)
+            return join_failed(c);
+        w = atomic_load(word);
+        if (epoch_of(w) != epoch || ((uint32_t)w & ~JOIN_FAILED) >= c->nranks)
+            return HCCL_SUCCESS;
+        if (waited > limit_ms) {
+            OH_ERR("comm", "rank %u: only %u of %u ranks finished connecting within HCCL_CONNECT_TIMEOUT=%d s",
+                   c->rank, (uint32_t)w & ~JOIN_FAILED, c->nranks, rt_bootstrap_timeout_s());
+            return HCCL_E_TIMEOUT;
         }
+        nanosleep(&nap, NULL);
     }
 }

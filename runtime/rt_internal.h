@@ -45,22 +45,45 @@ typedef struct rt_pub_record {
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
  * this header (sized by nranks): notify handles [nranks][RT_SLOTS], publication ring
- * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks]. */
+ * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks].
+ *
+ * Lifetime (docs/runtime.md, "Lifetime"): blocks come from a per-device pool that only ever holds
+ * control blocks (rt_ctrl_pool.c), so a peer's late access still lands in a control block. The
+ * words peers write carry the block's epoch in their high half; the owner bumps it when it
+ * releases the block, and every cross-rank write is a CAS that names the epoch the writer saw at
+ * connect time: a write meant for a destroyed communicator can never land in the next one. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "rt_ctrl: the 32-bit views of the epoch-tagged words assume little-endian"
+#endif
 typedef struct rt_ctrl {
+    union {                   /* epoch << 32 | abort state */
+        _Atomic uint64_t abort_word;
+        struct {
+            _Atomic uint32_t abort; /* non-zero once the communicator failed: waits end (1 claimed, 2 published) */
+            uint32_t abort_epoch;
+        };
+    };
+    union {                   /* epoch << 32 | ranks joined (rank 0's block, end of init) */
+        _Atomic uint64_t join_word;
+        struct {
+            _Atomic uint32_t joined;
+            uint32_t join_epoch;
+        };
+    };
     uint32_t magic;
     uint32_t nranks;
-    _Atomic uint32_t abort;   /* non-zero once the communicator failed: waits end */
     uint32_t abort_code;      /* HcclResult */
     char abort_msg[RT_MSG_LEN];
     _Atomic uint32_t destroyed; /* set by HcclCommDestroy: this rank left on purpose */
-    _Atomic uint32_t joined;    /* rank 0's block: ranks that mapped every peer (end of init) */
     _Atomic uint64_t mailbox_tag; /* sub-communicator creation: subCommId + 1 once mailbox is valid */
     HcclRootInfo mailbox;
 } rt_ctrl;
+#define RT_CTRL_GUARDED_BYTES 16 /* the epoch-tagged words at the start, never cleared by reuse */
 
 typedef struct rt_peer {
     hal_device_handle dev;
     rt_ctrl *ctrl;            /* peer's control block (mapped here) */
+    uint32_t ctrl_epoch;      /* its epoch when we connected: guards every access (rt_ctrl.c) */
     void *scratch;            /* peer's scratch base */
     hal_notify *to_peer[RT_SLOTS]; /* imported: notifies the peer owns that I signal */
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
@@ -78,8 +101,10 @@ typedef struct rt_comm {
     hal_device_handle dev_handle; /* this rank's device, for pointer ownership checks */
     uint32_t dma_engines;
     bool entry_log;           /* HCCL_ENTRY_LOG_ENABLE=1: log every call */
-    rt_ctrl *ctrl;            /* mine */
+    rt_ctrl *ctrl;            /* mine (from the control-block pool) */
     size_t ctrl_bytes;
+    uint32_t ctrl_epoch;      /* my block's epoch in this communicator */
+    HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
@@ -107,8 +132,15 @@ const char *rt_cmd_name(uint32_t cmd);
 /* Formats a signature as the call a user wrote, e.g. "HcclAllReduce(count=1024, fp32, sum)". */
 void rt_sig_format(const rt_sig *sig, char *buf, size_t len);
 
-/* --- communicator --- */
+/* --- communicator handles (rt_handle.c): the only way from an HcclComm to an rt_comm --- */
 rt_comm *rt_comm_check(HcclComm comm); /* NULL if not a live communicator (the caller logs) */
+/* Like rt_comm_check, with one log line naming api: NULL -> HCCL_E_PTR, destroyed/stale -> HCCL_E_PARA. */
+HcclResult rt_comm_get(HcclComm comm, const char *api, rt_comm **out);
+HcclResult rt_handle_new(rt_comm *c);   /* sets c->handle */
+/* Every later lookup of c->handle fails; false if it was retired already (or never issued). */
+bool rt_handle_retire(rt_comm *c);
+
+/* --- communicator --- */
 HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *config, const char *default_name,
                           const HcclRootInfo *root, rt_comm **out);
 HcclResult rt_comm_destroy(rt_comm *c);
@@ -119,7 +151,7 @@ void rt_registry_remove(rt_comm *c);
 void rt_registry_each(void (*fn)(rt_comm *c));
 /* Starts (once per process) the thread that fails communicators whose peer process died. */
 void rt_watchdog_start(void);
-rt_comm *rt_registry_find(const char *name);
+HcclComm rt_registry_find(const char *name); /* the live communicator's handle, or NULL */
 
 /* --- control block layout --- */
 size_t rt_ctrl_size(uint32_t nranks);
@@ -127,8 +159,20 @@ hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
 uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [2*nranks]: recv counts, recv displs */
-/* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll. */
+/* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll.
+ * A peer that already released its block (destroyed) is skipped: epoch-guarded CAS. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg);
+/* 1 while peer p still holds the control block it connected with (it has not destroyed). */
+bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p);
+/* 1 if peer p destroyed the communicator (or released its block): the watchdog spares it. */
+bool rt_ctrl_peer_left(const rt_comm *c, uint32_t p);
+/* Init's join barrier on rank 0's block: counts this rank in; 0 or the failure. */
+HcclResult rt_ctrl_join(rt_comm *c);
+/* A failed init tells every rank it reached, so none of them waits out HCCL_CONNECT_TIMEOUT. */
+void rt_ctrl_join_fail_all(rt_comm *c);
+/* --- control-block pool (rt_ctrl_pool.c) --- */
+HcclResult rt_ctrl_acquire(rt_comm *c); /* sets ctrl, ctrl_bytes, ctrl_epoch; header filled */
+void rt_ctrl_release(rt_comm *c);       /* bumps the epoch, back to the pool (never to the heap) */
 
 /* --- notify slots (runtime/notify) --- */
 HcclResult rt_notify_setup_local(rt_comm *c);

@@ -115,8 +115,8 @@ static HcclResult compile_and_launch(rt_comm *c, const HcclSendRecvItem *items, 
 static HcclResult submit(HcclComm comm, const HcclSendRecvItem *items, uint32_t n, aclrtStream stream,
                          const char *api)
 {
-    rt_comm *c = rt_comm_check(comm);
-    CHECK_ARG(c, HCCL_E_PTR, "p2p", "%s: comm is NULL or not a live communicator", api);
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, api, &c));
     CHECK_ARG(items || n == 0, HCCL_E_PTR, "p2p", "%s: sendRecvInfo is NULL", api);
     CHECK(rt_comm_failed(c, api));
     for (uint32_t i = 0; i < n; i++)

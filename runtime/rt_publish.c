@@ -106,6 +106,20 @@ static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *re
     }
 }
 
+/* The peer's control block left this communicator (docs/runtime.md, "Lifetime"): it destroyed
+ * its side, and what its block holds now is not ours to read. */
+static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, char *msg, size_t len)
+{
+    rt_comm *c = ctx->c;
+    char mine[160];
+    rt_sig_format(&ctx->sig, mine, sizeof mine);
+    snprintf(msg, len, "comm %s: rank %u called HcclCommDestroy where rank %u called %s as op #%llu", c->name, peer,
+             c->rank, mine, (unsigned long long)seq);
+    OH_ERR("mismatch", "%s", msg);
+    rt_abort_all(c, HCCL_E_PARA, msg);
+    return HAL_E_ABORTED;
+}
+
 int rt_fetch_task(void *arg, char *msg, size_t len)
 {
     rt_fetch_arg *fa = arg;
@@ -116,6 +130,8 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     uint64_t seq = ctx->p2p ? ctx->p2p_seq[peer] : ctx->seq;
     const rt_pub_record *rec = ctx->p2p ? rt_ctrl_p2p(pc, c->rank, seq) : rt_ctrl_pub(pc, seq);
     uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
+    if (!rt_ctrl_peer_live(c, peer))
+        return report_destroyed(ctx, peer, seq, msg, len);
     if (ready != seq) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu but found op #%llu", c->name,
                  c->rank, peer, (unsigned long long)seq, (unsigned long long)ready);
@@ -129,5 +145,7 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
         return report_mismatch(ctx, peer, &rec->sig, msg, len);
     }
     bind_peer(ctx, peer, rec);
+    if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
+        return report_destroyed(ctx, peer, seq, msg, len);
     return 0;
 }

@@ -34,12 +34,14 @@ void rt_registry_each(void (*fn)(rt_comm *c))
     pthread_mutex_unlock(&g_lock);
 }
 
-rt_comm *rt_registry_find(const char *name)
+/* The handle, not the pointer: the caller goes through rt_comm_check like any other user. */
+HcclComm rt_registry_find(const char *name)
 {
     pthread_mutex_lock(&g_lock);
     rt_comm *c = g_head;
     while (c && strcmp(c->name, name) != 0)
         c = c->next;
+    HcclComm h = c ? c->handle : NULL;
     pthread_mutex_unlock(&g_lock);
-    return c;
+    return h;
 }

@@ -19,8 +19,16 @@ static HcclResult wait_mailbox(rt_comm *g, uint32_t owner, uint64_t tag, HcclRoo
     for (int waited = 0; waited <= limit_ms; waited++) {
         if (atomic_load_explicit(&ctrl->mailbox_tag, memory_order_acquire) == tag) {
             memcpy(info, &ctrl->mailbox, sizeof *info);
+            atomic_thread_fence(memory_order_acquire);
+            /* Read from a block the owner has released since (it destroyed the global comm)? */
+            CHECK_ARG(rt_ctrl_peer_live(g, owner), HCCL_E_PARA, "comm",
+                      "rank %u: sub-communicator %llu: global rank %u destroyed the global communicator", g->rank,
+                      (unsigned long long)(tag - 1), owner);
             return HCCL_SUCCESS;
         }
+        CHECK_ARG(rt_ctrl_peer_live(g, owner), HCCL_E_PARA, "comm",
+                  "rank %u: sub-communicator %llu: global rank %u destroyed the global communicator", g->rank,
+                  (unsigned long long)(tag - 1), owner);
         nanosleep(&nap, NULL);
     }
     OH_ERR("comm", "rank %u: sub-communicator %llu: global rank %u never started it (HCCL_CONNECT_TIMEOUT=%d s)",
@@ -50,8 +58,8 @@ HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *r
                                    uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm)
 {
     CHECK_ARG(comm && subComm, HCCL_E_PTR, "comm", "HcclCreateSubCommConfig: comm and subComm must not be NULL");
-    rt_comm *g = rt_comm_check(*comm);
-    CHECK_ARG(g, HCCL_E_PTR, "comm", "HcclCreateSubCommConfig: *comm is not a live communicator");
+    rt_comm *g = NULL;
+    CHECK(rt_comm_get(*comm, "HcclCreateSubCommConfig", &g));
     CHECK_ARG(!g->is_sub, HCCL_E_NOT_SUPPORT, "comm", "HcclCreateSubCommConfig: a sub-communicator cannot be split");
     if (rankIds == NULL && subCommId == RT_SUBCOMM_NOT_MEMBER) {
         *subComm = NULL; /* this rank does not join */
@@ -76,6 +84,6 @@ HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *r
         atomic_store(&g->ctrl->mailbox_tag, 0); /* every member has joined (or failed) */
     CHECK(rc);
     c->is_sub = true;
-    *subComm = c;
+    *subComm = c->handle;
     return HCCL_SUCCESS;
 }

@@ -20,7 +20,7 @@ static void check_comm(rt_comm *c)
         return;
     for (uint32_t p = 0; p < c->nranks; p++) {
         const rt_peer *peer = &c->peers[p];
-        if (p == c->rank || atomic_load(&peer->ctrl->destroyed) || !process_gone(peer->dev.pid))
+        if (p == c->rank || rt_ctrl_peer_left(c, p) || !process_gone(peer->dev.pid))
             continue;
         char msg[RT_MSG_LEN];
         snprintf(msg, sizeof msg, "comm %s: rank %u (pid %u, device %u) exited without HcclCommDestroy", c->name, p,

@@ -20,8 +20,10 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
     char *end;
     unsigned long long x = strtoull(v, &end, 10);
     if (*end || x < lo || x > hi) {
-        OH_WARN("emu", "%s=%s is not in [%llu, %llu]; using %llu", name, v, (unsigned long long)lo,
-                (unsigned long long)hi, (unsigned long long)def);
+        /* Error level: the default log level hides warnings, and a setting that is ignored must
+         * not be ignored silently. */
+        OH_ERR("emu", "%s=%s is not in [%llu, %llu]: ignored, using %llu", name, v, (unsigned long long)lo,
+               (unsigned long long)hi, (unsigned long long)def);
         return def;
     }
     return x;
@@ -50,6 +52,11 @@ static void cfg_init(void)
     g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);
     g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 20, 0, 1000000) * 1000ull;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
+    /* Parsed as the runtime's bootstrap does (>= 1, else 120), which reports bad values itself. */
+    const char *ct = getenv("HCCL_CONNECT_TIMEOUT");
+    char *end = NULL;
+    long long t = ct && *ct ? strtoll(ct, &end, 10) : 0;
+    g_cfg.connect_timeout_s = end && !*end && t >= 1 && t <= 86400 ? (uint32_t)t : 120;
 }
 
 const emu_config *emu_cfg(void)

@@ -35,16 +35,32 @@ typedef struct emu_config {
     uint32_t dma_engines;   /* HCCL_EMU_DMA_ENGINES */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: notify waits poll this long before sleeping */
+    uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
 const emu_config *emu_cfg(void);
 /* Fixed address of device `id`'s region on this process's server. */
 void *emu_region_base(uint32_t server_index, uint32_t id);
 
 /* --- control area header, at the region base (peers read it after import) --- */
+/* One notify counter. `word` = generation << 32 | count, updated only by CAS, so a record or a
+ * wait through a handle of an earlier generation (the slot was destroyed and handed out again)
+ * can never touch the new owner's count. Freeing a slot bumps the generation and zeroes the count
+ * in one store. Waiters sleep on the count half (a futex is 32 bits wide). */
 typedef struct emu_notify_slot {
-    _Atomic uint32_t count;   /* futex word */
+    _Atomic uint64_t word;
     _Atomic uint32_t waiters; /* > 0: a record must FUTEX_WAKE */
+    uint32_t pad;
 } emu_notify_slot;
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "emu_notify_slot: the futex sleeps on the low (count) half of `word`: little-endian only"
+#endif
+#define EMU_NOTIFY_GEN(w) ((uint32_t)((w) >> 32))
+#define EMU_NOTIFY_COUNT(w) ((uint32_t)(w))
+static inline _Atomic uint32_t *emu_notify_count_word(emu_notify_slot *s)
+{
+    return (_Atomic uint32_t *)(void *)&s->word; /* the low half on little-endian */
+}
 
 typedef struct emu_ctrl {
     uint64_t magic;

@@ -1,7 +1,13 @@
 /* Notifies: counting semaphores whose counters live in the owner device's control area, so any
  * process of the server that imported the owner's memory can record them and wait on them.
- * record = atomic add + shared FUTEX_WAKE if someone waits; wait = shared futex wait in slices of
- * at most 200 ms, re-checking the abort flag, device close and the deadline. */
+ * record = CAS increment + shared FUTEX_WAKE if someone waits; wait = shared futex wait in slices
+ * of at most 200 ms, re-checking the abort flag, device close and the deadline.
+ *
+ * Generations: a slot's word carries the generation of its current notify next to the count, and
+ * an exported handle carries the generation it was made for. Destroying the owner's notify bumps
+ * the generation, so a peer that still holds an import of it (a communicator destroyed on one
+ * rank while its peer already made a new one on the recycled slot) records into nothing: the CAS
+ * sees another generation and the record is dropped. Waiting through a stale notify fails. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +22,7 @@ struct hal_notify {
     hal_device *dev;        /* owner (created) or importer */
     emu_notify_slot *slot;
     uint32_t index;
+    uint32_t gen;           /* the slot's generation this notify belongs to */
     bool imported;
     hal_device_handle owner;
     _Atomic int refs;
@@ -37,9 +44,9 @@ void emu_notify_put(hal_notify *n)
 {
     if (atomic_fetch_sub(&n->refs, 1) != 1)
         return;
-    if (!n->imported) { /* give the slot back */
+    if (!n->imported) { /* give the slot back: stale handles of this generation go dead here */
         hal_device *dev = n->dev;
-        atomic_store(&n->slot->count, 0);
+        atomic_store(&n->slot->word, (uint64_t)(n->gen + 1) << 32);
         pthread_mutex_lock(&dev->mu);
         dev->notify_bitmap[n->index / 8] &= (uint8_t) ~(1u << (n->index % 8));
         pthread_mutex_unlock(&dev->mu);
@@ -59,7 +66,7 @@ void emu_notifies_free_all(hal_device *dev)
     }
 }
 
-static hal_result notify_new(hal_device *dev, emu_notify_slot *slot, uint32_t index, bool imported,
+static hal_result notify_new(hal_device *dev, emu_notify_slot *slot, uint32_t index, uint32_t gen, bool imported,
                              const hal_device_handle *owner, hal_notify **out)
 {
     hal_notify *n = calloc(1, sizeof *n);
@@ -68,6 +75,7 @@ static hal_result notify_new(hal_device *dev, emu_notify_slot *slot, uint32_t in
     n->dev = dev;
     n->slot = slot;
     n->index = index;
+    n->gen = gen;
     n->imported = imported;
     n->owner = *owner;
     atomic_init(&n->refs, 1);
@@ -96,9 +104,11 @@ hal_result emu_notify_create(hal_device *dev, hal_notify **out)
         return HAL_E_NOMEM;
     }
     emu_notify_slot *slot = &emu_notify_slots(dev->region->base)[idx];
-    atomic_store(&slot->count, 0);
+    /* A new generation with a zero count: nothing recorded through an older handle counts. */
+    uint32_t gen = EMU_NOTIFY_GEN(atomic_load(&slot->word)) + 1;
+    atomic_store(&slot->word, (uint64_t)gen << 32);
     hal_device_handle h = emu_device_handle(dev);
-    hal_result rc = notify_new(dev, slot, idx, false, &h, out);
+    hal_result rc = notify_new(dev, slot, idx, gen, false, &h, out);
     if (rc != HAL_OK) {
         pthread_mutex_lock(&dev->mu);
         dev->notify_bitmap[idx / 8] &= (uint8_t) ~(1u << (idx % 8));
@@ -136,14 +146,15 @@ hal_result emu_notify_export(hal_notify *n, hal_notify_handle *h)
         return HAL_E_PARAM;
     memset(h, 0, sizeof *h);
     h->owner = n->owner;
-    h->offset = n->index;
+    h->offset = (uint64_t)n->gen << 32 | n->index;
     return HAL_OK;
 }
 
 hal_result emu_notify_import(hal_device *dev, const hal_notify_handle *h, hal_notify **out)
 {
-    if (!h || !out || !emu_device_live(dev) || h->offset >= EMU_MAX_NOTIFIES)
+    if (!h || !out || !emu_device_live(dev) || (uint32_t)h->offset >= EMU_MAX_NOTIFIES)
         return HAL_E_PARAM;
+    uint32_t index = (uint32_t)h->offset, gen = (uint32_t)(h->offset >> 32);
     const emu_config *cfg = emu_cfg();
     if (h->owner.server_key != cfg->server_key || h->owner.server_index != cfg->server_index ||
         h->owner.device_id >= EMU_MAX_DEVICES) {
@@ -159,7 +170,14 @@ hal_result emu_notify_import(hal_device *dev, const hal_notify_handle *h, hal_no
                h->owner.device_id);
         return HAL_E_PARAM;
     }
-    return notify_new(dev, &emu_notify_slots(base)[h->offset], (uint32_t)h->offset, true, &h->owner, out);
+    emu_notify_slot *slot = &emu_notify_slots(base)[index];
+    uint32_t now = EMU_NOTIFY_GEN(atomic_load(&slot->word));
+    if (now != gen) {
+        OH_ERR("emu", "notify_import: notify %u of device %u was destroyed by its owner (handle generation %u, "
+               "slot now at %u)", index, h->owner.device_id, gen, now);
+        return HAL_E_PEER;
+    }
+    return notify_new(dev, slot, index, gen, true, &h->owner, out);
 }
 
 uint32_t emu_notify_id(hal_notify *n)
@@ -198,14 +216,27 @@ hal_result emu_notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_
     return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, true);
 }
 
-/* Takes the count if positive (decrement, or clear for wait_reset). */
-static bool notify_take(emu_notify_slot *slot, bool reset)
+typedef enum { TAKE_NONE, TAKE_OK, TAKE_STALE } take_result;
+
+/* Takes the count if positive (decrement, or clear for wait_reset), in n's generation only. */
+static take_result notify_take(const hal_notify *n, bool reset)
 {
-    uint32_t c = atomic_load(&slot->count);
-    while (c > 0)
-        if (atomic_compare_exchange_weak(&slot->count, &c, reset ? 0 : c - 1))
-            return true;
-    return false;
+    uint64_t w = atomic_load(&n->slot->word);
+    for (;;) {
+        if (EMU_NOTIFY_GEN(w) != n->gen)
+            return TAKE_STALE;
+        if (EMU_NOTIFY_COUNT(w) == 0)
+            return TAKE_NONE;
+        uint64_t next = reset ? (uint64_t)n->gen << 32 : w - 1;
+        if (atomic_compare_exchange_weak(&n->slot->word, &w, next))
+            return TAKE_OK;
+    }
+}
+
+static void fail_stale(hal_stream *s, const hal_notify *n)
+{
+    emu_stream_fail(s, HAL_E_PEER, "wait on notify %u of device %u: its owner destroyed it (generation %u is gone)",
+                    n->index, n->owner.device_id, n->gen);
 }
 
 static void notify_run_wait(hal_stream *s, emu_task *t)
@@ -214,7 +245,10 @@ static void notify_run_wait(hal_stream *s, emu_task *t)
     emu_notify_slot *slot = n->slot;
     uint64_t start = emu_now_ns(), spin_end = start + emu_cfg()->spin_ns;
     for (unsigned i = 1; emu_cfg()->spin_ns; i++) { /* brief poll before sleeping: low latency */
-        if (notify_take(slot, t->u.nt.reset))
+        take_result tr = notify_take(n, t->u.nt.reset);
+        if (tr == TAKE_STALE)
+            fail_stale(s, n);
+        if (tr != TAKE_NONE)
             return;
         emu_cpu_relax();
         if (i % 64 == 0 && emu_now_ns() >= spin_end)
@@ -222,7 +256,10 @@ static void notify_run_wait(hal_stream *s, emu_task *t)
     }
     uint64_t deadline = t->u.nt.timeout_ms ? start + t->u.nt.timeout_ms * 1000000ull : 0;
     for (;;) {
-        if (notify_take(slot, t->u.nt.reset))
+        take_result tr = notify_take(n, t->u.nt.reset);
+        if (tr == TAKE_STALE)
+            fail_stale(s, n);
+        if (tr != TAKE_NONE)
             return;
         if (t->u.nt.abort && *t->u.nt.abort) {
             emu_stream_fail(s, HAL_E_ABORTED, "wait on notify %u (device %u) aborted", n->index, n->owner.device_id);
@@ -243,10 +280,32 @@ static void notify_run_wait(hal_stream *s, emu_task *t)
         if (deadline && deadline - now < slice)
             slice = deadline - now;
         atomic_fetch_add(&slot->waiters, 1);
-        if (atomic_load(&slot->count) == 0)
-            emu_futex_wait(&slot->count, 0, slice, true);
+        if (EMU_NOTIFY_COUNT(atomic_load(&slot->word)) == 0)
+            emu_futex_wait(emu_notify_count_word(slot), 0, slice, true);
         atomic_fetch_sub(&slot->waiters, 1);
     }
+}
+
+/* count += 1 in n's generation. A stale generation means the owner destroyed the notify (a peer
+ * left): the signal has nobody to reach and is dropped, never counted for the slot's new owner. */
+static void notify_run_record(hal_stream *s, const hal_notify *n)
+{
+    emu_notify_slot *slot = n->slot;
+    uint64_t w = atomic_load(&slot->word);
+    do {
+        if (EMU_NOTIFY_GEN(w) != n->gen) {
+            OH_DBG("emu", "record on notify %u of device %u dropped: generation %u was destroyed (slot at %u)",
+                     n->index, n->owner.device_id, n->gen, EMU_NOTIFY_GEN(w));
+            return;
+        }
+        if (EMU_NOTIFY_COUNT(w) == UINT32_MAX) {
+            emu_stream_fail(s, HAL_E_INTERNAL, "record on notify %u of device %u: count overflow", n->index,
+                            n->owner.device_id);
+            return;
+        }
+    } while (!atomic_compare_exchange_weak(&slot->word, &w, w + 1));
+    if (atomic_load(&slot->waiters) > 0)
+        emu_futex_wake_all(emu_notify_count_word(slot), true);
 }
 
 void emu_notify_run(hal_stream *s, emu_task *t)
@@ -255,8 +314,8 @@ void emu_notify_run(hal_stream *s, emu_task *t)
         notify_run_wait(s, t);
         return;
     }
-    emu_notify_slot *slot = t->u.nt.n->slot;
-    atomic_fetch_add(&slot->count, 1);
-    if (atomic_load(&slot->waiters) > 0)
-        emu_futex_wake_all(&slot->count, true);
+    notify_run_record(s, t->u.nt.n);
 }
+
+_Static_assert(EMU_NOTIFY_OFFSET + (uint64_t)EMU_MAX_NOTIFIES * sizeof(emu_notify_slot) <= EMU_CTRL_SIZE,
+               "notify slots must fit in the control area");

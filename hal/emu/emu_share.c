@@ -1,12 +1,18 @@
 /* Sharing device memory between the processes of an emulated server. The process that opens a
  * device binds an abstract Unix socket named after (namespace, server, device): the bind is the
  * ownership claim (the kernel drops the name when the process dies, so nothing goes stale), and
- * a listener thread answers each connection with the device's memfd over SCM_RIGHTS. */
+ * a listener thread answers each connection with the device's memfd over SCM_RIGHTS.
+ *
+ * Abstract sockets have no file permissions, so both ends check the other's credentials
+ * (SO_PEERCRED): device memory goes only to a process of the owner's user or root, and is taken
+ * only from one. The hand-over is bounded by HCCL_CONNECT_TIMEOUT: an owner that is stopped or
+ * stuck fails the import instead of hanging it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -50,6 +56,16 @@ static void share_send(int c, const emu_region *r)
                 strerror(errno));
 }
 
+/* The other end is a process of our user, or root. */
+static bool cred_allowed(int fd, struct ucred *cr)
+{
+    socklen_t len = sizeof *cr;
+    memset(cr, 0, sizeof *cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) != 0)
+        return false;
+    return cr->uid == geteuid() || cr->uid == 0;
+}
+
 static void *listener_main(void *p)
 {
     emu_listener *l = p;
@@ -66,7 +82,12 @@ static void *listener_main(void *p)
             OH_ERR("emu", "device %u listener: accept: %s", l->region->handle.device_id, strerror(errno));
             break;
         }
-        share_send(c, l->region);
+        struct ucred cr;
+        if (cred_allowed(c, &cr))
+            share_send(c, l->region);
+        else
+            OH_ERR("emu", "device %u: refusing its memory to pid %d (uid %u): only uid %u or root may map it",
+                   l->region->handle.device_id, (int)cr.pid, (unsigned)cr.uid, (unsigned)geteuid());
         close(c);
     }
     return NULL;
@@ -97,6 +118,7 @@ hal_result emu_listener_claim(emu_listener *l, uint32_t id)
     if (listen(l->fd, 64) != 0) {
         OH_ERR("emu", "listen on device %u socket: %s", id, strerror(errno));
         close(l->fd);
+        l->fd = -1; /* emu_listener_stop must not close it again */
         return HAL_E_SYSCALL;
     }
     return HAL_OK;
@@ -132,9 +154,20 @@ hal_result emu_share_fetch(const hal_device_handle *peer, int *fd, uint64_t *siz
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         return HAL_E_SYSCALL;
+    /* connect (full backlog) and recvmsg give up after HCCL_CONNECT_TIMEOUT. */
+    struct timeval tv = {(time_t)emu_cfg()->connect_timeout_s, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (connect(s, (struct sockaddr *)&a, len) != 0) {
         OH_ERR("emu", "cannot reach device %u of server %u (pid %u): %s; is it open?", peer->device_id,
                peer->server_index, peer->pid, strerror(errno));
+        close(s);
+        return HAL_E_PEER;
+    }
+    struct ucred cr;
+    if (!cred_allowed(s, &cr)) {
+        OH_ERR("emu", "device %u of server %u is owned by pid %d of uid %u: not mapping another user's memory",
+               peer->device_id, peer->server_index, (int)cr.pid, (unsigned)cr.uid);
         close(s);
         return HAL_E_PEER;
     }
@@ -149,7 +182,19 @@ hal_result emu_share_fetch(const hal_device_handle *peer, int *fd, uint64_t *siz
     do
         n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
     while (n < 0 && errno == EINTR);
+    int e = errno;
     close(s);
+    if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK)) {
+        OH_ERR("emu", "device %u of server %u (pid %u) did not hand over its memory within HCCL_CONNECT_TIMEOUT=%u s "
+               "(is the owner stopped?)", peer->device_id, peer->server_index, peer->pid,
+               (unsigned)emu_cfg()->connect_timeout_s);
+        return HAL_E_TIMEOUT;
+    }
+    if (n == 0) {
+        OH_ERR("emu", "device %u of server %u (pid %u) closed the connection without its memory: the owner refuses "
+               "processes of other users (it runs as another uid?)", peer->device_id, peer->server_index, peer->pid);
+        return HAL_E_PEER;
+    }
     struct cmsghdr *cm = n == (ssize_t)sizeof m ? CMSG_FIRSTHDR(&mh) : NULL;
     if (!cm || cm->cmsg_type != SCM_RIGHTS || m.magic != EMU_MAGIC || m.device_id != peer->device_id) {
         OH_ERR("emu", "device %u of server %u: bad memory handshake", peer->device_id, peer->server_index);

@@ -122,3 +122,68 @@ Test(hal_notify, close_with_blocked_wait)
     HT_OK(h->notify_wait(n, s, 0, NULL));
     HT_OK(h->device_close(d));
 }
+
+/* Generations: a notify destroyed by its owner and handed out again (same slot) must not count a
+ * record made through an import of the old one: the stray signal of a destroyed communicator. */
+Test(hal_notify, stale_record_dropped_after_slot_reuse)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d0 = ht_open(h, 0), *d1 = ht_open(h, 1);
+    hal_stream *s0, *s1;
+    HT_OK(h->stream_create(d0, &s0));
+    HT_OK(h->stream_create(d1, &s1));
+    hal_notify *old;
+    HT_OK(h->notify_create(d1, &old));
+    hal_notify *old_at0 = import_for(h, d0, old);
+    uint32_t slot = h->notify_id(old);
+    HT_OK(h->notify_destroy(old));
+    hal_notify *fresh;
+    HT_OK(h->notify_create(d1, &fresh));
+    cr_assert_eq(h->notify_id(fresh), slot, "the freed slot is handed out again (first free)");
+    HT_OK(h->notify_record(old_at0, s0)); /* stale: dropped */
+    HT_OK(h->stream_sync(s0, -1));
+    hal_notify *fresh_at0 = import_for(h, d0, fresh);
+    HT_OK(h->notify_record(fresh_at0, s0));
+    HT_OK(h->stream_sync(s0, -1));
+    HT_OK(h->notify_wait(fresh, s1, 0, NULL)); /* the one real record */
+    HT_OK(h->stream_sync(s1, -1));
+    HT_OK(h->notify_wait(fresh, s1, 100, NULL)); /* the stale one must not be there */
+    cr_assert_eq(h->stream_sync(s1, -1), HAL_E_TIMEOUT, "a record of the destroyed notify was counted");
+    h->stream_clear_error(s1);
+    HT_OK(h->notify_destroy(old_at0));
+    HT_OK(h->notify_destroy(fresh_at0));
+    HT_OK(h->notify_destroy(fresh));
+    HT_OK(h->stream_destroy(s0));
+    HT_OK(h->stream_destroy(s1));
+    HT_OK(h->device_close(d1));
+    HT_OK(h->device_close(d0));
+}
+
+Test(hal_notify, stale_handle_import_and_wait_refused)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d0 = ht_open(h, 0), *d1 = ht_open(h, 1);
+    hal_stream *s0;
+    HT_OK(h->stream_create(d0, &s0));
+    hal_notify *n;
+    HT_OK(h->notify_create(d1, &n));
+    hal_notify_handle nh;
+    HT_OK(h->notify_export(n, &nh));
+    hal_notify *imp = import_for(h, d0, n);
+    HT_OK(h->notify_destroy(n));
+    hal_notify *late = NULL;
+    cr_assert_eq(h->notify_import(d0, &nh, &late), HAL_E_PEER, "import of a destroyed notify");
+    cr_assert_null(late);
+    hal_notify *again;
+    HT_OK(h->notify_create(d1, &again)); /* the slot lives again, in a new generation */
+    cr_assert_eq(h->notify_import(d0, &nh, &late), HAL_E_PEER, "import of the old generation");
+    HT_OK(h->notify_wait(imp, s0, 0, NULL));
+    cr_assert_eq(h->stream_sync(s0, -1), HAL_E_PEER, "a wait through a stale import fails at once");
+    cr_assert(strstr(h->stream_error_msg(s0), "destroyed") != NULL, "message: %s", h->stream_error_msg(s0));
+    h->stream_clear_error(s0);
+    HT_OK(h->notify_destroy(imp));
+    HT_OK(h->notify_destroy(again));
+    HT_OK(h->stream_destroy(s0));
+    HT_OK(h->device_close(d1));
+    HT_OK(h->device_close(d0));
+}

@@ -1,0 +1,157 @@
+/* Control blocks come from a per-device pool that only ever holds control blocks, so memory a peer
+ * may still reach through a destroyed communicator (its abort or join CAS, its reads of our
+ * publication records) is always a control block, never a user buffer. A block's first words
+ * carry its epoch; releasing a block bumps the epoch, so a peer's CAS made with the epoch it
+ * connected to fails from then on (rt_ctrl.c). Blocks never go back to the heap: the pool keeps
+ * its own reference on the device, and its size is bounded by the most communicators alive at
+ * once (per size class: powers of two from 64 KiB). Reuse is FIFO, the oldest block first. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/rt_internal.h"
+
+#define POOL_MIN_SHIFT 16
+#define POOL_CLASSES 40
+#define POOL_CLAIM_WAIT_MS 1000 /* a peer mid-way through writing its abort message */
+
+typedef struct pool_block {
+    struct pool_block *next;
+    rt_ctrl *ctrl;
+} pool_block;
+
+typedef struct pool_dev {
+    uint32_t device_id;
+    hal_device *dev; /* the pool's own reference: blocks outlive every communicator */
+    pool_block *head[POOL_CLASSES], *tail[POOL_CLASSES];
+    struct pool_dev *next;
+} pool_dev;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pool_dev *g_pools;
+
+static unsigned size_class(size_t bytes)
+{
+    unsigned k = 0;
+    while (k + 1 < POOL_CLASSES && ((size_t)1 << (POOL_MIN_SHIFT + k)) < bytes)
+        k++;
+    return k;
+}
+
+/* Caller holds g_lock. */
+static pool_dev *pool_for(rt_comm *c)
+{
+    uint32_t id = c->dev_handle.device_id;
+    for (pool_dev *p = g_pools; p; p = p->next)
+        if (p->device_id == id)
+            return p;
+    pool_dev *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    hal_result rc = c->hal->device_open((int32_t)id, &p->dev);
+    if (rc != HAL_OK) {
+        OH_ERR("comm", "rank %u: keeping device %u open for its control blocks failed: %s", c->rank, id,
+               hal_result_name(rc));
+        free(p);
+        return NULL;
+    }
+    p->device_id = id;
+    p->next = g_pools;
+    g_pools = p;
+    return p;
+}
+
+/* Caller holds g_lock. A block from the pool (epoch already bumped by its release) or a new one. */
+static rt_ctrl *take_block(rt_comm *c, pool_dev *p, unsigned k, size_t bytes)
+{
+    pool_block *b = p->head[k];
+    if (b) {
+        p->head[k] = b->next;
+        if (!p->head[k])
+            p->tail[k] = NULL;
+        rt_ctrl *ctrl = b->ctrl;
+        free(b);
+        return ctrl;
+    }
+    rt_ctrl *ctrl = NULL;
+    hal_result rc = c->hal->mem_alloc(p->dev, bytes, (void **)&ctrl);
+    if (rc != HAL_OK) {
+        OH_ERR("comm", "rank %u: allocating a %zu-byte control block on device %u failed: %s", c->rank, bytes,
+               p->device_id, hal_result_name(rc));
+        return NULL;
+    }
+    /* Never a control block before: epoch 1 (0 is never used, so zeroed memory matches nothing). */
+    atomic_store(&ctrl->abort_word, (uint64_t)1 << 32);
+    atomic_store(&ctrl->join_word, (uint64_t)1 << 32);
+    return ctrl;
+}
+
+HcclResult rt_ctrl_acquire(rt_comm *c)
+{
+    size_t need = rt_ctrl_size(c->nranks);
+    unsigned k = size_class(need);
+    size_t bytes = (size_t)1 << (POOL_MIN_SHIFT + k);
+    if (bytes < need)
+        return HCCL_E_MEMORY;
+    pthread_mutex_lock(&g_lock);
+    pool_dev *p = pool_for(c);
+    rt_ctrl *ctrl = p ? take_block(c, p, k, bytes) : NULL;
+    pthread_mutex_unlock(&g_lock);
+    if (!ctrl)
+        return HCCL_E_MEMORY;
+    memset((char *)ctrl + RT_CTRL_GUARDED_BYTES, 0, bytes - RT_CTRL_GUARDED_BYTES);
+    ctrl->magic = RT_CTRL_MAGIC;
+    ctrl->nranks = c->nranks;
+    c->ctrl = ctrl;
+    c->ctrl_bytes = bytes;
+    c->ctrl_epoch = (uint32_t)(atomic_load(&ctrl->abort_word) >> 32);
+    return HCCL_SUCCESS;
+}
+
+/* The new epoch in both tagged words. A peer that claimed the abort word (state 1) is writing the
+ * message into this block right now: let it finish (a peer that died there is waited out). */
+static void bump_epoch(rt_ctrl *ctrl, uint32_t epoch)
+{
+    uint32_t next_epoch = epoch + 1 ? epoch + 1 : 1;
+    uint64_t next = (uint64_t)next_epoch << 32;
+    struct timespec nap = {0, 1000000};
+    uint64_t w = atomic_load(&ctrl->abort_word);
+    for (int waited = 0;; w = atomic_load(&ctrl->abort_word)) {
+        if ((uint32_t)w == 1 && waited++ < POOL_CLAIM_WAIT_MS) {
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        if (atomic_compare_exchange_strong(&ctrl->abort_word, &w, next))
+            break;
+    }
+    atomic_store(&ctrl->join_word, next);
+    /* Whoever sees a later write into this block (its next use) sees the new epoch too. */
+    atomic_thread_fence(memory_order_release);
+}
+
+void rt_ctrl_release(rt_comm *c)
+{
+    if (!c->ctrl)
+        return;
+    bump_epoch(c->ctrl, c->ctrl_epoch);
+    pool_block *b = malloc(sizeof *b);
+    pthread_mutex_lock(&g_lock);
+    pool_dev *p = g_pools;
+    while (p && p->device_id != c->dev_handle.device_id)
+        p = p->next;
+    if (b && p) {
+        unsigned k = size_class(c->ctrl_bytes);
+        b->next = NULL;
+        b->ctrl = c->ctrl;
+        if (p->tail[k])
+            p->tail[k]->next = b;
+        else
+            p->head[k] = b;
+        p->tail[k] = b;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (b) /* no memory for the list node: the block stays out of use, never back to the heap */
+        free(b);
+    c->ctrl = NULL;
+}
