@@ -1,4 +1,7 @@
-/* Backend selection and result names. */
+/* Backend selection for libhccl. The emulator lives in our libascendcl.so, which hands its HAL table
+ * over through one exported, versioned entry point (aclExtGetEmuHal). The reference is weak so that
+ * libhccl still loads against a libascendcl that lacks it (CANN's): the emulator backend then
+ * reports that it is not there instead of the loader failing. */
 #include "hal/hal.h"
 
 #include <pthread.h>
@@ -10,11 +13,26 @@
 static const hal_ops *g_hal;
 static pthread_once_t g_hal_once = PTHREAD_ONCE_INIT;
 
+extern const hal_ops *aclExtGetEmuHal(uint32_t abi_version) __attribute__((weak));
+
+static const hal_ops *emu_backend(void)
+{
+    if (!aclExtGetEmuHal) {
+        OH_ERR("hal", "HCCL_HAL=emu: the libascendcl.so loaded is not OpenHCCL's emulator (no aclExtGetEmuHal)");
+        return NULL;
+    }
+    const hal_ops *ops = aclExtGetEmuHal(HAL_ABI_VERSION);
+    if (!ops)
+        OH_ERR("hal", "HCCL_HAL=emu: the emulator in the loaded libascendcl.so does not offer HAL version %u: "
+               "libhccl.so and libascendcl.so come from different builds", HAL_ABI_VERSION);
+    return ops;
+}
+
 static void hal_choose(void)
 {
     const char *name = getenv("HCCL_HAL");
     if (!name || !*name || !strcmp(name, "emu")) {
-        g_hal = &emu_hal_ops;
+        g_hal = emu_backend();
     } else if (!strcmp(name, "ascend")) {
         OH_ERR("hal", "HCCL_HAL=ascend: the Ascend backend is not built into this library; "
                "unset HCCL_HAL (or set it to emu) to use the emulator");
@@ -31,14 +49,3 @@ const hal_ops *hal_get(void)
     return g_hal;
 }
 
-const char *hal_result_name(hal_result rc)
-{
-    static const char *names[] = {
-        "HAL_OK", "HAL_E_PARAM", "HAL_E_NOMEM", "HAL_E_TIMEOUT", "HAL_E_NOT_SUPPORTED", "HAL_E_SYSCALL",
-        "HAL_E_INVALID_DEVICE", "HAL_E_NOT_READY", "HAL_E_ABORTED", "HAL_E_PEER", "HAL_E_FOREIGN",
-        "HAL_E_INTERNAL",
-    };
-    if ((unsigned)rc < sizeof names / sizeof names[0])
-        return names[rc];
-    return "HAL_E_UNKNOWN";
-}

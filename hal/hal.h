@@ -200,9 +200,13 @@ typedef struct hal_ops {
     hal_result (*notify_wait_reset)(hal_notify *n, hal_stream *s, uint32_t timeout_ms);
 } hal_ops;
 
-/* The backend chosen for this process: HCCL_HAL=emu|ascend (default emu). */
+/* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
+ * table's layout or semantics. */
+#define HAL_ABI_VERSION 1u
+
+/* The backend chosen for this process: HCCL_HAL=emu|ascend (default emu). libhccl only. */
 const hal_ops *hal_get(void);
-/* The emulator's table (hal/emu). */
+/* The emulator's table (hal/emu; its ACL front uses it directly). */
 extern const hal_ops emu_hal_ops;
 
 /* Human-readable name of a hal_result. */

@@ -144,7 +144,7 @@ aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream)
     aclError err = acl_stream(__func__, stream, &s);
     if (err)
         return err;
-    hal_device *dev = hal_get()->stream_device(s);
+    hal_device *dev = emu_hal_ops.stream_device(s);
     pthread_mutex_lock(&g_cb_lock);
     err = subscribe_locked(threadId, s, dev);
     pthread_mutex_unlock(&g_cb_lock);
@@ -267,7 +267,7 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
         return acl_fail(ACL_ERROR_RT_STREAM_NO_CB_REG, __func__,
                         "stream %p has no subscribed thread (call aclrtSubscribeReport first)", stream);
     }
-    hal_result rc = hal_get()->host_func_async(s, cb_task, r);
+    hal_result rc = emu_hal_ops.host_func_async(s, cb_task, r);
     if (rc != HAL_OK) {
         free(r);
         return acl_fail_hal(rc, __func__, "host_func_async");

@@ -66,7 +66,7 @@ aclError acl_current_device(const char *func, hal_device **dev, int32_t *id)
 static aclError check_device_id(const char *func, int32_t id)
 {
     uint32_t count = 0;
-    hal_result rc = hal_get()->device_count(&count);
+    hal_result rc = emu_hal_ops.device_count(&count);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, func, "device_count");
     if (id < 0 || (uint32_t)id >= count || id >= ACL_MAX_DEVICES)
@@ -107,7 +107,7 @@ static void release_all_devices(void)
         g_devs[i].dev = NULL;
         pthread_mutex_unlock(&g_dev_lock);
         for (int r = 0; r < refs; r++)
-            hal_get()->device_close(dev);
+            emu_hal_ops.device_close(dev);
     }
 }
 
@@ -147,14 +147,14 @@ aclError aclrtSetDevice(int32_t deviceId)
     if (err)
         return err;
     hal_device *dev = NULL;
-    hal_result rc = hal_get()->device_open(deviceId, &dev);
+    hal_result rc = emu_hal_ops.device_open(deviceId, &dev);
     if (rc != HAL_OK)
         return acl_fail(acl_from_hal(rc), __func__, "opening device %d failed: %s", deviceId, hal_result_name(rc));
     pthread_mutex_lock(&g_dev_lock);
     g_devs[deviceId].dev = dev;
     g_devs[deviceId].refs++;
     pthread_mutex_unlock(&g_dev_lock);
-    rc = hal_get()->set_current_device(dev);
+    rc = emu_hal_ops.set_current_device(dev);
     if (rc != HAL_OK)
         OH_WARN(ACL_MOD, "aclrtSetDevice: HAL set_current_device(%d): %s", deviceId, hal_result_name(rc));
     t_current = deviceId;
@@ -179,7 +179,7 @@ aclError aclrtResetDevice(int32_t deviceId)
     if (left == 0 && t_current == deviceId)
         t_current = -1;
     /* The last close drains the device's streams before freeing them (hal.h). */
-    hal_result rc = hal_get()->device_close(dev);
+    hal_result rc = emu_hal_ops.device_close(dev);
     if (rc != HAL_OK)
         return acl_fail(acl_from_hal(rc), __func__, "closing device %d failed: %s", deviceId, hal_result_name(rc));
     return ACL_SUCCESS;
@@ -196,7 +196,7 @@ aclError aclrtGetDeviceCount(uint32_t *count)
 {
     if (!count)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "count is NULL");
-    hal_result rc = hal_get()->device_count(count);
+    hal_result rc = emu_hal_ops.device_count(count);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "device_count");
     return ACL_SUCCESS;
@@ -218,7 +218,7 @@ static aclError sync_device(const char *func, int32_t timeout)
     aclError err = acl_current_device(func, &dev, NULL);
     if (err)
         return err;
-    hal_result rc = hal_get()->device_sync(dev, timeout);
+    hal_result rc = emu_hal_ops.device_sync(dev, timeout);
     if (rc == HAL_OK)
         return ACL_SUCCESS;
     /* With no deadline a timeout can only come from a task (a notify wait); with one, it is the
@@ -275,13 +275,13 @@ const char *aclrtGetSocName(void)
     if (!name[0]) {
         hal_device *dev = t_current >= 0 ? acl_device_by_id(t_current) : NULL;
         int opened = 0;
-        if (!dev && hal_get()->device_open(0, &dev) == HAL_OK)
+        if (!dev && emu_hal_ops.device_open(0, &dev) == HAL_OK)
             opened = 1;
         hal_device_info info;
-        if (dev && hal_get()->device_info(dev, &info) == HAL_OK && info.soc_name)
+        if (dev && emu_hal_ops.device_info(dev, &info) == HAL_OK && info.soc_name)
             snprintf(name, sizeof name, "%s", info.soc_name);
         if (opened)
-            hal_get()->device_close(dev);
+            emu_hal_ops.device_close(dev);
     }
     pthread_mutex_unlock(&lock);
     if (!name[0]) {

@@ -41,7 +41,7 @@ static hal_result event_unref(acl_event *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) != 1)
         return HAL_OK;
-    hal_result rc = hal_get()->event_destroy(e->ev);
+    hal_result rc = emu_hal_ops.event_destroy(e->ev);
     free(e);
     return rc;
 }
@@ -92,13 +92,13 @@ static aclError create_event(const char *func, aclrtEvent *event, acl_event_api 
     atomic_init(&e->refs, 1);
     uint32_t hal_flags = (ev_timing(e) ? HAL_EVENT_TIMING : 0) |
                          (ev_blocks_unrecorded(e) ? HAL_EVENT_WAIT_UNRECORDED_BLOCKS : 0);
-    hal_result rc = hal_get()->event_create(dev, hal_flags, &e->ev);
+    hal_result rc = emu_hal_ops.event_create(dev, hal_flags, &e->ev);
     if (rc != HAL_OK) {
         free(e);
         return acl_fail_hal(rc, func, "event_create");
     }
     if (acl_reg_add(ACL_H_EVENT, e, 0) != 0) {
-        hal_get()->event_destroy(e->ev);
+        emu_hal_ops.event_destroy(e->ev);
         free(e);
         return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, func, "registering the event failed");
     }
@@ -161,7 +161,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
     hal_stream *s;
     if (!e || (err = acl_stream(__func__, stream, &s)))
         return err;
-    hal_result rc = hal_get()->event_record(e->ev, s);
+    hal_result rc = emu_hal_ops.event_record(e->ev, s);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "event_record (event and stream must be on one device)");
     return ACL_SUCCESS;
@@ -179,7 +179,7 @@ typedef struct reset_job {
 static void reset_task(void *arg)
 {
     reset_job *job = arg;
-    hal_result rc = hal_get()->event_reset(job->e->ev, job->s);
+    hal_result rc = emu_hal_ops.event_reset(job->e->ev, job->s);
     if (rc != HAL_OK)
         OH_ERR(ACL_MOD, "aclrtResetEvent: event_reset failed: %s", hal_result_name(rc));
     event_unref(job->e);
@@ -202,7 +202,7 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
     job->e = e;
     job->s = s;
     atomic_fetch_add(&e->refs, 1);
-    hal_result rc = hal_get()->host_func_async(s, reset_task, job);
+    hal_result rc = emu_hal_ops.host_func_async(s, reset_task, job);
     if (rc != HAL_OK) {
         event_unref(e);
         free(job);
@@ -221,7 +221,7 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
     if (!ev_can_wait(e))
         return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__, "event %p was created without ACL_EVENT_SYNC",
                         event);
-    hal_result rc = hal_get()->stream_wait_event(s, e->ev);
+    hal_result rc = emu_hal_ops.stream_wait_event(s, e->ev);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "stream_wait_event (event and stream must be on one device)");
     return ACL_SUCCESS;
@@ -230,7 +230,7 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 /* 1 complete, 0 pending; < 0 on error (already reported under func into *err). */
 static int query(const char *func, acl_event *e, aclError *err)
 {
-    hal_result rc = hal_get()->event_query(e->ev);
+    hal_result rc = emu_hal_ops.event_query(e->ev);
     if (rc == HAL_OK || rc == HAL_E_NOT_READY)
         return rc == HAL_OK;
     *err = acl_fail_hal(rc, func, "event_query");
@@ -275,15 +275,15 @@ static aclError sync_event(const char *func, aclrtEvent event, int32_t timeout)
     acl_event *e = lookup(func, event, &err);
     if (!e)
         return err;
-    if (!hal_get()->event_recorded(e->ev))
+    if (!emu_hal_ops.event_recorded(e->ev))
         return ACL_SUCCESS; /* nothing captured: nothing to wait for */
     /* 0 = check once (acl_rt.h): a query, reported like an expired wait when pending. */
-    hal_result rc = timeout == 0 ? hal_get()->event_query(e->ev) : hal_get()->event_sync(e->ev, timeout);
+    hal_result rc = timeout == 0 ? emu_hal_ops.event_query(e->ev) : emu_hal_ops.event_sync(e->ev, timeout);
     if (rc == HAL_E_NOT_READY)
         return acl_fail(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, func, "event %p not complete (timeout %d ms)", event, timeout);
     if (rc == HAL_OK)
         return ACL_SUCCESS;
-    if (rc == HAL_E_TIMEOUT && timeout != -1 && hal_get()->event_query(e->ev) == HAL_E_NOT_READY)
+    if (rc == HAL_E_TIMEOUT && timeout != -1 && emu_hal_ops.event_query(e->ev) == HAL_E_NOT_READY)
         return acl_fail(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, func, "event %p not complete after %d ms", event, timeout);
     return acl_fail_hal(rc, func, "event_sync (the recording stream failed)");
 }
@@ -315,10 +315,10 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
     if (!ev_timing(a) || !ev_timing(b))
         return acl_fail(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, __func__,
                         "both events need timestamps (created without ACL_EVENT_TIME_LINE)");
-    if (!hal_get()->event_recorded(a->ev) || !hal_get()->event_recorded(b->ev))
+    if (!emu_hal_ops.event_recorded(a->ev) || !emu_hal_ops.event_recorded(b->ev))
         return acl_fail(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, __func__, "start %p or end %p was never recorded",
                         startEvent, endEvent);
-    hal_result rc = hal_get()->event_elapsed_ms(a->ev, b->ev, ms);
+    hal_result rc = emu_hal_ops.event_elapsed_ms(a->ev, b->ev, ms);
     if (rc == HAL_E_NOT_READY)
         return acl_fail(ACL_ERROR_RT_EVENT_NOT_COMPLETE, __func__, "an event has not completed yet");
     if (rc != HAL_OK)

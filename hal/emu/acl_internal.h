@@ -1,6 +1,6 @@
 /* Shared pieces of the emulator's ACL front (hal/emu/acl_*.c).
  *
- * The front implements CANN's ACL runtime calls on top of the HAL only (hal_get()); it never
+ * The front implements CANN's ACL runtime calls on top of the emulator's HAL table only (emu_hal_ops); it never
  * reaches into emulator internals, so it would run unchanged over any backend that fills
  * hal_ops. Conventions every acl_*.c file follows:
  *   - a failing call returns through acl_fail()/acl_fail_hal(): one OH_ERR line naming the

@@ -21,7 +21,7 @@ static aclError check_dev_range(const char *func, const char *name, const void *
 {
     hal_device_handle owner;
     uint64_t after = 0;
-    hal_result rc = hal_get()->mem_lookup(p, &owner, &after);
+    hal_result rc = emu_hal_ops.mem_lookup(p, &owner, &after);
     if (rc != HAL_OK)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "%s %p is not device memory", name, p);
     if (after < n)
@@ -52,7 +52,7 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
     if (err)
         return err;
     /* Huge/normal pages and P2P make no difference here: every allocation is peer-visible. */
-    hal_result rc = hal_get()->mem_alloc(dev, size, devPtr);
+    hal_result rc = emu_hal_ops.mem_alloc(dev, size, devPtr);
     if (rc != HAL_OK)
         return acl_fail(acl_from_hal(rc), __func__, "allocating %zu bytes failed: %s", size, hal_result_name(rc));
     return ACL_SUCCESS;
@@ -64,13 +64,13 @@ aclError aclrtFree(void *devPtr)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "devPtr is NULL");
     hal_device_handle owner;
     uint64_t after;
-    if (hal_get()->mem_lookup(devPtr, &owner, &after) != HAL_OK)
+    if (emu_hal_ops.mem_lookup(devPtr, &owner, &after) != HAL_OK)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "devPtr %p is not device memory", devPtr);
     hal_device *dev = acl_device_by_id((int32_t)owner.device_id);
     if (!dev)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "devPtr %p belongs to device %u, not set in this process",
                         devPtr, owner.device_id);
-    hal_result rc = hal_get()->mem_free(dev, devPtr);
+    hal_result rc = emu_hal_ops.mem_free(dev, devPtr);
     if (rc != HAL_OK)
         return acl_fail(acl_from_hal(rc), __func__, "devPtr %p is not the start of a live allocation: %s", devPtr,
                         hal_result_name(rc));
@@ -120,7 +120,7 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_bytes, size_t *total)
     if (err)
         return err;
     hal_device_info info;
-    hal_result rc = hal_get()->device_info(dev, &info);
+    hal_result rc = emu_hal_ops.device_info(dev, &info);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "device_info");
     /* One kind of memory: every attribute (DDR/HBM, huge/normal, P2P) reports the device heap. */
@@ -195,7 +195,7 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
     d.dst = hal_ref_ptr(dst);
     d.src = hal_ref_ptr((void *)src);
     d.bytes = count;
-    hal_result rc = hal_get()->dma_batch(s, &d, 1);
+    hal_result rc = emu_hal_ops.dma_batch(s, &d, 1);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "enqueueing the copy");
     return ACL_SUCCESS;
@@ -240,7 +240,7 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
         return err;
     if (count == 0)
         return ACL_SUCCESS;
-    hal_result rc = hal_get()->memset_async(s, devPtr, (int)(value & 0xFF), count);
+    hal_result rc = emu_hal_ops.memset_async(s, devPtr, (int)(value & 0xFF), count);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "enqueueing the memset");
     return ACL_SUCCESS;

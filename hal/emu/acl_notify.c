@@ -36,12 +36,12 @@ aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag)
     if (err)
         return err;
     hal_notify *n = NULL;
-    hal_result rc = hal_get()->notify_create(dev, &n);
+    hal_result rc = emu_hal_ops.notify_create(dev, &n);
     if (rc != HAL_OK)
         return acl_fail(rc == HAL_E_NOMEM ? ACL_ERROR_RT_NO_NOTIFY_RESOURCE : acl_from_hal(rc), __func__,
                         "notify_create failed: %s", hal_result_name(rc));
     if (acl_reg_add(ACL_H_NOTIFY, n, 0) != 0) {
-        hal_get()->notify_destroy(n);
+        emu_hal_ops.notify_destroy(n);
         return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "registering the notify failed");
     }
     *notify = n;
@@ -56,7 +56,7 @@ aclError aclrtDestroyNotify(aclrtNotify notify)
         return err;
     if (!acl_reg_remove(ACL_H_NOTIFY, n))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "notify %p is not a live notify", notify);
-    hal_result rc = hal_get()->notify_destroy(n);
+    hal_result rc = emu_hal_ops.notify_destroy(n);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "notify_destroy");
     return ACL_SUCCESS;
@@ -69,7 +69,7 @@ aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
     hal_stream *s;
     if (!n || (err = acl_stream(__func__, stream, &s)))
         return err;
-    hal_result rc = hal_get()->notify_record(n, s);
+    hal_result rc = emu_hal_ops.notify_record(n, s);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "notify_record");
     return ACL_SUCCESS;
@@ -85,7 +85,7 @@ aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_
     uint64_t ms = timeout == 0 ? ACL_NOTIFY_FOREVER_MS : (uint64_t)timeout * 1000u;
     if (ms > ACL_NOTIFY_FOREVER_MS)
         ms = ACL_NOTIFY_FOREVER_MS;
-    hal_result rc = hal_get()->notify_wait_reset(n, s, (uint32_t)ms);
+    hal_result rc = emu_hal_ops.notify_wait_reset(n, s, (uint32_t)ms);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "notify_wait_reset");
     return ACL_SUCCESS;
@@ -99,6 +99,6 @@ aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId)
         return err;
     if (!notifyId)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "notifyId is NULL");
-    *notifyId = hal_get()->notify_id(n);
+    *notifyId = emu_hal_ops.notify_id(n);
     return ACL_SUCCESS;
 }

@@ -81,7 +81,7 @@ static aclError check_operand(const char *func, const char *name, const void *p,
 {
     hal_device_handle owner;
     uint64_t after = 0;
-    if (hal_get()->mem_lookup(p, &owner, &after) != HAL_OK)
+    if (emu_hal_ops.mem_lookup(p, &owner, &after) != HAL_OK)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "%s %p is not device memory", name, p);
     if ((int32_t)owner.device_id != dev_id)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "%s %p is on device %u, the stream on device %d", name, p,
@@ -123,7 +123,7 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     hal_stream *s;
     if (err || (err = acl_stream(__func__, stream, &s)))
         return err;
-    int32_t dev_id = acl_device_id(hal_get()->stream_device(s));
+    int32_t dev_id = acl_device_id(emu_hal_ops.stream_device(s));
     if (count && (err = check_operand(__func__, "dst", dst, count, dev_id)))
         return err;
     if (count && (err = check_operand(__func__, "src", src, count, dev_id)))
@@ -133,7 +133,7 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     if (!hal_reduce_supported(d.dtype, d.op))
         return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__, "%s %s reduce not implemented",
                         hal_dtype_name(d.dtype), hal_redop_name(d.op));
-    hal_result rc = hal_get()->dma_batch(s, &d, 1);
+    hal_result rc = emu_hal_ops.dma_batch(s, &d, 1);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "enqueueing the reduce");
     return ACL_SUCCESS;

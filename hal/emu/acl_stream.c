@@ -18,7 +18,7 @@ aclError acl_stream(const char *func, aclrtStream stream, hal_stream **s)
         if (err)
             return err;
     }
-    hal_result rc = hal_get()->stream_from_native(stream, s);
+    hal_result rc = emu_hal_ops.stream_from_native(stream, s);
     if (rc != HAL_OK)
         return acl_fail(acl_from_hal(rc), func, "stream %p is not a live stream: %s", stream, hal_result_name(rc));
     return ACL_SUCCESS;
@@ -33,7 +33,7 @@ static aclError create_stream(const char *func, aclrtStream *stream)
     if (err)
         return err;
     hal_stream *s = NULL;
-    hal_result rc = hal_get()->stream_create(dev, &s);
+    hal_result rc = emu_hal_ops.stream_create(dev, &s);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, func, "stream_create");
     *stream = s;
@@ -67,7 +67,7 @@ aclError aclrtDestroyStream(aclrtStream stream)
     if (err)
         return err;
     acl_callback_forget_stream(s);
-    hal_result rc = hal_get()->stream_destroy(s);
+    hal_result rc = emu_hal_ops.stream_destroy(s);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "stream_destroy");
     return ACL_SUCCESS;
@@ -76,9 +76,9 @@ aclError aclrtDestroyStream(aclrtStream stream)
 /* Maps a failed stream_sync: a host-side deadline, or the stream's sticky task error. */
 static aclError sync_failure(const char *func, hal_stream *s, hal_result rc, int32_t timeout)
 {
-    if (rc == HAL_E_TIMEOUT && timeout != -1 && hal_get()->stream_query(s) != HAL_E_TIMEOUT)
+    if (rc == HAL_E_TIMEOUT && timeout != -1 && emu_hal_ops.stream_query(s) != HAL_E_TIMEOUT)
         return acl_fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, func, "stream %p not idle after %d ms", (void *)s, timeout);
-    const char *msg = hal_get()->stream_error_msg(s);
+    const char *msg = emu_hal_ops.stream_error_msg(s);
     return acl_fail(acl_from_hal(rc), func, "stream %p failed: %s%s%s", (void *)s, hal_result_name(rc),
                     msg && msg[0] ? ": " : "", msg ? msg : "");
 }
@@ -90,7 +90,7 @@ static aclError sync_stream(const char *func, aclrtStream stream, int32_t timeou
     if (err)
         return err;
     /* 0 = check once: a query, reported like an expired wait when work is pending. */
-    hal_result rc = timeout == 0 ? hal_get()->stream_query(s) : hal_get()->stream_sync(s, timeout);
+    hal_result rc = timeout == 0 ? emu_hal_ops.stream_query(s) : emu_hal_ops.stream_sync(s, timeout);
     if (rc == HAL_E_NOT_READY)
         rc = HAL_E_TIMEOUT;
     return rc == HAL_OK ? ACL_SUCCESS : sync_failure(func, s, rc, timeout);
@@ -117,7 +117,7 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     aclError err = acl_stream(__func__, stream, &s);
     if (err)
         return err;
-    hal_result rc = hal_get()->stream_query(s);
+    hal_result rc = emu_hal_ops.stream_query(s);
     if (rc == HAL_OK || rc == HAL_E_NOT_READY) {
         *status = rc == HAL_OK ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
         return ACL_SUCCESS;
@@ -151,7 +151,7 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
     aclError err = acl_stream(__func__, stream, &s);
     if (err)
         return err;
-    hal_result rc = hal_get()->host_func_async(s, fn, args);
+    hal_result rc = emu_hal_ops.host_func_async(s, fn, args);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "host_func_async");
     return ACL_SUCCESS;

@@ -36,7 +36,7 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGr
     aclError err = prop_device(__func__, prop, &dev);
     if (err)
         return err;
-    *granularity = hal_get()->vmm_granularity(dev);
+    *granularity = emu_hal_ops.vmm_granularity(dev);
     return ACL_SUCCESS;
 }
 
@@ -50,7 +50,7 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     aclError err = acl_current_device(__func__, &dev, NULL);
     if (err)
         return err;
-    size_t gran = hal_get()->vmm_granularity(dev);
+    size_t gran = emu_hal_ops.vmm_granularity(dev);
     if (size == 0 || size % gran)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "size %zu is not a non-zero multiple of %zu", size, gran);
     if (alignment && (alignment & (alignment - 1)))
@@ -59,16 +59,16 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
      * hint is not honoured (CANN also falls back to another address). */
     (void)expectPtr;
     void *va = NULL;
-    hal_result rc = hal_get()->vmm_reserve(dev, size, &va);
+    hal_result rc = emu_hal_ops.vmm_reserve(dev, size, &va);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_reserve");
     if (alignment > gran && ((uintptr_t)va % alignment)) {
-        hal_get()->vmm_release(dev, va);
+        emu_hal_ops.vmm_release(dev, va);
         return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__, "alignment %zu above %zu is not supported",
                         alignment, gran);
     }
     if (acl_reg_add(ACL_H_VA, va, (uintptr_t)dev) != 0) {
-        hal_get()->vmm_release(dev, va);
+        emu_hal_ops.vmm_release(dev, va);
         return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "registering the range failed");
     }
     *virPtr = va;
@@ -82,7 +82,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "virPtr is NULL");
     if (!acl_reg_find(ACL_H_VA, virPtr, &dev))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "virPtr %p is not a reserved range", virPtr);
-    hal_result rc = hal_get()->vmm_release((hal_device *)dev, virPtr);
+    hal_result rc = emu_hal_ops.vmm_release((hal_device *)dev, virPtr);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_release (unmap the range first)");
     acl_reg_remove(ACL_H_VA, virPtr);
@@ -108,15 +108,15 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     aclError err = prop_device(__func__, prop, &dev);
     if (err)
         return err;
-    size_t gran = hal_get()->vmm_granularity(dev);
+    size_t gran = emu_hal_ops.vmm_granularity(dev);
     if (size == 0 || size % gran)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "size %zu is not a non-zero multiple of %zu", size, gran);
     hal_phys_mem *pm = NULL;
-    hal_result rc = hal_get()->vmm_phys_alloc(dev, size, &pm);
+    hal_result rc = emu_hal_ops.vmm_phys_alloc(dev, size, &pm);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_phys_alloc");
     if (acl_reg_add(ACL_H_PHYS, pm, size) != 0) {
-        hal_get()->vmm_phys_free(pm);
+        emu_hal_ops.vmm_phys_free(pm);
         return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "registering the chunk failed");
     }
     *handle = pm;
@@ -136,7 +136,7 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
             OH_WARN(ACL_MOD, "aclrtFreePhysical: %p will not be released at unmap (out of memory)", handle);
         return ACL_SUCCESS;
     }
-    hal_result rc = hal_get()->vmm_phys_free((hal_phys_mem *)handle);
+    hal_result rc = emu_hal_ops.vmm_phys_free((hal_phys_mem *)handle);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_phys_free");
     acl_reg_remove(ACL_H_PHYS, handle);
@@ -155,11 +155,11 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     if (offset != 0 || size != phys_size)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "map the whole chunk: offset %zu must be 0, size %zu must be %zu",
                         offset, size, (size_t)phys_size);
-    hal_result rc = hal_get()->vmm_map(virPtr, size, offset, (hal_phys_mem *)handle);
+    hal_result rc = emu_hal_ops.vmm_map(virPtr, size, offset, (hal_phys_mem *)handle);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_map (virPtr must lie in a reserved, unmapped range)");
     if (acl_reg_add(ACL_H_MAPPING, virPtr, (uintptr_t)handle) != 0) {
-        hal_get()->vmm_unmap(virPtr);
+        emu_hal_ops.vmm_unmap(virPtr);
         return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "registering the mapping failed");
     }
     return ACL_SUCCESS;
@@ -172,13 +172,13 @@ aclError aclrtUnmapMem(void *virPtr)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "virPtr is NULL");
     if (!acl_reg_find(ACL_H_MAPPING, virPtr, &pm))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "virPtr %p is not the start of a mapping", virPtr);
-    hal_result rc = hal_get()->vmm_unmap(virPtr);
+    hal_result rc = emu_hal_ops.vmm_unmap(virPtr);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "vmm_unmap");
     acl_reg_remove(ACL_H_MAPPING, virPtr);
     /* A chunk the program already freed goes with its last mapping. */
     if (acl_reg_count_value(ACL_H_MAPPING, pm) == 0 && acl_reg_remove(ACL_H_PHYS_FREED, (void *)pm)) {
-        rc = hal_get()->vmm_phys_free((hal_phys_mem *)pm);
+        rc = emu_hal_ops.vmm_phys_free((hal_phys_mem *)pm);
         if (rc != HAL_OK)
             return acl_fail_hal(rc, __func__, "vmm_phys_free of a chunk freed while mapped");
     }

@@ -52,3 +52,12 @@ const hal_ops emu_hal_ops = {
     .notify_wait = emu_notify_wait,
     .notify_wait_reset = emu_notify_wait_reset,
 };
+
+/* The one entry point through which libhccl reaches this table (hal/hal.c). Everything else
+ * libascendcl.so exports is CANN's ACL API (hal/emu/ascendcl.map). */
+const hal_ops *aclExtGetEmuHal(uint32_t abiVersion);
+
+const hal_ops *aclExtGetEmuHal(uint32_t abiVersion)
+{
+    return abiVersion == HAL_ABI_VERSION ? &emu_hal_ops : NULL;
+}

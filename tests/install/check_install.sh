@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Install test: installs the build tree into a temporary prefix, checks the layout and that the
+# shared libraries export only public names, then builds the basics sample as a user would (once
+# with pkg-config, once with -lacl_rt, once as a CMake project with find_package) and runs each
+# with the installed hcclrun, plus an installed perf tool. Usage: check_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+fail() { echo "FAIL: $*"; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(dirname "$(find "$prefix" -name libhccl.so -print -quit)")
+[ -n "$libdir" ] || fail "no libhccl.so installed"
+for f in "$libdir/libascendcl.so" "$libdir/libacl_rt.so" "$libdir/pkgconfig/hccl.pc" \
+         "$libdir/pkgconfig/ascendcl.pc" "$libdir/cmake/OpenHCCL/OpenHCCLConfig.cmake" \
+         "$prefix/include/acl/acl.h" "$prefix/include/hccl/hccl.h" "$prefix/include/hccl/hccl_ext.h" \
+         "$prefix/bin/hcclrun" "$prefix/bin/all_reduce_perf" "$prefix/bin/alltoallv_perf"; do
+  [ -e "$f" ] || fail "missing after install: ${f#"$prefix"/}"
+done
+
+# Exported names: CANN's (acl*, Hccl*) and our documented extensions (aclExt*, HcclExt*) only.
+check_exports() {
+  local lib=$1 allowed=$2 bad
+  bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -Ev "$allowed" || true)
+  [ -z "$bad" ] || fail "$(basename "$lib") exports internal symbols: $(echo "$bad" | head -5 | tr '\n' ' ')"
+  echo "$(basename "$lib"): $(nm -D --defined-only "$lib" | wc -l) exported symbols, all public"
+}
+check_exports "$libdir/libhccl.so" '^Hccl'
+check_exports "$libdir/libascendcl.so" '^acl'
+
+export HCCL_EMU_NAMESPACE="install-test-$$"
+run2() { "$prefix/bin/hcclrun" -n 2 --timeout 60 "$@" 2>&1; }
+expect_ok() {
+  local what=$1 out; shift
+  out=$(run2 "$@") || fail "$what: exit status $? ($out)"
+  [ "$(grep -c '\] OK$' <<<"$out")" -eq 2 ] || fail "$what: not every rank printed OK: $out"
+  echo "$what: OK on 2 ranks"
+}
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# shellcheck disable=SC2046
+cc -o "$tmp/basics_pc" "$src/samples/basics/main.c" $(pkg-config --cflags --libs hccl) -Wl,-rpath,"$libdir"
+expect_ok "pkg-config build" "$tmp/basics_pc"
+cc -o "$tmp/basics_aclrt" "$src/samples/basics/main.c" -I"$prefix/include" -L"$libdir" -lhccl -lacl_rt \
+  -Wl,-rpath,"$libdir"
+expect_ok "-lhccl -lacl_rt build" "$tmp/basics_aclrt"
+
+cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DOH_PROGRAM_SOURCE="$src/samples/basics/main.c" >/dev/null
+cmake --build "$tmp/consumer" >/dev/null
+expect_ok "find_package(OpenHCCL) build" "$tmp/consumer/consumer"
+
+out=$(run2 "$prefix/bin/all_reduce_perf" -b 8 -e 1K -f 4 -n 2 -w 1) || fail "installed all_reduce_perf: $out"
+echo "installed all_reduce_perf: ran on 2 ranks"
+echo "install test: PASS"
