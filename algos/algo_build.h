@@ -37,6 +37,20 @@ algo_ref algo_b_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint64_t elem
 /* COPY/REDUCE of `elems` elements; nothing is emitted for 0 elements. */
 void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
 void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
+/* COPY whose element count is the V-table entry `count` (always emitted: a zero count is
+ * skipped at launch). */
+void algo_b_copy_v(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_vsym count);
+static inline algo_vsym algo_vs(algo_vtab tab, uint32_t idx)
+{
+    algo_vsym v = {(uint8_t)tab, idx};
+    return v;
+}
+/* ref + V-table entry sym (elements). */
+static inline algo_ref algo_ref_v(algo_ref ref, algo_vsym sym)
+{
+    ref.vsym = sym;
+    return ref;
+}
 /* dst = src op src2 (dst only written). */
 void algo_b_reduce3(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_ref src2, uint64_t elems);
 void algo_b_signal(algo_b *b, uint32_t s, uint32_t peer, uint32_t slot);

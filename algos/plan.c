@@ -124,6 +124,15 @@ void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t ele
     algo_b_push(b, s, st);
 }
 
+void algo_b_copy_v(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_vsym count)
+{
+    algo_step st = {.kind = ALGO_STEP_COPY};
+    st.u.copy.dst = dst;
+    st.u.copy.src = src;
+    st.u.copy.vcount = count;
+    algo_b_push(b, s, st);
+}
+
 static void push_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint64_t elems)
 {
     if (!elems)
