@@ -51,7 +51,9 @@ static void ring_allreduce(algo_b *b)
     algo_b_wait(b, 0, L, ALGO_SLOT_DATA);
 }
 
-/* AllGather(V): my block into my OUT (in place it already is), then n-1 forwarding steps. */
+/* AllGather(V): my block into my OUT (in place it already is), then n-1 forwarding steps.
+ * AllGatherV needs no fetch of every peer for its count check: a rank writes only into its right
+ * neighbour, which it fetches (and whose tables it compares) first. */
 static void ring_allgather(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, L = LEFT(b), R = RIGHT(b);
