@@ -10,8 +10,10 @@ rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
 {
     uint32_t n = c->nranks;
     /* One block: the context, then its per-rank arrays (pointer-aligned first). */
+    /* AlltoAllVC keeps this call's whole matrix for the checks (rt_vcheck.c). */
+    size_t nmat = plan->op.coll == ALGO_COLL_ALLTOALLVC ? (size_t)n * n : 0;
     size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
-                   4 * n * sizeof(uint64_t) + n * sizeof(rt_fetch_arg) + n;
+                   4 * n * sizeof(uint64_t) + nmat * sizeof(uint64_t) + n * sizeof(rt_fetch_arg) + n;
     rt_launch_ctx *ctx = calloc(1, bytes);
     if (!ctx)
         return NULL;
@@ -19,6 +21,7 @@ rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
     ctx->base = (void **)p, p += 3 * n * sizeof(void *);
     ctx->vbase = (void **)p, p += n * sizeof(void *);
     ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
+    ctx->vmatrix = nmat ? (uint64_t *)p : NULL, p += nmat * sizeof(uint64_t);
     ctx->p2p_seq = (uint64_t *)p, p += n * sizeof(uint64_t);
     ctx->p2p_recv_addr = (uint64_t *)p, p += n * sizeof(uint64_t);
     ctx->p2p_send = (uint64_t *)p, p += n * sizeof(uint64_t);
@@ -229,8 +232,10 @@ static void bind_self(rt_launch_ctx *ctx, const rt_call *call)
                                    call->op.coll == ALGO_COLL_REDUCE_SCATTERV);
     if (ctx->vop)
         algo_vtables(&call->op, ctx->vt);
-    if (call->op.coll == ALGO_COLL_ALLTOALLVC && call->op.counts)
-        ctx->vhash = rt_vmatrix_hash(call->op.counts, (size_t)c->nranks * c->nranks);
+    if (call->op.coll == ALGO_COLL_ALLTOALLVC && call->op.counts && ctx->vmatrix) {
+        memcpy(ctx->vmatrix, call->op.counts, (size_t)c->nranks * c->nranks * sizeof(uint64_t));
+        ctx->vhash = rt_vmatrix_hash(ctx->vmatrix, (size_t)c->nranks * c->nranks);
+    }
 }
 
 HcclResult rt_launch(rt_comm *c, rt_call *call)

@@ -25,7 +25,8 @@ struct rt_launch_ctx {
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
     bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
-    uint64_t vhash;            /* AlltoAllVC: hash of the whole count matrix (its other entries) */
+    uint64_t *vmatrix;         /* AlltoAllVC: [nranks*nranks] this call's count matrix (checks) */
+    uint64_t vhash;            /* AlltoAllVC: hash of the whole count matrix */
     bool plan_held;            /* plan came from rt_plan_get: rt_launch_ctx_free releases it */
     uint64_t *p2p_seq;         /* [nranks] pair sequence of this call per peer (p2p) */
     uint64_t *p2p_recv_addr;   /* [nranks] my recv buffer for data from each peer (p2p) */

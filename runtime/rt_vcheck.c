@@ -3,7 +3,9 @@
  *
  * Each rank publishes (rt_vpublish) into its control block, per call, RT_VTABLE_ENTRIES(n) words:
  *  AlltoAllV(C):   [what I send to each rank (n), what I expect from each (n), where each block
- *                  lands in my OUT (n, the recv displacements senders write at), matrix hash];
+ *                  lands in my OUT (n, the recv displacements senders write at), matrix hash]
+ *                  (AlltoAllVC: my row and my column of the matrix, so n^2 words are never stored
+ *                  per ring slot; the hash catches differences in entries a pair does not share);
  *  AllGatherV / ReduceScatterV: [counts (n), displs (n)], which must be identical on every rank
  *                  because the plans address peers' buffers through their own view of the layout.
  * A fetcher compares the peer's words with its own call. Together with the fetch sets this gives
@@ -93,6 +95,33 @@ static int a2a_dir(rt_launch_ctx *ctx, uint32_t from, uint32_t to, uint64_t send
     return vfail(ctx, msg);
 }
 
+/* AlltoAllVC, the matrices differ somewhere: the peer published its row and column (as it sees
+ * them); compare them with mine and name the first entry that differs. Finding none is fine: the
+ * difference then lies in entries neither of us uses (our pair entries agreed above), and the
+ * pair that does disagree on it names it, since every pair of ranks fetches each other in every
+ * all-to-all plan: if ranks a and b see entry [i][j] differently, one of them differs from rank
+ * i's own view, and that rank and i compare row i. */
+static int check_matrix(rt_launch_ctx *ctx, uint32_t p, const uint64_t *theirs, char *msg, size_t len)
+{
+    rt_comm *c = ctx->c;
+    uint32_t n = c->nranks, q = c->rank;
+    const uint64_t *m = ctx->vmatrix;
+    if (!m)
+        return 0;
+    for (uint32_t k = 0; k < 2 * n; k++) {
+        uint32_t i = k < n ? p : k - n, j = k < n ? k : p; /* row p, then column p */
+        uint64_t pv = theirs[k < n ? k : n + (k - n)], qv = m[(size_t)i * n + j];
+        if (pv == qv)
+            continue;
+        uint32_t lo = p < q ? p : q, hi = p < q ? q : p;
+        snprintf(msg, len, "comm %s: rank %u has sendCountMatrix[%u][%u]=%llu where rank %u has %llu "
+                 "(HcclAlltoAllVC, op #%llu)", c->name, lo, i, j, (unsigned long long)(lo == p ? pv : qv), hi,
+                 (unsigned long long)(lo == p ? qv : pv), (unsigned long long)ctx->seq);
+        return vfail(ctx, msg);
+    }
+    return 0;
+}
+
 static int check_a2a(rt_launch_ctx *ctx, uint32_t p, const uint64_t *theirs, char *msg, size_t len)
 {
     rt_comm *c = ctx->c;
@@ -106,12 +135,8 @@ static int check_a2a(rt_launch_ctx *ctx, uint32_t p, const uint64_t *theirs, cha
         a2a_dir(ctx, p_first ? q : p, p_first ? p : q, p_first ? q_sends : p_sends,
                 p_first ? p_expects : q_expects, msg, len))
         return HAL_E_ABORTED;
-    if (ctx->plan->op.coll == ALGO_COLL_ALLTOALLVC && theirs[3 * n] != ctx->vhash) {
-        snprintf(msg, len, "comm %s: ranks %u and %u pass different sendCountMatrix contents (the entries they "
-                 "exchange agree; HcclAlltoAllVC, op #%llu)", c->name, p < q ? p : q, p < q ? q : p,
-                 (unsigned long long)ctx->seq);
-        return vfail(ctx, msg);
-    }
+    if (ctx->plan->op.coll == ALGO_COLL_ALLTOALLVC && theirs[3 * n] != ctx->vhash)
+        return check_matrix(ctx, p, theirs, msg, len);
     return 0;
 }
 
