@@ -67,7 +67,7 @@ uint64_t algo_a2a_recv_off(const algo_op *op, uint32_t i, uint32_t j)
 
 bool algo_counts_symbolic(algo_coll coll)
 {
-    return coll == ALGO_COLL_ALLTOALLV || coll == ALGO_COLL_ALLTOALLVC;
+    return coll == ALGO_COLL_ALLTOALLV || coll == ALGO_COLL_ALLTOALLVC || coll == ALGO_COLL_ALLGATHERV;
 }
 
 uint64_t algo_vt_entry(const algo_op *op, algo_vsym sym)

@@ -25,6 +25,8 @@ static void vmismatch(unsigned n, const char *algo, const char *coll, const char
 
 static const char *const a2av_w[] = {
     "rank 0 sends 1000 elements to rank 1, rank 1 expects 10 from rank 0 (HcclAlltoAllV, op #1)", NULL};
+static const char *const a2av_self_w[] = {
+    "rank 1 sends 1000 elements to rank 1, rank 1 expects 10 from rank 1 (HcclAlltoAllV, op #1)", NULL};
 static const char *const a2avc_w[] = {
     "rank 0 has sendCountMatrix[0][1]=1000 where rank 1 has 10 (HcclAlltoAllVC, op #1)", NULL};
 /* On more ranks a third rank may notice first: it names the same entry with its own view. */
@@ -36,6 +38,7 @@ static const char *const rsv_w[] = {"rank 0 has sendCounts[1]=10 where rank ",
 
 Test(vops, alltoallv_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "alltoallv", a2av_w); }
 Test(vops, alltoallv_disagree_n4, .timeout = 150) { vmismatch(4, NULL, "alltoallv", a2av_w); }
+Test(vops, alltoallv_self_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "alltoallv-self", a2av_self_w); }
 Test(vops, alltoallvc_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "alltoallvc", a2avc_w); }
 Test(vops, alltoallvc_disagree_n4, .timeout = 150) { vmismatch(4, NULL, "alltoallvc", a2avc4_w); }
 Test(vops, allgatherv_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "allgatherv", agv_w); }
@@ -61,6 +64,12 @@ Test(vops, random_alltoallv_n4, .timeout = 200)
 {
     mr_expect_ok(mr_run_t("", 4, 150, MR_COLL_VOPS, "random-alltoallv 2000 7"), "random-alltoallv n=4",
                  "coll_vops random-alltoallv: PASS");
+}
+
+Test(vops, random_allgatherv_n3, .timeout = 200)
+{
+    mr_expect_ok(mr_run_t("", 3, 150, MR_COLL_VOPS, "random-allgatherv 500"), "random-allgatherv n=3",
+                 "coll_vops random-allgatherv: PASS");
 }
 
 Test(vops, plan_cache_keeps_shapes, .timeout = 150)

@@ -1,5 +1,6 @@
 /* coll_vops SCENARIO [ARGS]: V-collectives under hcclrun on N ranks.
- *   mismatch-alltoallv | mismatch-alltoallvc | mismatch-allgatherv | mismatch-reducescatterv
+ *   mismatch-alltoallv | mismatch-alltoallvc | mismatch-allgatherv | mismatch-reducescatterv |
+ *   mismatch-alltoallv-self (rank 1's sendCounts[1] differs from its recvCounts[1])
  *       rank 0 and its peers disagree about one count (rank 0 sends 1000 elements where the
  *       receiver expects 10, or the other way round). Every rank must see the call fail (from
  *       the call, aclrtSynchronizeStream and HcclGetCommAsyncError), and every rank's receive
@@ -9,6 +10,8 @@
  *       CALLS AlltoAllV with counts drawn from a seeded generator (the same on every rank, so the
  *       tables agree), data verified every CHECK_EVERY calls; the plan compile count must not grow
  *       after the first call, and RSS must not grow between call CALLS/10 and the end.
+ *   random-allgatherv CALLS
+ *       the same for AllGatherV (counts and gaps drawn per call), every call checked.
  *   cache-lru CALLS [evict]
  *       AllReduces alternating between two shapes, queued, then synchronized one by one; with
  *       "evict" (run with HCCL_PLAN_CACHE_SIZE=1) each synchronized call compiles, else none does.
@@ -91,18 +94,21 @@ static uint64_t total(const uint64_t *cnt, uint32_t n)
     return t;
 }
 
-/* Rank 0 sends BIG to rank 1, which expects SMALL; every other pair agrees on SMALL. */
-static int mm_alltoallv(prog_env *e, bool vc)
+/* Rank 0 sends BIG to rank 1, which expects SMALL; every other pair agrees on SMALL. self: rank 1
+ * instead sends BIG to itself while expecting SMALL from itself. */
+static int mm_alltoallv(prog_env *e, bool vc, bool self)
 {
     uint32_t n = e->n, r = e->rank;
     uint64_t *m = xmalloc((size_t)n * n * sizeof *m), sc[64] = {0}, sd[64] = {0}, rc[64] = {0}, rd[64] = {0};
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < n; j++)
-            m[i * n + j] = i == 0 && j == 1 && r != 1 ? BIG : SMALL; /* rank 1's view says SMALL */
+            m[i * n + j] = !self && i == 0 && j == 1 && r != 1 ? BIG : SMALL; /* rank 1's view says SMALL */
     for (uint32_t j = 0; j < n; j++) {
         sc[j] = m[r * n + j];
         rc[j] = m[j * n + r];
     }
+    if (self && r == 1)
+        sc[1] = BIG;
     prefix(sc, sd, n);
     prefix(rc, rd, n);
     guard g;
@@ -287,6 +293,56 @@ static int random_alltoallv(prog_env *e, uint32_t calls, uint32_t every)
     return bad;
 }
 
+/* CALLS AllGatherV with counts and displacement gaps drawn per call (alike on every rank), every
+ * call checked: its plan too is compiled once, whatever the counts. */
+static int random_allgatherv(prog_env *e, uint32_t calls)
+{
+    uint32_t n = e->n, r = e->rank;
+    size_t cap = (size_t)n * (RMAX + RGAP);
+    int32_t *h = xmalloc(cap * sizeof *h);
+    int32_t *sendd = dev_alloc(RMAX * sizeof *sendd), *recvd = dev_alloc(cap * sizeof *recvd);
+    uint64_t cnt[64] = {0}, dsp[64] = {0}, compiles_after_first = 0;
+    int bad = 0;
+    for (uint32_t it = 0; it < calls && !bad; it++) {
+        uint64_t s = 0xa11ull + it, cur = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            cnt[j] = splitmix(&s) % (RMAX + 1);
+            dsp[j] = cur;
+            cur += cnt[j] + splitmix(&s) % (RGAP + 1);
+        }
+        for (uint64_t i = 0; i < cnt[r]; i++)
+            h[i] = val(it, r, 0, i);
+        to_dev(sendd, h, RMAX * sizeof *h);
+        ACL_OK(aclrtMemset(recvd, cap * sizeof *recvd, 0xff, cap * sizeof *recvd));
+        HCCL_OK(HcclAllGatherV(sendd, cnt[r], recvd, cnt, dsp, HCCL_DATA_TYPE_INT32, e->comm, e->stream));
+        ACL_OK(aclrtSynchronizeStream(e->stream));
+        to_host(h, recvd, cap * sizeof *h);
+        for (uint32_t j = 0; j < n && !bad; j++)
+            for (uint64_t i = 0; i < cnt[j]; i++)
+                if (h[dsp[j] + i] != val(it, j, 0, i)) {
+                    printf("FAIL call %u rank %u: element %llu of rank %u's block is %d\n", it, r,
+                           (unsigned long long)i, j, h[dsp[j] + i]);
+                    bad = 1;
+                    break;
+                }
+        for (size_t k = dsp[n - 1] + cnt[n - 1]; k < cap && !bad; k++)
+            if (h[k] != -1) {
+                printf("FAIL call %u rank %u: element %zu past the last block was written\n", it, r, k);
+                bad = 1;
+            }
+        if (it == 0)
+            compiles_after_first = HcclExtPlanCompileCount();
+    }
+    uint64_t compiles_end = HcclExtPlanCompileCount();
+    printf("rank %u: %u AllGatherV calls with random counts: plan compiles %llu after the first call, %llu at the "
+           "end\n", r, calls, (unsigned long long)compiles_after_first, (unsigned long long)compiles_end);
+    bad |= compiles_end != compiles_after_first;
+    dev_free(sendd);
+    dev_free(recvd);
+    free(h);
+    return bad;
+}
+
 /* ---- plan cache bound -------------------------------------------------------------------- */
 
 /* CALLS AllReduces alternating between two shapes, first queued without synchronizing, so that
@@ -360,9 +416,11 @@ int main(int argc, char **argv)
         printf("%s needs at least 2 ranks\n", sc);
         bad = 1;
     } else if (!strcmp(sc, "mismatch-alltoallv")) {
-        bad = mm_alltoallv(&e, false);
+        bad = mm_alltoallv(&e, false, false);
+    } else if (!strcmp(sc, "mismatch-alltoallv-self")) {
+        bad = mm_alltoallv(&e, false, true);
     } else if (!strcmp(sc, "mismatch-alltoallvc")) {
-        bad = mm_alltoallv(&e, true);
+        bad = mm_alltoallv(&e, true, false);
     } else if (!strcmp(sc, "mismatch-allgatherv")) {
         bad = mm_layout(&e, true);
     } else if (!strcmp(sc, "mismatch-reducescatterv")) {
@@ -371,6 +429,9 @@ int main(int argc, char **argv)
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1000;
         uint32_t every = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 1;
         bad = random_alltoallv(&e, calls ? calls : 1, every ? every : 1);
+    } else if (!strcmp(sc, "random-allgatherv")) {
+        uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 500;
+        bad = random_allgatherv(&e, calls ? calls : 1);
     } else if (!strcmp(sc, "cache-lru")) {
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 200;
         bad = cache_lru(&e, calls ? calls : 2, argc > 3 && !strcmp(argv[3], "evict"));

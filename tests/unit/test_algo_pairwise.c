@@ -47,28 +47,40 @@ static bool same_steps(const algo_plan *a, const algo_plan *b)
     return true;
 }
 
-/* AlltoAllV/VC plans of every algorithm that serves them do not depend on the counts: compiled
- * without counts, or with two different count sets, they are step for step the same. */
+static void fill_counts(algo_op *op, uint64_t *m, uint64_t *derived, uint32_t mul)
+{
+    uint32_t n = op->nranks;
+    for (uint32_t i = 0; i < n * n; i++)
+        m[i] = (i * mul + 7) % (mul * 3 + 1);
+    op->counts = m;
+    op->ncounts = n * n;
+    if (op->coll == ALGO_COLL_ALLTOALLV)
+        cr_assert_eq(algo_verify_derive(op, op->rank, op, derived), 0);
+    if (op->coll == ALGO_COLL_ALLGATHERV) { /* [counts, displs] with gaps */
+        for (uint32_t j = 0; j < n; j++)
+            m[n + j] = j ? m[n + j - 1] + m[j - 1] + j % 2 : 0;
+        op->ncounts = 2 * n;
+    }
+}
+
+/* AlltoAllV/VC and AllGatherV plans of every algorithm that serves them do not depend on the
+ * counts: compiled without counts, or with two different count sets, they are step for step the
+ * same (so the runtime caches one plan whatever the counts). */
 Test(algo_pairwise, v_plans_independent_of_counts)
 {
     static const algo_kind kinds[] = {ALGO_PAIRWISE, ALGO_MESH, ALGO_RING};
-    static const algo_coll colls[] = {ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC};
+    static const algo_coll colls[] = {ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC, ALGO_COLL_ALLGATHERV};
     static uint64_t m1[9 * 9], m2[9 * 9], c1[4 * 9], c2[4 * 9];
     for (uint32_t n = 1; n <= 9; n++)
         for (size_t k = 0; k < 3; k++)
-            for (size_t c = 0; c < 2; c++) {
+            for (size_t c = 0; c < 3; c++) {
                 algo_op op = {.coll = colls[c], .nranks = n, .rank = n / 2, .dtype = HAL_DT_FP32};
-                for (uint32_t i = 0; i < n * n; i++) {
-                    m1[i] = i % 5;
-                    m2[i] = (i * 13 + 7) % 1000;
-                }
+                if (!algo_supports(kinds[k], &op))
+                    continue; /* pairwise: all-to-all only */
+                cr_assert(algo_counts_symbolic(colls[c]));
                 algo_op o1 = op, o2 = op;
-                o1.counts = m1, o1.ncounts = n * n;
-                o2.counts = m2, o2.ncounts = n * n;
-                if (colls[c] == ALGO_COLL_ALLTOALLV) {
-                    cr_assert_eq(algo_verify_derive(&o1, op.rank, &o1, c1), 0);
-                    cr_assert_eq(algo_verify_derive(&o2, op.rank, &o2, c2), 0);
-                }
+                fill_counts(&o1, m1, c1, 1);
+                fill_counts(&o2, m2, c2, 13);
                 algo_plan *p0 = NULL, *p1 = NULL, *p2 = NULL;
                 cr_assert_eq(algo_compile(&op, NULL, kinds[k], &p0), 0, "%s n=%u without counts",
                              algo_kind_name(kinds[k]), n);
