@@ -1,5 +1,7 @@
 /* Collectives with per-rank counts: AlltoAllV, AlltoAllVC, AllGatherV, ReduceScatterV.
- * Count and displacement arrays are uint64 element counts in host memory (as CANN's docs). */
+ * Count and displacement arrays are uint64 element counts in host memory (as CANN's docs). The
+ * launch copies what it needs (rt_launch.c bind_self), so the arrays are the caller's again when
+ * the call returns; ranks' tables are compared on the device before data moves (rt_vcheck.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +9,7 @@
 
 static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, void *out, HcclDataType dt,
                          HcclReduceOp op, const uint64_t *counts, uint32_t ncounts, aclrtStream stream,
-                         const char *api, const uint64_t *rcounts, const uint64_t *rdispls)
+                         const char *api)
 {
     rt_call call;
     memset(&call, 0, sizeof call);
@@ -20,8 +22,6 @@ static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, 
     call.cmd = cmd;
     call.in = in;
     call.out = out;
-    call.vcounts = rcounts;
-    call.vdispls = rdispls;
     return rt_collective(comm, &call, stream, api);
 }
 
@@ -49,7 +49,7 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void
     memcpy(v + 2 * n, recvCounts, n * sizeof *v);
     memcpy(v + 3 * n, rdispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_ALLTOALLV, HCCL_CMD_ALLTOALLV, (void *)sendBuf, (void *)recvBuf, sendType,
-                           0, v, 4 * n, stream, "HcclAlltoAllV", v + 2 * n, v + 3 * n);
+                           0, v, 4 * n, stream, "HcclAlltoAllV");
     free(v);
     return rc;
 }
@@ -63,7 +63,7 @@ HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, Hccl
     CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllVC: sendType=%d differs from recvType=%d",
               (int)sendType, (int)recvType);
     return v_call(comm, ALGO_COLL_ALLTOALLVC, HCCL_CMD_ALLTOALLVC, (void *)sendBuf, (void *)recvBuf, sendType, 0,
-                  sendCountMatrix, n * n, stream, "HcclAlltoAllVC", NULL, NULL);
+                  sendCountMatrix, n * n, stream, "HcclAlltoAllVC");
 }
 
 HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
@@ -82,7 +82,7 @@ HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, cons
     memcpy(v, recvCounts, n * sizeof *v);
     memcpy(v + n, recvDispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_ALLGATHERV, HCCL_CMD_ALLGATHER_V, sendBuf, recvBuf, dataType, 0, v, 2 * n,
-                           stream, "HcclAllGatherV", NULL, NULL);
+                           stream, "HcclAllGatherV");
     free(v);
     return rc;
 }
@@ -104,7 +104,7 @@ HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void 
     memcpy(v, sendCounts, n * sizeof *v);
     memcpy(v + n, sendDispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_REDUCE_SCATTERV, HCCL_CMD_REDUCE_SCATTER_V, sendBuf, recvBuf, dataType, op,
-                           v, 2 * n, stream, "HcclReduceScatterV", NULL, NULL);
+                           v, 2 * n, stream, "HcclReduceScatterV");
     free(v);
     return rc;
 }

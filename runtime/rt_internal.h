@@ -144,8 +144,6 @@ typedef struct rt_call {
     algo_op op;           /* op.rank/nranks filled */
     uint32_t cmd;         /* HcclCMDType of the API */
     void *in, *out;
-    const uint64_t *vcounts;  /* ALLTOALLV: this rank's recv counts / displs (host) */
-    const uint64_t *vdispls;
     hal_stream *stream;
 } rt_call;
 
