@@ -126,14 +126,14 @@ static int check_a2a(rt_launch_ctx *ctx, uint32_t p, const uint64_t *theirs, cha
 {
     rt_comm *c = ctx->c;
     uint32_t n = c->nranks, q = c->rank;
-    uint64_t p_sends = theirs[q], p_expects = theirs[n + q];
-    uint64_t q_sends = my_tab(ctx, ALGO_VT_COUNT)[p], q_expects = my_tab(ctx, ALGO_VT_RCOUNT)[p];
-    /* The lower rank's sends first, so both ranks of a pair word a disagreement alike. */
-    bool p_first = p < q;
-    if (a2a_dir(ctx, p_first ? p : q, p_first ? q : p, p_first ? p_sends : q_sends,
-                p_first ? q_expects : p_expects, msg, len) ||
-        a2a_dir(ctx, p_first ? q : p, p_first ? p : q, p_first ? q_sends : p_sends,
-                p_first ? p_expects : q_expects, msg, len))
+    /* Per side of the pair: what it sends the other, what it expects from the other. The lower
+     * rank's sends are checked first, so both ranks of a pair word a disagreement alike. */
+    uint32_t lo = p < q ? p : q, hi = p < q ? q : p;
+    uint64_t sends_p = theirs[q], expects_p = theirs[n + q];
+    uint64_t sends_q = my_tab(ctx, ALGO_VT_COUNT)[p], expects_q = my_tab(ctx, ALGO_VT_RCOUNT)[p];
+    uint64_t sends_lo = lo == p ? sends_p : sends_q, expects_lo = lo == p ? expects_p : expects_q;
+    uint64_t sends_hi = lo == p ? sends_q : sends_p, expects_hi = lo == p ? expects_q : expects_p;
+    if (a2a_dir(ctx, lo, hi, sends_lo, expects_hi, msg, len) || a2a_dir(ctx, hi, lo, sends_hi, expects_lo, msg, len))
         return HAL_E_ABORTED;
     if (ctx->plan->op.coll == ALGO_COLL_ALLTOALLVC && theirs[3 * n] != ctx->vhash)
         return check_matrix(ctx, p, theirs, msg, len);
