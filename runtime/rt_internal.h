@@ -125,7 +125,7 @@ size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
-uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [RT_VTABLE_ENTRIES(nranks)], see rt_publish.c */
+uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [RT_VTABLE_ENTRIES(nranks)], see rt_vcheck.c */
 #define RT_VTABLE_ENTRIES(n) (3 * (size_t)(n) + 1)
 /* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg);
