@@ -37,6 +37,20 @@ algo_ref algo_b_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint64_t elem
 /* COPY/REDUCE of `elems` elements; nothing is emitted for 0 elements. */
 void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
 void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
+/* COPY whose element count is the V-table entry `count` (always emitted: a zero count is
+ * skipped at launch). */
+void algo_b_copy_v(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_vsym count);
+static inline algo_vsym algo_vs(algo_vtab tab, uint32_t idx)
+{
+    algo_vsym v = {(uint8_t)tab, idx};
+    return v;
+}
+/* ref + V-table entry sym (elements). */
+static inline algo_ref algo_ref_v(algo_ref ref, algo_vsym sym)
+{
+    ref.vsym = sym;
+    return ref;
+}
 /* dst = src op src2 (dst only written). */
 void algo_b_reduce3(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_ref src2, uint64_t elems);
 void algo_b_signal(algo_b *b, uint32_t s, uint32_t peer, uint32_t slot);
@@ -78,6 +92,11 @@ static inline uint32_t algo_mod(int64_t x, uint32_t n)
 /* ALLGATHER(V) OUT / REDUCE_SCATTER(V) IN / SCATTER IN: block j of the n-block buffer. */
 uint64_t algo_blk_off(const algo_op *op, uint32_t j);
 uint64_t algo_blk_len(const algo_op *op, uint32_t j);
+/* Block j of a V layout (ALLGATHERV) as plan refs: symbolic (V-table entries DISPL[j] / COUNT[j],
+ * the same on every rank, which FETCH checks) when algo_counts_symbolic, else numeric. */
+algo_ref algo_blk_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint32_t j);
+/* COPY of block j's elements (dst/src already point at the block). */
+void algo_b_copy_blk(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint32_t j);
 /* ALLTOALL family: where rank i's block for rank j starts in i's IN, where it lands in j's OUT,
  * and its length. For ALLTOALLV only the sender side and length are known locally: *vdispl_out is
  * set to i (the index into j's published recv displacements) and the returned offset is 0. */

@@ -3,6 +3,8 @@
 #include "algos/algo_build.h"
 #include "common/oh_check.h"
 
+#include <string.h>
+
 static bool is_v(const algo_op *op)
 {
     return op->coll == ALGO_COLL_ALLGATHERV || op->coll == ALGO_COLL_REDUCE_SCATTERV;
@@ -63,6 +65,71 @@ uint64_t algo_a2a_recv_off(const algo_op *op, uint32_t i, uint32_t j)
     }
 }
 
+bool algo_counts_symbolic(algo_coll coll)
+{
+    return coll == ALGO_COLL_ALLTOALLV || coll == ALGO_COLL_ALLTOALLVC || coll == ALGO_COLL_ALLGATHERV;
+}
+
+uint64_t algo_vt_entry(const algo_op *op, algo_vsym sym)
+{
+    uint32_t n = op->nranks, r = op->rank, i = sym.idx;
+    if (!sym.tab || sym.tab >= ALGO_VT_NTABS || i >= n || !op->counts)
+        return 0;
+    uint64_t acc = 0;
+    switch (op->coll) {
+    case ALGO_COLL_ALLTOALLV: /* [sc, sd, rc, rd]: the tables in order */
+        return op->counts[(size_t)(sym.tab - 1) * n + i];
+    case ALGO_COLL_ALLTOALLVC:
+        switch (sym.tab) {
+        case ALGO_VT_COUNT: return algo_a2a_len(op, r, i);
+        case ALGO_VT_RCOUNT: return algo_a2a_len(op, i, r);
+        case ALGO_VT_DISPL:
+            for (uint32_t k = 0; k < i; k++)
+                acc += algo_a2a_len(op, r, k);
+            return acc;
+        default:
+            for (uint32_t k = 0; k < i; k++)
+                acc += algo_a2a_len(op, k, r);
+            return acc;
+        }
+    case ALGO_COLL_ALLGATHERV:
+    case ALGO_COLL_REDUCE_SCATTERV:
+        return sym.tab == ALGO_VT_COUNT ? op->counts[i] : sym.tab == ALGO_VT_DISPL ? op->counts[n + i] : 0;
+    default:
+        return 0;
+    }
+}
+
+void algo_vtables(const algo_op *op, uint64_t *vt)
+{
+    uint32_t n = op->nranks, r = op->rank;
+    uint64_t *cnt = vt, *dsp = vt + n, *rcnt = vt + 2 * (size_t)n, *rdsp = vt + 3 * (size_t)n;
+    memset(vt, 0, 4 * (size_t)n * sizeof *vt);
+    if (!op->counts)
+        return;
+    switch (op->coll) {
+    case ALGO_COLL_ALLTOALLV:
+        memcpy(vt, op->counts, 4 * (size_t)n * sizeof *vt);
+        return;
+    case ALGO_COLL_ALLTOALLVC: /* prefix sums in O(n), not one O(n) sum per entry */
+        for (uint32_t k = 0; k < n; k++) {
+            cnt[k] = op->counts[(size_t)r * n + k];
+            rcnt[k] = op->counts[(size_t)k * n + r];
+            dsp[k] = k ? dsp[k - 1] + cnt[k - 1] : 0;
+            rdsp[k] = k ? rdsp[k - 1] + rcnt[k - 1] : 0;
+        }
+        return;
+    case ALGO_COLL_ALLGATHERV:
+    case ALGO_COLL_REDUCE_SCATTERV:
+        memcpy(vt, op->counts, 2 * (size_t)n * sizeof *vt);
+        return;
+    default:
+        return;
+    }
+}
+
+static uint32_t counts_needed(const algo_op *op);
+
 static uint64_t max_end(const uint64_t *cnt, const uint64_t *dsp, uint32_t n)
 {
     uint64_t m = 0;
@@ -88,7 +155,7 @@ void algo_buffer_elems(const algo_op *op, uint64_t *in_elems, uint64_t *out_elem
 {
     uint32_t n = op->nranks, r = op->rank;
     uint64_t in = 0, out = 0, c = op->count;
-    switch (op->coll) {
+    switch (op->counts || !counts_needed(op) ? op->coll : ALGO_COLL_COUNT) { /* no counts: unknown */
     case ALGO_COLL_ALLREDUCE:
     case ALGO_COLL_BROADCAST:
         in = out = c;
@@ -165,6 +232,8 @@ int algo_op_check(const algo_op *op)
     CHECK_ARG((unsigned)op->redop < HAL_OP_COUNT, HAL_E_PARAM, "algos", "bad reduce op %d", (int)op->redop);
     CHECK_ARG(op->root < op->nranks, HAL_E_PARAM, "algos", "root %u >= nranks %u", op->root, op->nranks);
     uint32_t need = counts_needed(op);
+    if (need && !op->counts && algo_counts_symbolic(op->coll))
+        need = 0; /* compiled for any counts */
     CHECK_ARG(!need || (op->counts && op->ncounts >= need), HAL_E_PARAM, "algos",
               "%s needs %u counts, got %u", algo_coll_name(op->coll), need, op->counts ? op->ncounts : 0);
     for (uint32_t k = 0; k < need; k++)

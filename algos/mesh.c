@@ -76,10 +76,10 @@ static void mesh_allreduce(algo_b *b)
     wait_all(b);
 }
 
+/* AllGatherV block refs are symbolic (algo_blk_ref): one plan for every count table. */
 static void put_my_block(algo_b *b, uint32_t s, uint32_t p)
 {
-    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, algo_blk_off(b->op, b->r)), algo_b_ref(b, ALGO_BUF_IN, b->r, 0),
-                algo_blk_len(b->op, b->r));
+    algo_b_copy_blk(b, s, algo_blk_ref(b, ALGO_BUF_OUT, p, b->r), algo_b_ref(b, ALGO_BUF_IN, b->r, 0), b->r);
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
@@ -89,8 +89,7 @@ static void mesh_allgather(algo_b *b)
     algo_b_fetch_all(b);
     algo_b_prologue(b);
     if (!op->in_place)
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, b->r, algo_blk_off(op, b->r)),
-                    algo_b_ref(b, ALGO_BUF_IN, b->r, 0), algo_blk_len(op, b->r));
+        algo_b_copy_blk(b, 0, algo_blk_ref(b, ALGO_BUF_OUT, b->r, b->r), algo_b_ref(b, ALGO_BUF_IN, b->r, 0), b->r);
     mesh_fanout(b, put_my_block);
     wait_all(b);
 }

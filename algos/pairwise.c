@@ -3,23 +3,26 @@
  * every receiver's ingress to a single sender (no incast), which is why HCCL uses it on RDMA. */
 #include "algos/algo_build.h"
 
-/* Destination of my block for rank j in j's OUT. ALLTOALLV: only j knows where (its recv displs),
- * so the ref names j's published displacement number `me` and the offset is 0. */
-static algo_ref a2a_dst(const algo_b *b, uint32_t j)
+/* ALLTOALLV/VC plans are independent of the counts (algo_counts_symbolic): sizes and my own
+ * offsets are entries of this call's V tables, the offset in a peer's OUT is the recv
+ * displacement it published for me (`vdispl = me`, checked by FETCH against what I send). So one
+ * cached plan serves every call, whatever its counts. AlltoAll keeps plain offsets. */
+static bool a2a_symbolic(const algo_b *b)
 {
-    if (b->op->coll == ALGO_COLL_ALLTOALLV) {
-        algo_ref ref = algo_b_ref(b, ALGO_BUF_OUT, j, 0);
-        ref.vdispl = (int32_t)b->r;
-        return ref;
-    }
-    return algo_b_ref(b, ALGO_BUF_OUT, j, algo_a2a_recv_off(b->op, b->r, j));
+    return algo_counts_symbolic(b->op->coll);
 }
 
-/* The block to myself, a local copy (ALLTOALLV: my own recv displacement is in my counts). */
+/* The block to myself, a local copy. */
 static void a2a_self(algo_b *b, uint32_t s)
 {
     const algo_op *op = b->op;
     uint32_t r = b->r;
+    if (a2a_symbolic(b)) {
+        algo_b_copy_v(b, s, algo_ref_v(algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_vs(ALGO_VT_RDISPL, r)),
+                      algo_ref_v(algo_b_ref(b, ALGO_BUF_IN, r, 0), algo_vs(ALGO_VT_DISPL, r)),
+                      algo_vs(ALGO_VT_COUNT, r));
+        return;
+    }
     algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, r, algo_a2a_recv_off(op, r, r)),
                 algo_b_ref(b, ALGO_BUF_IN, r, algo_a2a_send_off(op, r, r)), algo_a2a_len(op, r, r));
 }
@@ -27,8 +30,15 @@ static void a2a_self(algo_b *b, uint32_t s)
 void algo_a2a_send(algo_b *b, uint32_t s, uint32_t j)
 {
     const algo_op *op = b->op;
-    algo_b_copy(b, s, a2a_dst(b, j), algo_b_ref(b, ALGO_BUF_IN, b->r, algo_a2a_send_off(op, b->r, j)),
-                algo_a2a_len(op, b->r, j));
+    if (a2a_symbolic(b)) {
+        algo_ref dst = algo_b_ref(b, ALGO_BUF_OUT, j, 0);
+        dst.vdispl = (int32_t)b->r;
+        algo_b_copy_v(b, s, dst, algo_ref_v(algo_b_ref(b, ALGO_BUF_IN, b->r, 0), algo_vs(ALGO_VT_DISPL, j)),
+                      algo_vs(ALGO_VT_COUNT, j));
+    } else {
+        algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, j, algo_a2a_recv_off(op, b->r, j)),
+                    algo_b_ref(b, ALGO_BUF_IN, b->r, algo_a2a_send_off(op, b->r, j)), algo_a2a_len(op, b->r, j));
+    }
     algo_b_signal(b, s, j, ALGO_SLOT_DATA);
 }
 

@@ -124,6 +124,30 @@ void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t ele
     algo_b_push(b, s, st);
 }
 
+void algo_b_copy_v(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_vsym count)
+{
+    algo_step st = {.kind = ALGO_STEP_COPY};
+    st.u.copy.dst = dst;
+    st.u.copy.src = src;
+    st.u.copy.vcount = count;
+    algo_b_push(b, s, st);
+}
+
+algo_ref algo_blk_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint32_t j)
+{
+    if (algo_counts_symbolic(b->op->coll))
+        return algo_ref_v(algo_b_ref(b, buf, owner, 0), algo_vs(ALGO_VT_DISPL, j));
+    return algo_b_ref(b, buf, owner, algo_blk_off(b->op, j));
+}
+
+void algo_b_copy_blk(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint32_t j)
+{
+    if (algo_counts_symbolic(b->op->coll))
+        algo_b_copy_v(b, s, dst, src, algo_vs(ALGO_VT_COUNT, j));
+    else
+        algo_b_copy(b, s, dst, src, algo_blk_len(b->op, j));
+}
+
 static void push_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint64_t elems)
 {
     if (!elems)

@@ -71,13 +71,38 @@ typedef enum algo_kind {
 
 typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2 } algo_buf;
 
+/* The per-call tables of a V-op, in elements, as algo_vtables derives them from the op (the
+ * runtime fills them at launch from the call's arrays, the verifier from each rank's op):
+ *  ALLTOALLV:  COUNT/DISPL = this rank's send counts/displs, RCOUNT/RDISPL = its recv counts/displs;
+ *  ALLTOALLVC: COUNT = my row of the matrix, DISPL = its prefix sums (where each block starts in my
+ *              IN), RCOUNT = my column, RDISPL = its prefix sums (where each block lands in my OUT);
+ *  ALLGATHERV / REDUCE_SCATTERV: COUNT/DISPL = the counts/displs (the same on every rank). */
+typedef enum algo_vtab {
+    ALGO_VT_NONE = 0,
+    ALGO_VT_COUNT,
+    ALGO_VT_DISPL,
+    ALGO_VT_RCOUNT,
+    ALGO_VT_RDISPL,
+    ALGO_VT_NTABS, /* tables 1..4, each nranks entries */
+} algo_vtab;
+
+/* An entry of the executing rank's V tables: element vt[tab][idx] (tab ALGO_VT_NONE: none). */
+typedef struct algo_vsym {
+    uint8_t tab;  /* algo_vtab */
+    uint32_t idx;
+} algo_vsym;
+
 /* A symbolic buffer reference, bound to an address only at launch:
- * address = base(owner, buf) + offset + (vdispl >= 0 ? owner's published recv displacement
- * number vdispl, in elements, times the element size : 0). */
+ * address = base(owner, buf) + offset
+ *         + (vdispl >= 0 ? owner's published recv displacement number vdispl : 0) x element size
+ *         + (vsym.tab ? the executing rank's table entry vsym : 0) x element size.
+ * vdispl is the only part read from a peer (its publication, checked by FETCH); vsym is resolved
+ * from this call's own tables. Both let one plan serve every call of a V-op, whatever its counts. */
 typedef struct algo_ref {
     uint8_t buf;     /* algo_buf */
     int32_t owner;   /* ALGO_SELF or a peer's rank in the communicator */
-    int32_t vdispl;  /* -1, or the index into the owner's recv displacements (ALLTOALLV) */
+    int32_t vdispl;  /* -1, or the index into the owner's published recv displacements (ALLTOALLV/VC) */
+    algo_vsym vsym;  /* element offset from the executing rank's V tables */
     uint64_t offset; /* bytes */
 } algo_ref;
 
@@ -95,8 +120,9 @@ typedef enum algo_step_kind {
 typedef struct algo_step {
     uint8_t kind; /* algo_step_kind */
     union {
-        struct { algo_ref dst, src; uint64_t bytes; } copy;
-        struct { algo_ref dst, src, src2; uint64_t count; uint8_t has_src2; } reduce;
+        /* vcount.tab != NONE: the size is that table entry (elements), bytes/count are 0 */
+        struct { algo_ref dst, src; uint64_t bytes; algo_vsym vcount; } copy;
+        struct { algo_ref dst, src, src2; uint64_t count; uint8_t has_src2; algo_vsym vcount; } reduce;
         struct { uint32_t peer, slot; } sync;   /* SIGNAL, WAIT */
         struct { uint32_t stream; } fork;       /* FORK, JOIN */
         struct { uint32_t peer; } fetch;        /* FETCH */
@@ -122,7 +148,8 @@ typedef struct algo_p2p_item {
  *  ALLTOALLV: counts = [send counts(n), send displs(n), recv counts(n), recv displs(n)] of THIS rank.
  *  ALLTOALLVC: counts = the n x n send-count matrix (row i = what rank i sends to each j).
  *  ALLGATHERV / REDUCE_SCATTERV: counts = [counts(n), displs(n)] (same on every rank).
- *  SENDRECV: items/nitems. */
+ *  SENDRECV: items/nitems.
+ * When algo_counts_symbolic(coll), counts may be NULL: the plan is compiled for any counts. */
 typedef struct algo_op {
     algo_coll coll;
     uint32_t nranks, rank;
@@ -170,6 +197,21 @@ const char *algo_coll_name(algo_coll coll); /* HCCL API name, e.g. "HcclAllReduc
 
 /* Element counts of the IN and OUT buffers this rank's plan touches (for launch-time checks). */
 void algo_buffer_elems(const algo_op *op, uint64_t *in_elems, uint64_t *out_elems);
+
+/* True when plans of this collective do not depend on op->counts (every size and offset that
+ * comes from the counts is a V-table reference): the runtime may compile them with counts NULL
+ * and reuse one plan for every call, whatever its counts. */
+bool algo_counts_symbolic(algo_coll coll);
+/* Fills vt[(tab - 1) * nranks + i] for tab = ALGO_VT_COUNT..ALGO_VT_RDISPL from op->counts (see
+ * algo_vtab); zeros for collectives without V tables. vt has 4 * nranks entries. */
+void algo_vtables(const algo_op *op, uint64_t *vt);
+/* One entry computed straight from op->counts (the verifier's way; O(nranks) for ALLTOALLVC). */
+uint64_t algo_vt_entry(const algo_op *op, algo_vsym sym);
+/* One entry: element count or offset named by sym, from vt as filled by algo_vtables. */
+static inline uint64_t algo_vt_get(const uint64_t *vt, uint32_t nranks, algo_vsym sym)
+{
+    return sym.tab ? vt[(size_t)(sym.tab - 1) * nranks + sym.idx] : 0;
+}
 
 /* Added by algos/: true when algo_compile(op, kind) can succeed for this op's collective and
  * in-place flag (AlltoAll(V/VC) in place is not supported by any algorithm yet). */

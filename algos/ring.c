@@ -51,7 +51,9 @@ static void ring_allreduce(algo_b *b)
     algo_b_wait(b, 0, L, ALGO_SLOT_DATA);
 }
 
-/* AllGather(V): my block into my OUT (in place it already is), then n-1 forwarding steps. */
+/* AllGather(V): my block into my OUT (in place it already is), then n-1 forwarding steps (block
+ * refs symbolic for AllGatherV: one plan for every count table). AllGatherV needs no fetch of every peer for its count check: a rank writes only into its right
+ * neighbour, which it fetches (and whose tables it compares) first. */
 static void ring_allgather(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, L = LEFT(b), R = RIGHT(b);
@@ -59,17 +61,14 @@ static void ring_allgather(algo_b *b)
     ring_neighbours(b);
     algo_b_prologue(b);
     if (!op->in_place)
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, algo_blk_off(op, r)), algo_b_ref(b, ALGO_BUF_IN, r, 0),
-                    algo_blk_len(op, r));
+        algo_b_copy_blk(b, 0, algo_blk_ref(b, ALGO_BUF_OUT, r, r), algo_b_ref(b, ALGO_BUF_IN, r, 0), r);
     if (n == 1)
         return;
     for (uint32_t t = 0; t + 1 < n; t++) {
         uint32_t k = algo_mod((int64_t)r - t, n);
-        uint64_t off = algo_blk_off(op, k);
         if (t > 0)
             algo_b_wait(b, 0, L, ALGO_SLOT_DATA);
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, R, off), algo_b_ref(b, ALGO_BUF_OUT, r, off),
-                    algo_blk_len(op, k));
+        algo_b_copy_blk(b, 0, algo_blk_ref(b, ALGO_BUF_OUT, R, k), algo_blk_ref(b, ALGO_BUF_OUT, r, k), k);
         algo_b_signal(b, 0, R, ALGO_SLOT_DATA);
     }
     algo_b_wait(b, 0, L, ALGO_SLOT_DATA);

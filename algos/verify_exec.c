@@ -220,7 +220,8 @@ static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint
     if (!s->data)
         return true;
     int ok = 1;
-    uint64_t off = ref->offset + (ref->vdispl >= 0 ? vref_displ(s, o, ref->vdispl, &ok) * s->esz : 0);
+    uint64_t off = ref->offset + (ref->vdispl >= 0 ? vref_displ(s, o, ref->vdispl, &ok) * s->esz : 0) +
+                   algo_vt_entry(&s->plans[r]->op, ref->vsym) * s->esz; /* the executing rank's tables */
     const vspace *sp = &s->sp[o];
     uint64_t base = ref->buf == ALGO_BUF_IN ? sp->in_base : ref->buf == ALGO_BUF_OUT ? sp->out_base : sp->scr_base;
     uint64_t len = ref->buf == ALGO_BUF_IN ? sp->in_len : ref->buf == ALGO_BUF_OUT ? sp->out_len : sp->scr_len;
@@ -272,7 +273,12 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
 {
     bool red = st->kind == ALGO_STEP_REDUCE;
     const algo_ref *dst = red ? &st->u.reduce.dst : &st->u.copy.dst, *src = red ? &st->u.reduce.src : &st->u.copy.src;
-    uint64_t bytes = red ? st->u.reduce.count * s->esz : st->u.copy.bytes, cnt = bytes / s->esz, dlo = 0, slo = 0;
+    const algo_op *op = &s->plans[th->rank]->op;
+    algo_vsym vc = red ? st->u.reduce.vcount : st->u.copy.vcount;
+    uint64_t bytes = vc.tab ? algo_vt_entry(op, vc) * s->esz : red ? st->u.reduce.count * s->esz : st->u.copy.bytes;
+    uint64_t cnt = bytes / s->esz, dlo = 0, slo = 0;
+    if (vc.tab && !bytes)
+        return 1; /* an empty V block moves nothing and is skipped at launch: its displs may be anything */
     uint32_t dow, sow, s2ow = 0;
     bool three = red && st->u.reduce.has_src2;
     uint64_t s2lo = 0;

@@ -115,8 +115,8 @@ uint64_t vref_displ(const vsim *s, uint32_t owner, int32_t vdispl, int *ok)
         *ok = 0;
         return 0;
     }
-    if (op->coll == ALGO_COLL_ALLTOALLV)
-        return op->counts[3 * s->n + (uint32_t)vdispl];
+    if (op->coll == ALGO_COLL_ALLTOALLV || op->coll == ALGO_COLL_ALLTOALLVC) /* as the runtime publishes it */
+        return algo_vt_entry(op, algo_vs(ALGO_VT_RDISPL, (uint32_t)vdispl));
     const algo_p2p_item *it = op->coll == ALGO_COLL_SENDRECV ? item_of(op, (uint32_t)vdispl, false) : NULL;
     if (!it) {
         *ok = 0;

@@ -1,5 +1,7 @@
 /* Collectives with per-rank counts: AlltoAllV, AlltoAllVC, AllGatherV, ReduceScatterV.
- * Count and displacement arrays are uint64 element counts in host memory (as CANN's docs). */
+ * Count and displacement arrays are uint64 element counts in host memory (as CANN's docs). The
+ * launch copies what it needs (rt_launch.c bind_self), so the arrays are the caller's again when
+ * the call returns; ranks' tables are compared on the device before data moves (rt_vcheck.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +9,7 @@
 
 static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, void *out, HcclDataType dt,
                          HcclReduceOp op, const uint64_t *counts, uint32_t ncounts, aclrtStream stream,
-                         const char *api, const uint64_t *rcounts, const uint64_t *rdispls)
+                         const char *api)
 {
     rt_call call;
     memset(&call, 0, sizeof call);
@@ -20,23 +22,16 @@ static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, 
     call.cmd = cmd;
     call.in = in;
     call.out = out;
-    call.vcounts = rcounts;
-    call.vdispls = rdispls;
     return rt_collective(comm, &call, stream, api);
-}
-
-static uint32_t nranks_of(HcclComm comm)
-{
-    rt_comm *c = rt_comm_check(comm);
-    return c ? c->nranks : 0;
 }
 
 HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void *sdispls, HcclDataType sendType,
                          const void *recvBuf, const void *recvCounts, const void *rdispls, HcclDataType recvType,
                          HcclComm comm, aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm);
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllV: comm is NULL or not a live communicator");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclAlltoAllV", &c)); /* NULL: HCCL_E_PTR, destroyed or stale: HCCL_E_PARA */
+    uint32_t n = c->nranks;
     CHECK_ARG(sendCounts && sdispls && recvCounts && rdispls, HCCL_E_PTR, "check",
               "HcclAlltoAllV: sendCounts, sdispls, recvCounts and rdispls must not be NULL");
     CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllV: sendType=%d differs from recvType=%d",
@@ -49,7 +44,7 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void
     memcpy(v + 2 * n, recvCounts, n * sizeof *v);
     memcpy(v + 3 * n, rdispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_ALLTOALLV, HCCL_CMD_ALLTOALLV, (void *)sendBuf, (void *)recvBuf, sendType,
-                           0, v, 4 * n, stream, "HcclAlltoAllV", v + 2 * n, v + 3 * n);
+                           0, v, 4 * n, stream, "HcclAlltoAllV");
     free(v);
     return rc;
 }
@@ -57,22 +52,23 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void
 HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, HcclDataType sendType,
                           const void *recvBuf, HcclDataType recvType, HcclComm comm, aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm);
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAlltoAllVC: comm is NULL or not a live communicator");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclAlltoAllVC", &c)); /* NULL: HCCL_E_PTR, destroyed or stale: HCCL_E_PARA */
+    uint32_t n = c->nranks;
     CHECK_ARG(sendCountMatrix, HCCL_E_PTR, "check", "HcclAlltoAllVC: sendCountMatrix is NULL");
     CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllVC: sendType=%d differs from recvType=%d",
               (int)sendType, (int)recvType);
     return v_call(comm, ALGO_COLL_ALLTOALLVC, HCCL_CMD_ALLTOALLVC, (void *)sendBuf, (void *)recvBuf, sendType, 0,
-                  sendCountMatrix, n * n, stream, "HcclAlltoAllVC", NULL, NULL);
+                  sendCountMatrix, n * n, stream, "HcclAlltoAllVC");
 }
 
 HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
                           const void *recvDispls, HcclDataType dataType, HcclComm comm, aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm);
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclAllGatherV: comm is NULL or not a live communicator");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclAllGatherV", &c)); /* NULL: HCCL_E_PTR, destroyed or stale: HCCL_E_PARA */
+    uint32_t n = c->nranks;
     CHECK_ARG(recvCounts && recvDispls, HCCL_E_PTR, "check", "HcclAllGatherV: recvCounts/recvDispls is NULL");
-    rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(((const uint64_t *)recvCounts)[c->rank] == sendCount, HCCL_E_PARA, "check",
               "HcclAllGatherV: rank %u: sendCount=%llu differs from recvCounts[%u]=%llu", c->rank,
               (unsigned long long)sendCount, c->rank, (unsigned long long)((const uint64_t *)recvCounts)[c->rank]);
@@ -82,7 +78,7 @@ HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, cons
     memcpy(v, recvCounts, n * sizeof *v);
     memcpy(v + n, recvDispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_ALLGATHERV, HCCL_CMD_ALLGATHER_V, sendBuf, recvBuf, dataType, 0, v, 2 * n,
-                           stream, "HcclAllGatherV", NULL, NULL);
+                           stream, "HcclAllGatherV");
     free(v);
     return rc;
 }
@@ -91,10 +87,10 @@ HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void 
                               uint64_t recvCount, HcclDataType dataType, HcclReduceOp op, HcclComm comm,
                               aclrtStream stream)
 {
-    uint32_t n = nranks_of(comm);
-    CHECK_ARG(n, HCCL_E_PTR, "check", "HcclReduceScatterV: comm is NULL or not a live communicator");
+    rt_comm *c = NULL;
+    CHECK(rt_comm_get(comm, "HcclReduceScatterV", &c)); /* NULL: HCCL_E_PTR, destroyed or stale: HCCL_E_PARA */
+    uint32_t n = c->nranks;
     CHECK_ARG(sendCounts && sendDispls, HCCL_E_PTR, "check", "HcclReduceScatterV: sendCounts/sendDispls is NULL");
-    rt_comm *c = rt_comm_check(comm);
     CHECK_ARG(((const uint64_t *)sendCounts)[c->rank] == recvCount, HCCL_E_PARA, "check",
               "HcclReduceScatterV: rank %u: recvCount=%llu differs from sendCounts[%u]=%llu", c->rank,
               (unsigned long long)recvCount, c->rank, (unsigned long long)((const uint64_t *)sendCounts)[c->rank]);
@@ -104,7 +100,7 @@ HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void 
     memcpy(v, sendCounts, n * sizeof *v);
     memcpy(v + n, sendDispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_REDUCE_SCATTERV, HCCL_CMD_REDUCE_SCATTER_V, sendBuf, recvBuf, dataType, op,
-                           v, 2 * n, stream, "HcclReduceScatterV", NULL, NULL);
+                           v, 2 * n, stream, "HcclReduceScatterV");
     free(v);
     return rc;
 }

@@ -34,7 +34,7 @@ static size_t off_vtable(uint32_t n)
 
 size_t rt_ctrl_size(uint32_t n)
 {
-    return off_vtable(n) + align64((size_t)RT_PUB_RING * 2 * n * sizeof(uint64_t));
+    return off_vtable(n) + align64((size_t)RT_PUB_RING * RT_VTABLE_ENTRIES(n) * sizeof(uint64_t));
 }
 
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender)
@@ -54,7 +54,7 @@ rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq)
 
 uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq)
 {
-    return (uint64_t *)((char *)c + off_vtable(c->nranks)) + (seq % RT_PUB_RING) * 2 * c->nranks;
+    return (uint64_t *)((char *)c + off_vtable(c->nranks)) + (seq % RT_PUB_RING) * RT_VTABLE_ENTRIES(c->nranks);
 }
 
 /* Lifetime rule (docs/runtime.md, "Lifetime"): a peer's control block is touched only through

@@ -37,15 +37,15 @@ typedef struct rt_pub_record {
     _Atomic uint64_t ready; /* seq of the record once complete (written last) */
     rt_sig sig;
     uint64_t in, out;       /* this call's buffer addresses */
-    uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV), else 0 */
-    uint64_t vcounts;       /* device address of recv counts (ALLTOALLV), else 0 */
+    uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV/VC), else 0 */
+    uint64_t vcounts;       /* device address of the V-op table (rt_ctrl_vtable), else 0 */
     uint64_t p2p_send;      /* p2p: elements the owner sends to the reader */
     uint64_t p2p_recv;      /* p2p: elements the owner receives from the reader */
 } rt_pub_record;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
  * this header (sized by nranks): notify handles [nranks][RT_SLOTS], publication ring
- * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks].
+ * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][3*nranks+1].
  *
  * Lifetime (docs/runtime.md, "Lifetime"): blocks come from a per-device pool that only ever holds
  * control blocks (rt_ctrl_pool.c), so a peer's late access still lands in a control block. The
@@ -158,7 +158,8 @@ size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
-uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [2*nranks]: recv counts, recv displs */
+uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [RT_VTABLE_ENTRIES(nranks)], see rt_vcheck.c */
+#define RT_VTABLE_ENTRIES(n) (3 * (size_t)(n) + 1)
 /* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll.
  * A peer that already released its block (destroyed) is skipped: epoch-guarded CAS. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg);
@@ -188,8 +189,6 @@ typedef struct rt_call {
     algo_op op;           /* op.rank/nranks filled */
     uint32_t cmd;         /* HcclCMDType of the API */
     void *in, *out;
-    const uint64_t *vcounts;  /* ALLTOALLV: this rank's recv counts / displs (host) */
-    const uint64_t *vdispls;
     hal_stream *stream;
 } rt_call;
 
@@ -204,8 +203,11 @@ HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const
 /* --- plan cache --- */
 rt_plan_cache *rt_plan_cache_new(void);
 void rt_plan_cache_free(rt_plan_cache *pc);
-/* Finds or compiles the plan for op (cache key: the op's shape and the algorithm). */
+/* Finds or compiles the plan for op (cache key: the op's shape; AlltoAllV(C): without the counts)
+ * and holds it for the caller until rt_plan_put (a held plan is never evicted). Under c->lock. */
 HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **plan);
+void rt_plan_put(rt_comm *c, const algo_plan *plan);
+uint32_t rt_plan_cache_size(const rt_plan_cache *pc); /* plans cached now */
 
 /* Plans compiled by this process so far (tests check reuse). */
 uint64_t rt_plan_compile_count(void);

@@ -10,15 +10,18 @@ rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
 {
     uint32_t n = c->nranks;
     /* One block: the context, then its per-rank arrays (pointer-aligned first). */
-    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 2 * n * sizeof(uint64_t) +
-                   4 * n * sizeof(uint64_t) + n * sizeof(rt_fetch_arg) + n;
+    /* AlltoAllVC keeps this call's whole matrix for the checks (rt_vcheck.c). */
+    size_t nmat = plan->op.coll == ALGO_COLL_ALLTOALLVC ? (size_t)n * n : 0;
+    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
+                   4 * n * sizeof(uint64_t) + nmat * sizeof(uint64_t) + n * sizeof(rt_fetch_arg) + n;
     rt_launch_ctx *ctx = calloc(1, bytes);
     if (!ctx)
         return NULL;
     char *p = (char *)(ctx + 1);
     ctx->base = (void **)p, p += 3 * n * sizeof(void *);
     ctx->vbase = (void **)p, p += n * sizeof(void *);
-    ctx->vtable = (uint64_t *)p, p += 2 * n * sizeof(uint64_t);
+    ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
+    ctx->vmatrix = nmat ? (uint64_t *)p : NULL, p += nmat * sizeof(uint64_t);
     ctx->p2p_seq = (uint64_t *)p, p += n * sizeof(uint64_t);
     ctx->p2p_recv_addr = (uint64_t *)p, p += n * sizeof(uint64_t);
     ctx->p2p_send = (uint64_t *)p, p += n * sizeof(uint64_t);
@@ -43,6 +46,8 @@ void rt_launch_ctx_free(rt_launch_ctx *ctx)
         return;
     if (ctx->done)
         ctx->c->hal->event_destroy(ctx->done);
+    if (ctx->plan_held)
+        rt_plan_put(ctx->c, ctx->plan);
     algo_plan_free(ctx->owned_plan);
     free(ctx);
 }
@@ -246,11 +251,15 @@ static void bind_self(rt_launch_ctx *ctx, const rt_call *call)
     rt_comm *c = ctx->c;
     ctx->base[0 * c->nranks + c->rank] = call->in;
     ctx->base[1 * c->nranks + c->rank] = call->out;
-    if (call->op.coll == ALGO_COLL_ALLTOALLV && call->vcounts) {
-        memcpy(ctx->vtable, call->vcounts, c->nranks * sizeof(uint64_t));
-        memcpy(ctx->vtable + c->nranks, call->vdispls, c->nranks * sizeof(uint64_t));
-    } else {
-        ctx->vtable = NULL;
+    /* V-ops: the cached plan's V-table refs are bound to this call's counts. */
+    ctx->vop = call->op.counts && (call->op.coll == ALGO_COLL_ALLTOALLV || call->op.coll == ALGO_COLL_ALLTOALLVC ||
+                                   call->op.coll == ALGO_COLL_ALLGATHERV ||
+                                   call->op.coll == ALGO_COLL_REDUCE_SCATTERV);
+    if (ctx->vop)
+        algo_vtables(&call->op, ctx->vt);
+    if (call->op.coll == ALGO_COLL_ALLTOALLVC && call->op.counts && ctx->vmatrix) {
+        memcpy(ctx->vmatrix, call->op.counts, (size_t)c->nranks * c->nranks * sizeof(uint64_t));
+        ctx->vhash = rt_vmatrix_hash(ctx->vmatrix, (size_t)c->nranks * c->nranks);
     }
 }
 
@@ -261,8 +270,12 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
     const algo_plan *plan = NULL;
     HcclResult rc = rt_plan_get(c, &call->op, &plan);
     rt_launch_ctx *ctx = rc == HCCL_SUCCESS ? rt_launch_ctx_new(c, plan) : NULL;
-    if (rc == HCCL_SUCCESS && !ctx)
+    if (rc == HCCL_SUCCESS && !ctx) {
+        rt_plan_put(c, plan);
         rc = HCCL_E_MEMORY;
+    }
+    if (ctx)
+        ctx->plan_held = true;
     if (rc == HCCL_SUCCESS) {
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)

@@ -23,7 +23,12 @@ struct rt_launch_ctx {
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
     void **vbase;              /* [nranks]: peer OUT + its recv displacement for me (ALLTOALLV) */
-    uint64_t *vtable;          /* [2*nranks] my recv counts, displs (ALLTOALLV) to publish */
+    uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
+                                  offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
+    bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
+    uint64_t *vmatrix;         /* AlltoAllVC: [nranks*nranks] this call's count matrix (checks) */
+    uint64_t vhash;            /* AlltoAllVC: hash of the whole count matrix */
+    bool plan_held;            /* plan came from rt_plan_get: rt_launch_ctx_free releases it */
     uint64_t *p2p_seq;         /* [nranks] pair sequence of this call per peer (p2p) */
     uint64_t *p2p_recv_addr;   /* [nranks] my recv buffer for data from each peer (p2p) */
     uint64_t *p2p_send;        /* [nranks] elements I send to each peer */
@@ -35,6 +40,21 @@ struct rt_launch_ctx {
 
 rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan);
 void rt_launch_ctx_free(rt_launch_ctx *ctx);
+
+/* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the
+ * entries no pair of them exchanges (rt_publish.c). */
+uint64_t rt_vmatrix_hash(const uint64_t *m, size_t entries);
+
+/* V-op tables (rt_vcheck.c), on the device inside PUBLISH / FETCH. */
+bool rt_vop_is_a2a(const rt_launch_ctx *ctx);
+/* Writes what peers check into t (RT_VTABLE_ENTRIES(nranks) entries of the control block). */
+void rt_vpublish(const rt_launch_ctx *ctx, uint64_t *t);
+/* This rank's own tables (AlltoAllV: what it sends itself must be what it expects from itself).
+ * 0, or the op fails on every rank (message in msg). */
+int rt_vself_check(rt_launch_ctx *ctx, char *msg, size_t len);
+/* Compares a peer's published table with this call's: 0, or the op fails on every rank with one
+ * line naming both ranks and the entry. */
+int rt_vcheck_peer(rt_launch_ctx *ctx, uint32_t peer, const uint64_t *theirs, char *msg, size_t len);
 
 /* Device-side tasks (hal_task_fn). */
 int rt_publish_task(void *arg, char *msg, size_t len);

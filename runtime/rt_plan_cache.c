@@ -1,21 +1,33 @@
 /* Plans cached per communicator by the op's shape: the second call of a shape compiles
- * nothing, whatever its buffers (plans hold symbolic refs only). */
+ * nothing, whatever its buffers (plans hold symbolic refs only). AlltoAllV(C) plans do not depend
+ * on the counts (algo_counts_symbolic), so their key leaves the counts out.
+ *
+ * The cache is bounded: at most `limit` plans (RT_PLAN_CACHE_DEFAULT, or HCCL_PLAN_CACHE_SIZE),
+ * least recently used evicted first. A launch holds its plan (rt_plan_get .. rt_plan_put) until
+ * the launch is reclaimed, so a plan still read by queued device tasks is never freed: held
+ * plans are skipped by eviction and the cache may exceed its limit while they are in flight. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt_internal.h"
 
 #define RT_CACHE_BUCKETS 64
+#define RT_PLAN_CACHE_DEFAULT 256
+#define RT_PLAN_CACHE_MAX 1000000
 
 typedef struct rt_plan_entry {
     algo_op key;           /* counts/items point into the plan's own copy */
     uint64_t counts_hash;
     algo_plan *plan;
-    struct rt_plan_entry *next;
+    uint32_t holds;        /* launches not yet reclaimed that use the plan */
+    struct rt_plan_entry *next;             /* bucket chain */
+    struct rt_plan_entry *lru_prev, *lru_next; /* most recently used first */
 } rt_plan_entry;
 
 struct rt_plan_cache {
     rt_plan_entry *buckets[RT_CACHE_BUCKETS];
+    rt_plan_entry *lru_head, *lru_tail;
+    uint32_t nplans, limit;
 };
 
 static _Atomic uint64_t g_compiles;
@@ -25,25 +37,71 @@ uint64_t rt_plan_compile_count(void)
     return atomic_load(&g_compiles);
 }
 
-rt_plan_cache *rt_plan_cache_new(void)
+static uint32_t limit_from_env(void)
 {
-    return calloc(1, sizeof(rt_plan_cache));
+    const char *env = getenv("HCCL_PLAN_CACHE_SIZE");
+    if (!env || !*env)
+        return RT_PLAN_CACHE_DEFAULT;
+    char *end = NULL;
+    unsigned long v = strtoul(env, &end, 10);
+    if (*end || v < 1 || v > RT_PLAN_CACHE_MAX) {
+        OH_WARN("plan", "HCCL_PLAN_CACHE_SIZE=%s is not a number of plans in [1, %d]; using %d", env,
+                RT_PLAN_CACHE_MAX, RT_PLAN_CACHE_DEFAULT);
+        return RT_PLAN_CACHE_DEFAULT;
+    }
+    return (uint32_t)v;
 }
 
+rt_plan_cache *rt_plan_cache_new(void)
+{
+    rt_plan_cache *pc = calloc(1, sizeof(rt_plan_cache));
+    if (pc)
+        pc->limit = limit_from_env();
+    return pc;
+}
+
+/* Called after every launch was reclaimed: no plan is held any more. */
 void rt_plan_cache_free(rt_plan_cache *pc)
 {
     if (!pc)
         return;
-    for (int b = 0; b < RT_CACHE_BUCKETS; b++) {
-        rt_plan_entry *e = pc->buckets[b];
-        while (e) {
-            rt_plan_entry *next = e->next;
-            algo_plan_free(e->plan);
-            free(e);
-            e = next;
-        }
+    rt_plan_entry *e = pc->lru_head;
+    while (e) {
+        rt_plan_entry *next = e->lru_next;
+        algo_plan_free(e->plan);
+        free(e);
+        e = next;
     }
     free(pc);
+}
+
+uint32_t rt_plan_cache_size(const rt_plan_cache *pc)
+{
+    return pc ? pc->nplans : 0;
+}
+
+static void lru_unlink(rt_plan_cache *pc, rt_plan_entry *e)
+{
+    if (e->lru_prev)
+        e->lru_prev->lru_next = e->lru_next;
+    else
+        pc->lru_head = e->lru_next;
+    if (e->lru_next)
+        e->lru_next->lru_prev = e->lru_prev;
+    else
+        pc->lru_tail = e->lru_prev;
+    e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push_front(rt_plan_cache *pc, rt_plan_entry *e)
+{
+    e->lru_next = pc->lru_head;
+    e->lru_prev = NULL;
+    if (pc->lru_head)
+        pc->lru_head->lru_prev = e;
+    pc->lru_head = e;
+    if (!pc->lru_tail)
+        pc->lru_tail = e;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -52,10 +110,16 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h;
 }
 
+/* The counts that shape a plan: none for collectives compiled independently of them. */
+static uint32_t key_ncounts(const algo_op *op)
+{
+    return op->counts && !algo_counts_symbolic(op->coll) ? op->ncounts : 0;
+}
+
 static uint64_t hash_items(const algo_op *op)
 {
     uint64_t h = 0;
-    for (uint32_t i = 0; i < op->ncounts; i++)
+    for (uint32_t i = 0; i < key_ncounts(op); i++)
         h = mix(h, op->counts[i]);
     for (uint32_t i = 0; i < op->nitems; i++) {
         const algo_p2p_item *it = &op->items[i];
@@ -74,9 +138,10 @@ static uint64_t hash_op(const algo_op *op, uint64_t counts_hash)
 
 static bool same_items(const algo_op *a, const algo_op *b)
 {
-    if (a->ncounts != b->ncounts || a->nitems != b->nitems)
+    uint32_t nc = key_ncounts(a);
+    if (nc != key_ncounts(b) || a->nitems != b->nitems)
         return false;
-    if (a->ncounts && memcmp(a->counts, b->counts, a->ncounts * sizeof *a->counts))
+    if (nc && memcmp(a->counts, b->counts, nc * sizeof *a->counts))
         return false;
     for (uint32_t i = 0; i < a->nitems; i++) {
         const algo_p2p_item *x = &a->items[i], *y = &b->items[i];
@@ -120,12 +185,58 @@ static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
     return HCCL_SUCCESS;
 }
 
+static rt_plan_entry **bucket_of(rt_plan_cache *pc, const algo_op *op, uint64_t *counts_hash)
+{
+    *counts_hash = hash_items(op);
+    return &pc->buckets[hash_op(op, *counts_hash) % RT_CACHE_BUCKETS];
+}
+
+static void evict(rt_plan_cache *pc, rt_plan_entry *e)
+{
+    uint64_t ch;
+    rt_plan_entry **pp = bucket_of(pc, &e->key, &ch);
+    while (*pp != e)
+        pp = &(*pp)->next;
+    *pp = e->next;
+    lru_unlink(pc, e);
+    algo_plan_free(e->plan);
+    free(e);
+    pc->nplans--;
+}
+
+/* Evicts least recently used plans that no launch holds until the cache is within its limit. */
+static void trim(rt_plan_cache *pc)
+{
+    rt_plan_entry *e = pc->lru_tail;
+    while (pc->nplans > pc->limit && e) {
+        rt_plan_entry *prev = e->lru_prev;
+        if (!e->holds)
+            evict(pc, e);
+        e = prev;
+    }
+}
+
+/* A V-op compiled for any counts: the plan's key and copy carry no counts. */
+static algo_op compile_key(const algo_op *op)
+{
+    algo_op k = *op;
+    if (algo_counts_symbolic(op->coll)) {
+        k.counts = NULL;
+        k.ncounts = 0;
+    }
+    return k;
+}
+
 HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
 {
-    uint64_t ch = hash_items(op);
-    uint64_t b = hash_op(op, ch) % RT_CACHE_BUCKETS;
-    for (rt_plan_entry *e = c->cache->buckets[b]; e; e = e->next) {
+    rt_plan_cache *pc = c->cache;
+    uint64_t ch;
+    rt_plan_entry **b = bucket_of(pc, op, &ch);
+    for (rt_plan_entry *e = *b; e; e = e->next) {
         if (e->counts_hash == ch && same_op(&e->key, op)) {
+            lru_unlink(pc, e);
+            lru_push_front(pc, e);
+            e->holds++;
             *out = e->plan;
             return HCCL_SUCCESS;
         }
@@ -133,15 +244,34 @@ HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
     rt_plan_entry *e = calloc(1, sizeof *e);
     if (!e)
         return HCCL_E_MEMORY;
-    HcclResult rc = compile(c, op, &e->plan);
+    algo_op key = compile_key(op);
+    HcclResult rc = compile(c, &key, &e->plan);
     if (rc != HCCL_SUCCESS) {
         free(e);
         return rc;
     }
     e->key = e->plan->op; /* the plan's copy owns counts/items */
     e->counts_hash = ch;
-    e->next = c->cache->buckets[b];
-    c->cache->buckets[b] = e;
+    e->holds = 1;
+    e->next = *b;
+    *b = e;
+    lru_push_front(pc, e);
+    pc->nplans++;
+    trim(pc);
     *out = e->plan;
     return HCCL_SUCCESS;
+}
+
+void rt_plan_put(rt_comm *c, const algo_plan *plan)
+{
+    rt_plan_cache *pc = c->cache;
+    uint64_t ch;
+    for (rt_plan_entry *e = *bucket_of(pc, &plan->op, &ch); e; e = e->next) {
+        if (e->plan == plan) {
+            if (e->holds && --e->holds == 0 && pc->nplans > pc->limit)
+                trim(pc);
+            return;
+        }
+    }
+    OH_ERR("plan", "rank %u: released a plan the cache does not hold (%s)", c->rank, algo_coll_name(plan->op.coll));
 }

@@ -1,7 +1,8 @@
 /* PUBLISH and FETCH, run on the device in stream order: each rank writes this call's buffer
- * addresses and op signature into its peer-visible record; a peer reads it, compares the
- * signature with its own (before any data moves) and binds the addresses for its DMA tasks.
- * A mismatch fails the op on every rank with both calls named. */
+ * addresses and op signature (V-ops: their count tables, rt_vcheck.c) into its peer-visible
+ * record; a peer reads it, compares signature and tables with its own (before any data moves)
+ * and binds the addresses for its DMA tasks. A mismatch fails the op on every rank with both
+ * calls named. */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,11 +41,14 @@ int rt_publish_task(void *arg, char *msg, size_t len)
     }
     rt_pub_record *rec = rt_ctrl_pub(c->ctrl, ctx->seq);
     fill_record(ctx, rec, ctx->seq, c->rank);
-    if (ctx->vtable) {
+    if (ctx->vop) {
+        if (rt_vself_check(ctx, msg, len))
+            return HAL_E_ABORTED;
         uint64_t *t = rt_ctrl_vtable(c->ctrl, ctx->seq);
-        memcpy(t, ctx->vtable, 2 * c->nranks * sizeof *t);
+        rt_vpublish(ctx, t);
         rec->vcounts = (uint64_t)(uintptr_t)t;
-        rec->vdispl = (uint64_t)(uintptr_t)(t + c->nranks);
+        if (rt_vop_is_a2a(ctx))
+            rec->vdispl = (uint64_t)(uintptr_t)(t + 2 * (size_t)c->nranks);
     }
     atomic_store_explicit(&rec->ready, ctx->seq, memory_order_release);
     return 0;
@@ -100,7 +104,7 @@ static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *re
     ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
     if (ctx->p2p) /* SENDRECV plans address the peer's receive buffer for me as displacement #me */
         ctx->vbase[peer] = (void *)(uintptr_t)rec->out;
-    else if (rec->vdispl) {
+    else if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT */
         const uint64_t *displ = (const uint64_t *)(uintptr_t)rec->vdispl;
         ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
     }
@@ -143,6 +147,8 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
             return HAL_E_ABORTED;
     } else if (!sig_equal(&rec->sig, &ctx->sig)) {
         return report_mismatch(ctx, peer, &rec->sig, msg, len);
+    } else if (ctx->vop && rt_vcheck_peer(ctx, peer, rec->vcounts ? rt_ctrl_vtable(pc, seq) : NULL, msg, len)) {
+        return HAL_E_ABORTED; /* before bind_peer: nothing can address the peer's buffers */
     }
     bind_peer(ctx, peer, rec);
     if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */

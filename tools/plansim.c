@@ -139,6 +139,13 @@ static void make_ops(const cfg *c, uint64_t bytes, algo_op *ops, uint64_t *mat, 
     }
 }
 
+/* The per-call V tables a count-independent plan refers to (algo_vtab). */
+static const char *vtab_name(uint8_t tab)
+{
+    static const char *const n[] = {"", "count", "displ", "rcount", "rdispl"};
+    return tab < sizeof n / sizeof n[0] ? n[tab] : "?";
+}
+
 static void print_ref(const algo_ref *x)
 {
     static const char *const b[] = {"IN", "OUT", "SCR"};
@@ -149,6 +156,8 @@ static void print_ref(const algo_ref *x)
     printf("+%llu", (unsigned long long)x->offset);
     if (x->vdispl >= 0)
         printf("+displ[%d]", x->vdispl);
+    if (x->vsym.tab)
+        printf("+my.%s[%u]", vtab_name(x->vsym.tab), x->vsym.idx);
 }
 
 static void dump_plan(const algo_plan *p)
@@ -170,7 +179,9 @@ static void dump_plan(const algo_plan *p)
                     printf(" op ");
                     print_ref(&st->u.reduce.src2);
                 }
-                if (st->kind == ALGO_STEP_COPY)
+                if (st->kind == ALGO_STEP_COPY && st->u.copy.vcount.tab)
+                    printf("  my.%s[%u] elements\n", vtab_name(st->u.copy.vcount.tab), st->u.copy.vcount.idx);
+                else if (st->kind == ALGO_STEP_COPY)
                     printf("  %llu B\n", (unsigned long long)st->u.copy.bytes);
                 else
                     printf("  %llu elems\n", (unsigned long long)st->u.reduce.count);

@@ -22,7 +22,21 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
         ref.base = *slot; /* known now */
     else /* p2p items: absolute addresses on a null base */
         ref = hal_ref_ptr((void *)(uintptr_t)r->offset);
+    if (r->vsym.tab) /* a V-op offset from this call's own tables (count-independent plans) */
+        ref.offset += algo_vt_get(ctx->vt, c->nranks, r->vsym) * ctx->esize;
     return ref;
+}
+
+/* A V-op step's size from this call's tables, else the plan's. */
+static uint64_t step_total(const rt_launch_ctx *ctx, const algo_step *step)
+{
+    bool is_copy = step->kind == ALGO_STEP_COPY;
+    algo_vsym v = is_copy ? step->u.copy.vcount : step->u.reduce.vcount;
+    if (v.tab) {
+        uint64_t elems = ctx->vop ? algo_vt_get(ctx->vt, ctx->c->nranks, v) : 0;
+        return is_copy ? elems * ctx->esize : elems;
+    }
+    return is_copy ? step->u.copy.bytes : step->u.reduce.count;
 }
 
 static uint32_t pieces_for(uint64_t bytes, uint32_t engines)
@@ -51,9 +65,9 @@ hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *ste
     const algo_ref *src = is_copy ? &step->u.copy.src : &step->u.reduce.src;
     /* Copies split on bytes, reductions on whole elements. */
     uint64_t unit = is_copy ? 1 : ctx->esize;
-    uint64_t total = is_copy ? step->u.copy.bytes : step->u.reduce.count;
+    uint64_t total = step_total(ctx, step);
     if (total == 0)
-        return HAL_OK;
+        return HAL_OK; /* also an empty V block, whose displacements may point anywhere */
     uint32_t n = pieces_for(total * unit, ctx->c->dma_engines);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t start, len;

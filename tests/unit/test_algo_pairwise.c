@@ -7,6 +7,93 @@ Test(algo_pairwise, alltoall) { cr_assert_eq(ta_sweep(ALGO_PAIRWISE, ALGO_COLL_A
 Test(algo_pairwise, alltoallv) { cr_assert_eq(ta_sweep(ALGO_PAIRWISE, ALGO_COLL_ALLTOALLV), 0); }
 Test(algo_pairwise, alltoallvc) { cr_assert_eq(ta_sweep(ALGO_PAIRWISE, ALGO_COLL_ALLTOALLVC), 0); }
 
+static bool ref_eq(const algo_ref *a, const algo_ref *b)
+{
+    return a->buf == b->buf && a->owner == b->owner && a->vdispl == b->vdispl && a->offset == b->offset &&
+           a->vsym.tab == b->vsym.tab && a->vsym.idx == b->vsym.idx;
+}
+
+static bool step_eq(const algo_step *a, const algo_step *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case ALGO_STEP_COPY:
+        return ref_eq(&a->u.copy.dst, &b->u.copy.dst) && ref_eq(&a->u.copy.src, &b->u.copy.src) &&
+               a->u.copy.bytes == b->u.copy.bytes && a->u.copy.vcount.tab == b->u.copy.vcount.tab &&
+               a->u.copy.vcount.idx == b->u.copy.vcount.idx;
+    case ALGO_STEP_REDUCE: return false; /* all-to-all never reduces */
+    case ALGO_STEP_SIGNAL:
+    case ALGO_STEP_WAIT: return a->u.sync.peer == b->u.sync.peer && a->u.sync.slot == b->u.sync.slot;
+    case ALGO_STEP_FORK:
+    case ALGO_STEP_JOIN: return a->u.fork.stream == b->u.fork.stream;
+    case ALGO_STEP_FETCH: return a->u.fetch.peer == b->u.fetch.peer;
+    default: return true;
+    }
+}
+
+/* Steps of two plans are the same (the op copy aside): a cached plan can serve both calls. */
+static bool same_steps(const algo_plan *a, const algo_plan *b)
+{
+    if (a->nstreams != b->nstreams || a->scratch_bytes != b->scratch_bytes)
+        return false;
+    for (uint32_t s = 0; s < a->nstreams; s++) {
+        if (a->streams[s].nsteps != b->streams[s].nsteps)
+            return false;
+        for (uint32_t i = 0; i < a->streams[s].nsteps; i++)
+            if (!step_eq(&a->streams[s].steps[i], &b->streams[s].steps[i]))
+                return false;
+    }
+    return true;
+}
+
+static void fill_counts(algo_op *op, uint64_t *m, uint64_t *derived, uint32_t mul)
+{
+    uint32_t n = op->nranks;
+    for (uint32_t i = 0; i < n * n; i++)
+        m[i] = (i * mul + 7) % (mul * 3 + 1);
+    op->counts = m;
+    op->ncounts = n * n;
+    if (op->coll == ALGO_COLL_ALLTOALLV)
+        cr_assert_eq(algo_verify_derive(op, op->rank, op, derived), 0);
+    if (op->coll == ALGO_COLL_ALLGATHERV) { /* [counts, displs] with gaps */
+        for (uint32_t j = 0; j < n; j++)
+            m[n + j] = j ? m[n + j - 1] + m[j - 1] + j % 2 : 0;
+        op->ncounts = 2 * n;
+    }
+}
+
+/* AlltoAllV/VC and AllGatherV plans of every algorithm that serves them do not depend on the
+ * counts: compiled without counts, or with two different count sets, they are step for step the
+ * same (so the runtime caches one plan whatever the counts). */
+Test(algo_pairwise, v_plans_independent_of_counts)
+{
+    static const algo_kind kinds[] = {ALGO_PAIRWISE, ALGO_MESH, ALGO_RING};
+    static const algo_coll colls[] = {ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC, ALGO_COLL_ALLGATHERV};
+    static uint64_t m1[9 * 9], m2[9 * 9], c1[4 * 9], c2[4 * 9];
+    for (uint32_t n = 1; n <= 9; n++)
+        for (size_t k = 0; k < 3; k++)
+            for (size_t c = 0; c < 3; c++) {
+                algo_op op = {.coll = colls[c], .nranks = n, .rank = n / 2, .dtype = HAL_DT_FP32};
+                if (!algo_supports(kinds[k], &op))
+                    continue; /* pairwise: all-to-all only */
+                cr_assert(algo_counts_symbolic(colls[c]));
+                algo_op o1 = op, o2 = op;
+                fill_counts(&o1, m1, c1, 1);
+                fill_counts(&o2, m2, c2, 13);
+                algo_plan *p0 = NULL, *p1 = NULL, *p2 = NULL;
+                cr_assert_eq(algo_compile(&op, NULL, kinds[k], &p0), 0, "%s n=%u without counts",
+                             algo_kind_name(kinds[k]), n);
+                cr_assert_eq(algo_compile(&o1, NULL, kinds[k], &p1), 0);
+                cr_assert_eq(algo_compile(&o2, NULL, kinds[k], &p2), 0);
+                cr_expect(same_steps(p0, p1) && same_steps(p0, p2), "%s %s n=%u: plans depend on the counts",
+                          algo_kind_name(kinds[k]), algo_coll_name(colls[c]), n);
+                algo_plan_free(p0);
+                algo_plan_free(p1);
+                algo_plan_free(p2);
+            }
+}
+
 Test(algo_pairwise, only_alltoall)
 {
     algo_op op = {.coll = ALGO_COLL_ALLREDUCE, .nranks = 4, .count = 8, .dtype = HAL_DT_FP32};

@@ -1,0 +1,84 @@
+/* V-collectives whose ranks disagree about counts fail on every rank before any byte lands
+ * outside a receive buffer (canary allocations stay intact), with one line naming both ranks and
+ * the entry; AlltoAllV with counts changing every call compiles one plan and keeps RSS flat; the
+ * plan cache evicts only plans no launch holds. HCCL_EXEC_TIMEOUT bounds a detection bug,
+ * hcclrun --timeout a hang. */
+#include "multirank/mr_run.h"
+
+#define MR_COLL_VOPS OH_BUILD_DIR "/tests/progs/coll_vops"
+
+static void vmismatch(unsigned n, const char *algo, const char *coll, const char *const *needles)
+{
+    char env[128], args[64];
+    snprintf(env, sizeof env, "HCCL_EXEC_TIMEOUT=60%s%s%s", algo ? " HCCL_ALGO='level0:NA;level1:" : "",
+             algo ? algo : "", algo ? "'" : "");
+    snprintf(args, sizeof args, "mismatch-%s", coll);
+    mr_result r = mr_run_t(env, n, 120, MR_COLL_VOPS, args);
+    cr_expect_eq(r.status, 0, "%s on %u ranks (algo %s): hcclrun exited with %d", args, n, algo ? algo : "auto",
+                 r.status);
+    cr_expect(strstr(r.out, "NOT DETECTED") == NULL, "%s: some rank did not see the failure", args);
+    cr_expect(strstr(r.out, "CORRUPTED") == NULL, "%s: bytes outside a described receive region changed", args);
+    for (const char *const *s = needles; *s; s++)
+        cr_expect(strstr(r.out, *s) != NULL, "%s: the output does not mention \"%s\"", args, *s);
+    free(r.out);
+}
+
+static const char *const a2av_w[] = {
+    "rank 0 sends 1000 elements to rank 1, rank 1 expects 10 from rank 0 (HcclAlltoAllV, op #1)", NULL};
+static const char *const a2av_self_w[] = {
+    "rank 1 sends 1000 elements to rank 1, rank 1 expects 10 from rank 1 (HcclAlltoAllV, op #1)", NULL};
+static const char *const a2avc_w[] = {
+    "rank 0 has sendCountMatrix[0][1]=1000 where rank 1 has 10 (HcclAlltoAllVC, op #1)", NULL};
+/* On more ranks a third rank may notice first: it names the same entry with its own view. */
+static const char *const a2avc4_w[] = {"sendCountMatrix[0][1]=", "(HcclAlltoAllVC, op #1)", NULL};
+static const char *const agv_w[] = {"rank 0 has recvCounts[1]=10 where rank ", "has 1000 (HcclAllGatherV, op #1)",
+                                    NULL};
+static const char *const rsv_w[] = {"rank 0 has sendCounts[1]=10 where rank ",
+                                    "has 1000 (HcclReduceScatterV, op #1)", NULL};
+
+Test(vops, alltoallv_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "alltoallv", a2av_w); }
+Test(vops, alltoallv_disagree_n4, .timeout = 150) { vmismatch(4, NULL, "alltoallv", a2av_w); }
+Test(vops, alltoallv_self_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "alltoallv-self", a2av_self_w); }
+Test(vops, alltoallvc_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "alltoallvc", a2avc_w); }
+Test(vops, alltoallvc_disagree_n4, .timeout = 150) { vmismatch(4, NULL, "alltoallvc", a2avc4_w); }
+Test(vops, allgatherv_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "allgatherv", agv_w); }
+Test(vops, allgatherv_disagree_n4, .timeout = 150) { vmismatch(4, NULL, "allgatherv", agv_w); }
+Test(vops, reducescatterv_disagree_n2, .timeout = 150) { vmismatch(2, NULL, "reducescatterv", rsv_w); }
+Test(vops, reducescatterv_disagree_n4, .timeout = 150) { vmismatch(4, NULL, "reducescatterv", rsv_w); }
+/* The other algorithms that serve V-ops: ring AllGatherV checks only its neighbours, pairwise and
+ * ring all-to-all every peer. */
+Test(vops, allgatherv_disagree_ring_n4, .timeout = 150) { vmismatch(4, "ring", "allgatherv", agv_w); }
+Test(vops, reducescatterv_disagree_ring_n4, .timeout = 150) { vmismatch(4, "ring", "reducescatterv", rsv_w); }
+Test(vops, alltoallv_disagree_ring_n4, .timeout = 150) { vmismatch(4, "ring", "alltoallv", a2av_w); }
+Test(vops, alltoallv_disagree_pairwise_n4, .timeout = 150) { vmismatch(4, "pairwise", "alltoallv", a2av_w); }
+
+/* 10,000 calls on 2 ranks, every one checked; fewer on 4 ranks, every 7th checked so that calls
+ * also overlap on the stream. */
+Test(vops, random_alltoallv_n2, .timeout = 200)
+{
+    mr_expect_ok(mr_run_t("", 2, 150, MR_COLL_VOPS, "random-alltoallv 10000 1"), "random-alltoallv n=2",
+                 "coll_vops random-alltoallv: PASS");
+}
+
+Test(vops, random_alltoallv_n4, .timeout = 200)
+{
+    mr_expect_ok(mr_run_t("", 4, 150, MR_COLL_VOPS, "random-alltoallv 2000 7"), "random-alltoallv n=4",
+                 "coll_vops random-alltoallv: PASS");
+}
+
+Test(vops, random_allgatherv_n3, .timeout = 200)
+{
+    mr_expect_ok(mr_run_t("", 3, 150, MR_COLL_VOPS, "random-allgatherv 500"), "random-allgatherv n=3",
+                 "coll_vops random-allgatherv: PASS");
+}
+
+Test(vops, plan_cache_keeps_shapes, .timeout = 150)
+{
+    mr_expect_ok(mr_run_t("", 2, 120, MR_COLL_VOPS, "cache-lru 200"), "cache-lru", "coll_vops cache-lru: PASS");
+}
+
+Test(vops, plan_cache_evicts_unheld, .timeout = 150)
+{
+    mr_expect_ok(mr_run_t("HCCL_PLAN_CACHE_SIZE=1", 4, 120, MR_COLL_VOPS, "cache-lru 200 evict"), "cache-lru evict",
+                 "coll_vops cache-lru: PASS");
+}
