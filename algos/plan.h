@@ -40,6 +40,8 @@
 #define ALGO_MAX_STREAMS 8
 #define ALGO_SLOT_PUB 0
 #define ALGO_MAX_SLOTS 8 /* notify slots per (sender, receiver) pair, including ALGO_SLOT_PUB */
+/* SENDRECV's data slot: no collective uses it, so a p2p signal never satisfies a collective's wait. */
+#define ALGO_SLOT_P2P_DATA (ALGO_MAX_SLOTS - 1)
 #define ALGO_SELF (-1)
 
 /* Collective kinds. */
@@ -73,7 +75,10 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2 
 
 /* A symbolic buffer reference, bound to an address only at launch:
  * address = base(owner, buf) + offset + (vdispl >= 0 ? owner's published recv displacement
- * number vdispl, in elements, times the element size : 0). */
+ * number vdispl, in elements, times the element size : 0).
+ * SENDRECV plans use vdispl >= 0 only, as an index k into the plan's own items: a self ref is the
+ * buffer of item k, a peer ref is the buffer the peer gave for the item matching item k (its n-th
+ * item of the other direction with this rank, where item k is this rank's n-th with that peer). */
 typedef struct algo_ref {
     uint8_t buf;     /* algo_buf */
     int32_t owner;   /* ALGO_SELF or a peer's rank in the communicator */
@@ -97,9 +102,9 @@ typedef struct algo_step {
     union {
         struct { algo_ref dst, src; uint64_t bytes; } copy;
         struct { algo_ref dst, src, src2; uint64_t count; uint8_t has_src2; } reduce;
-        struct { uint32_t peer, slot; } sync;   /* SIGNAL, WAIT */
+        struct { uint32_t peer, slot, item; } sync; /* SIGNAL, WAIT (item: SENDRECV item, else 0) */
         struct { uint32_t stream; } fork;       /* FORK, JOIN */
-        struct { uint32_t peer; } fetch;        /* FETCH */
+        struct { uint32_t peer, item; } fetch;  /* FETCH (item: the SENDRECV send item it binds) */
     } u;
 } algo_step;
 
@@ -108,12 +113,14 @@ typedef struct algo_step_list {
     uint32_t nsteps, cap;
 } algo_step_list;
 
-/* One point-to-point item of a SENDRECV op. */
+/* One point-to-point item of a SENDRECV op. The k-th send from A to B matches the k-th receive
+ * at B from A, whichever ops (plans) the two ranks put them in. */
 typedef struct algo_p2p_item {
     uint8_t is_send;   /* 1 send (reads IN at offset), 0 recv (writes OUT at offset) */
     uint32_t peer;
     uint64_t count;    /* elements */
-    uint64_t offset;   /* bytes into IN (send) / OUT (recv); runtime packs items' buffers */
+    uint64_t offset;   /* bytes into IN (send) / OUT (recv): where the verifier places the item; plans
+                        * never read it (the runtime binds each item's own buffer, offset 0) */
 } algo_p2p_item;
 
 /* What to compile. Counts are elements, with HCCL's meaning per collective:

@@ -162,6 +162,7 @@ HcclResult HcclCommDestroy(HcclComm comm)
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, true);
     publish_finalize(c);
+    rt_p2p_finalize(c);
     pthread_mutex_unlock(&c->lock);
     return rt_comm_destroy(c);
 }

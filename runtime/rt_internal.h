@@ -39,13 +39,11 @@ typedef struct rt_pub_record {
     uint64_t in, out;       /* this call's buffer addresses */
     uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV), else 0 */
     uint64_t vcounts;       /* device address of recv counts (ALLTOALLV), else 0 */
-    uint64_t p2p_send;      /* p2p: elements the owner sends to the reader */
-    uint64_t p2p_recv;      /* p2p: elements the owner receives from the reader */
 } rt_pub_record;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
  * this header (sized by nranks): notify handles [nranks][RT_SLOTS], publication ring
- * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks]. */
+ * [RT_PUB_RING], p2p rings [nranks][2][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks]. */
 typedef struct rt_ctrl {
     uint32_t magic;
     uint32_t nranks;
@@ -64,7 +62,8 @@ typedef struct rt_peer {
     void *scratch;            /* peer's scratch base */
     hal_notify *to_peer[RT_SLOTS]; /* imported: notifies the peer owns that I signal */
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
-    uint64_t p2p_seq;         /* p2p calls with this peer so far (both directions share it) */
+    uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
+    uint64_t p2p_recvd;       /* p2p items received from this peer so far */
 } rt_peer;
 
 typedef struct rt_plan_cache rt_plan_cache;
@@ -124,7 +123,14 @@ rt_comm *rt_registry_find(const char *name);
 size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
-rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
+/* p2p rings per peer and direction, by item ordinal: RECV = this rank's receives from peer (buffer,
+ * count, dtype), SEND = its sends to peer (only a destroy's FINALIZE is written there). */
+#define RT_P2P_SEND 0u
+#define RT_P2P_RECV 1u
+rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint32_t dir, uint64_t ordinal);
+/* HcclCommDestroy: a FINALIZE record as the next p2p item in every direction, and a signal to each
+ * peer, so a peer blocked in p2p with this rank fails at once naming the destroy. */
+void rt_p2p_finalize(rt_comm *c);
 uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [2*nranks]: recv counts, recv displs */
 /* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg);
