@@ -16,7 +16,7 @@ typedef struct rt_p2p_req {
 } rt_p2p_req;
 
 typedef struct rt_group_entry {
-    rt_comm *comm;
+    HcclComm comm;             /* checked again at HcclGroupEnd: it may have been destroyed since */
     hal_stream *stream;
     rt_p2p_req req;
 } rt_group_entry;
@@ -162,7 +162,7 @@ static HcclResult launch(rt_comm *c, const rt_p2p_req *reqs, uint32_t n, hal_str
     return rc;
 }
 
-static HcclResult group_append(rt_comm *c, hal_stream *s, const rt_p2p_req *reqs, uint32_t n)
+static HcclResult group_append(HcclComm comm, hal_stream *s, const rt_p2p_req *reqs, uint32_t n)
 {
     CHECK_ARG(n <= UINT32_MAX / 2 - g_nitems, HCCL_E_PARA, "p2p", "too many calls in one group");
     if (g_nitems + n > g_cap) {
@@ -176,7 +176,7 @@ static HcclResult group_append(rt_comm *c, hal_stream *s, const rt_p2p_req *reqs
         g_cap = cap;
     }
     for (uint32_t i = 0; i < n; i++)
-        g_items[g_nitems++] = (rt_group_entry){c, s, reqs[i]};
+        g_items[g_nitems++] = (rt_group_entry){comm, s, reqs[i]};
     return HCCL_SUCCESS;
 }
 
@@ -195,7 +195,7 @@ static HcclResult submit(HcclComm comm, const rt_p2p_req *reqs, uint32_t n, aclr
     CHECK_ARG(c->hal->stream_from_native(stream, &s) == HAL_OK, HCCL_E_PARA, "p2p",
               "%s: rank %u: stream %p is not a live stream of this process", api, c->rank, stream);
     if (g_depth > 0)
-        return group_append(c, s, reqs, n);
+        return group_append(comm, s, reqs, n);
     return launch(c, reqs, n, s);
 }
 
@@ -258,7 +258,10 @@ static HcclResult flush_group(void)
         uint32_t end = gather_run(i);
         for (uint32_t j = i; j < end; j++)
             reqs[j - i] = g_items[j].req;
-        HcclResult r = launch(g_items[i].comm, reqs, end - i, g_items[i].stream);
+        rt_comm *c = rt_comm_check(g_items[i].comm);
+        HcclResult r = c ? launch(c, reqs, end - i, g_items[i].stream) : HCCL_E_PARA;
+        if (!c)
+            OH_ERR("p2p", "HcclGroupEnd: a communicator of the group was destroyed before the group ended");
         if (r != HCCL_SUCCESS && rc == HCCL_SUCCESS)
             rc = r;
         i = end;
