@@ -30,6 +30,7 @@ static void p2p_fails(const char *scen, const char *const *needles)
 
 Test(p2p, match_n2, .timeout = 150) { p2p_ok(2, "match"); }
 Test(p2p, match_n4, .timeout = 150) { p2p_ok(4, "match"); }
+Test(p2p, crossdeps_n3, .timeout = 150) { p2p_ok(3, "crossdeps"); }
 Test(p2p, batch_many_items_n4, .timeout = 150) { p2p_ok(4, "batch"); }
 Test(p2p, plan_reuse_n2, .timeout = 150) { p2p_ok(2, "planreuse"); }
 

@@ -5,6 +5,9 @@
  *                   HcclSend/HcclRecv; a group with items to itself and an empty item
  *   batch           one HcclBatchSendRecv of many items (several per peer, mixed sizes and dtypes)
  *                   to every other rank
+ *   crossdeps       rank 0 groups sends to ranks 1 and 2; rank 1 receives from 2 before it receives
+ *                   from 0; rank 2 receives from 0 before it sends to 1: valid under NCCL semantics
+ *                   only if rank 0's send to 2 does not wait for its send to 1
  *   planreuse       1,000 HcclSend/HcclRecv of one shape on alternating buffers compile no plan
  *                   after the first ones (HcclExtPlanCompileCount)
  *   mismatch-count  rank 0 sends 256 fp32 to rank 1, which receives 512 fp32: both fail
@@ -192,6 +195,39 @@ static void scen_match(prog_env *e)
     self_and_empty(e, e->rank == a ? b : a);
 }
 
+/* ---- crossdeps -------------------------------------------------------------------------------- */
+
+static void scen_crossdeps(prog_env *e)
+{
+    if (e->rank > 2)
+        return;
+    msg m01 = msg_new(500, HCCL_DATA_TYPE_FP32, 0, 1, 1, e->rank == 0);
+    msg m02 = msg_new(300, HCCL_DATA_TYPE_INT16, 0, 2, 2, e->rank == 0);
+    msg m21 = msg_new(700, HCCL_DATA_TYPE_INT8, 2, 1, 3, e->rank == 2);
+    if (e->rank == 0) {
+        HCCL_OK(HcclGroupStart());
+        HCCL_OK(HcclSend(m01.dev, m01.count, m01.dt, 1, e->comm, e->stream));
+        HCCL_OK(HcclSend(m02.dev, m02.count, m02.dt, 2, e->comm, e->stream));
+        HCCL_OK(HcclGroupEnd());
+    } else if (e->rank == 1) {
+        HCCL_OK(HcclRecv(m21.dev, m21.count, m21.dt, 2, e->comm, e->stream));
+        HCCL_OK(HcclRecv(m01.dev, m01.count, m01.dt, 0, e->comm, e->stream));
+    } else {
+        HCCL_OK(HcclRecv(m02.dev, m02.count, m02.dt, 0, e->comm, e->stream));
+        HCCL_OK(HcclSend(m21.dev, m21.count, m21.dt, 1, e->comm, e->stream));
+    }
+    sync_ok(e, "crossdeps");
+    if (e->rank == 1) {
+        msg_check(&m21, "crossdeps");
+        msg_check(&m01, "crossdeps");
+    } else if (e->rank == 2) {
+        msg_check(&m02, "crossdeps");
+    }
+    msg_free(&m01);
+    msg_free(&m02);
+    msg_free(&m21);
+}
+
 /* ---- batch ------------------------------------------------------------------------------------ */
 
 enum { BATCH_PER_PEER = 24 };
@@ -323,7 +359,7 @@ static void scen_destroy(prog_env *e, bool rank1_sends)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: p2p_check match|batch|planreuse|mismatch-count|mismatch-dtype|destroy-recv|"
+        fprintf(stderr, "usage: p2p_check match|crossdeps|batch|planreuse|mismatch-count|mismatch-dtype|destroy-recv|"
                         "destroy-send\n");
         return 2;
     }
@@ -334,6 +370,10 @@ int main(int argc, char **argv)
         FAILIF(1, "needs at least 2 ranks");
     } else if (!strcmp(s, "match")) {
         scen_match(&e);
+    } else if (!strcmp(s, "crossdeps")) {
+        FAILIF(e.n < 3, "crossdeps needs at least 3 ranks");
+        if (e.n >= 3)
+            scen_crossdeps(&e);
     } else if (!strcmp(s, "batch")) {
         scen_batch(&e);
     } else if (!strcmp(s, "planreuse")) {
