@@ -129,7 +129,8 @@ static void pair_vs_separate(prog_env *e, uint32_t a, uint32_t b, int grouping, 
     msg out = msg_new(1000 + tag, HCCL_DATA_TYPE_FP32, e->rank, peer, tag, true);
     msg in = msg_new(1000 + tag, HCCL_DATA_TYPE_FP32, peer, e->rank, tag, false);
     if (is_a && grouping == 2) {
-        HcclSendRecvItem it[2] = {{HCCL_RECV, in.dev, in.count, in.dt, peer}, {HCCL_SEND, out.dev, out.count, out.dt, peer}};
+        HcclSendRecvItem it[2] = {{HCCL_RECV, in.dev, in.count, in.dt, peer},
+                                  {HCCL_SEND, out.dev, out.count, out.dt, peer}};
         HCCL_OK(HcclBatchSendRecv(it, 2, e->comm, e->stream));
     } else if (is_a) {
         HCCL_OK(HcclGroupStart());
