@@ -97,7 +97,8 @@ static uint64_t *p2p_counter(rt_comm *c, const rt_p2p_item *it)
 }
 
 /* Numbers the items per (peer, direction) (caller holds c->lock). A launch may hold at most
- * RT_PUB_RING receives from one peer: their records share that peer's ring until it reads them. */
+ * RT_PUB_RING items per peer and direction: a launch's receive records share the ring the peer reads
+ * them from (sends are held to the same limit, so both sides of a pair accept the same calls). */
 static HcclResult assign_ordinals(rt_comm *c, rt_p2p_item *items, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)

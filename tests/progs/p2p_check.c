@@ -4,7 +4,7 @@
  *                   against separate HcclSend/HcclRecv in both orders; HcclBatchSendRecv against
  *                   HcclSend/HcclRecv; a group with items to itself and an empty item
  *   batch           one HcclBatchSendRecv of many items (several per peer, mixed sizes and dtypes)
- *                   to every other rank
+ *                   to every other rank, after one of 65 receives from one peer was refused
  *   crossdeps       rank 0 groups sends to ranks 1 and 2; rank 1 receives from 2 before it receives
  *                   from 0; rank 2 receives from 0 before it sends to 1: valid under NCCL semantics
  *                   only if rank 0's send to 2 does not wait for its send to 1
@@ -242,8 +242,24 @@ static spec batch_spec(uint32_t from, uint32_t to, uint32_t k)
     return s;
 }
 
+/* More than 64 receives from one peer in one call are refused at once, and leave nothing behind
+ * (the batch that follows would mismatch if the refused call had consumed ordinals). */
+static void batch_too_many(prog_env *e)
+{
+    enum { TOO_MANY = 65 };
+    HcclSendRecvItem it[TOO_MANY];
+    void *buf = dev_alloc(64);
+    for (int i = 0; i < TOO_MANY; i++)
+        it[i] = (HcclSendRecvItem){HCCL_RECV, buf, 4, HCCL_DATA_TYPE_FP32, (e->rank + 1) % e->n};
+    HcclResult rc = HcclBatchSendRecv(it, TOO_MANY, e->comm, e->stream);
+    FAILIF(rc != HCCL_E_PARA, "%d receives from one peer in one call returned %d, want HCCL_E_PARA", TOO_MANY,
+           (int)rc);
+    dev_free(buf);
+}
+
 static void scen_batch(prog_env *e)
 {
+    batch_too_many(e);
     uint32_t npeers = e->n - 1, nitems = 2 * BATCH_PER_PEER * npeers, i = 0;
     HcclSendRecvItem *it = xmalloc(nitems * sizeof *it);
     msg *m = xmalloc(nitems * sizeof *m);
