@@ -39,11 +39,12 @@ typedef struct rt_pub_record {
     uint64_t in, out;       /* this call's buffer addresses */
     uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV), else 0 */
     uint64_t vcounts;       /* device address of recv counts (ALLTOALLV), else 0 */
+    _Atomic uint64_t p2p_taken; /* p2p receive record: its ordinal once the sender's FETCH took it */
 } rt_pub_record;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
  * this header (sized by nranks): notify handles [nranks][RT_SLOTS], publication ring
- * [RT_PUB_RING], p2p rings [nranks][2][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks]. */
+ * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][2*nranks]. */
 typedef struct rt_ctrl {
     uint32_t magic;
     uint32_t nranks;
@@ -123,12 +124,9 @@ rt_comm *rt_registry_find(const char *name);
 size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
-/* p2p rings per peer and direction, by item ordinal: RECV = this rank's receives from peer (buffer,
- * count, dtype), SEND = its sends to peer (only a destroy's FINALIZE is written there). */
-#define RT_P2P_SEND 0u
-#define RT_P2P_RECV 1u
-rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint32_t dir, uint64_t ordinal);
-/* HcclCommDestroy: a FINALIZE record as the next p2p item in every direction, and a signal to each
+/* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
+rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
+/* HcclCommDestroy: a FINALIZE record as the next receive from every peer, and a signal to each
  * peer, so a peer blocked in p2p with this rank fails at once naming the destroy. */
 void rt_p2p_finalize(rt_comm *c);
 uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [2*nranks]: recv counts, recv displs */

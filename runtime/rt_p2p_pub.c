@@ -1,9 +1,12 @@
 /* Point-to-point publication, run on the device in stream order. Each receive item writes a record
- * {ordinal, call, count, dtype, buffer} into this rank's ring for (sender, RECV); the sender's
- * FETCH for its send of the same ordinal reads it, checks that both sides describe the same
- * message (before any byte moves: a disagreement fails both ranks, named in one line) and binds
- * the receiver's buffer. A destroy writes FINALIZE as the next ordinal in every ring, so a peer
- * blocked on this rank learns it at once (rt_p2p_finalize). */
+ * {ordinal, call, count, dtype, buffer} into this rank's ring for its sender; the sender's FETCH
+ * for its send of the same ordinal reads it, checks that both sides describe the same message
+ * (before any byte moves: a disagreement fails both ranks, named in one line), marks it taken and
+ * binds the receiver's buffer.
+ * HcclCommDestroy (rt_p2p_finalize) writes FINALIZE as the next receive from every peer and signals
+ * both p2p slots of every peer: a peer blocked sending to this rank reads the FINALIZE; a peer blocked
+ * receiving from it wakes on the data slot and finds its own record not taken. So a receiver never
+ * reads the sender's memory after its wait (the sender may have released it by then). */
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +22,7 @@ int rt_p2p_publish_task(void *arg, char *msg, size_t len)
         const rt_p2p_item *it = &ctx->p2p_items[k];
         if (it->is_send || it->peer == c->rank)
             continue;
-        rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, RT_P2P_RECV, it->ordinal);
+        rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
         memset(&rec->sig, 0, sizeof rec->sig);
         rec->sig.seq = it->ordinal;
         rec->sig.cmd = it->cmd;
@@ -29,6 +32,7 @@ int rt_p2p_publish_task(void *arg, char *msg, size_t len)
         rec->in = 0;
         rec->out = (uint64_t)(uintptr_t)it->buf;
         rec->vdispl = rec->vcounts = 0;
+        atomic_store_explicit(&rec->p2p_taken, 0, memory_order_relaxed);
         atomic_store_explicit(&rec->ready, it->ordinal, memory_order_release);
     }
     return 0;
@@ -62,19 +66,13 @@ static int report_destroy(const rt_p2p_item *it, char *msg, size_t len)
     return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
 }
 
-static bool is_finalize(const rt_pub_record *rec, uint64_t ordinal)
-{
-    return atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire) == ordinal &&
-           rec->sig.cmd == HCCL_CMD_FINALIZE;
-}
-
 /* A send item: the receiver's record for the same ordinal must describe the same message. */
 int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
 {
     rt_p2p_item *it = arg;
     rt_comm *c = it->ctx->c;
-    const rt_pub_record *rec = rt_ctrl_p2p(c->peers[it->peer].ctrl, c->rank, RT_P2P_RECV, it->ordinal);
-    uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
+    rt_pub_record *rec = rt_ctrl_p2p(c->peers[it->peer].ctrl, c->rank, it->ordinal);
+    uint64_t ready = atomic_load_explicit(&rec->ready, memory_order_acquire);
     if (ready != it->ordinal) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's record of receive #%llu from rank %u but found #%llu",
                  c->name, c->rank, it->peer, (unsigned long long)it->ordinal, c->rank, (unsigned long long)ready);
@@ -93,26 +91,31 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
         return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
     }
     it->peer_buf = (void *)(uintptr_t)rec->out;
+    /* Before the copy and the data signal: the receiver checks it after its wait. */
+    atomic_store_explicit(&rec->p2p_taken, it->ordinal, memory_order_release);
     return 0;
 }
 
-/* A receive item after its data signal: the signal may have been the sender's destroy instead. */
+/* A receive item after its data signal: a sender signals data only after taking the record, so
+ * a record not taken means the signal was the sender's destroy. Reads this rank's memory only. */
 int rt_p2p_recv_task(void *arg, char *msg, size_t len)
 {
     const rt_p2p_item *it = arg;
     rt_comm *c = it->ctx->c;
-    if (is_finalize(rt_ctrl_p2p(c->peers[it->peer].ctrl, c->rank, RT_P2P_SEND, it->ordinal), it->ordinal))
+    rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
+    if (atomic_load_explicit(&rec->p2p_taken, memory_order_acquire) != it->ordinal)
         return report_destroy(it, msg, len);
     return 0;
 }
 
-static void write_finalize(rt_comm *c, uint32_t peer, uint32_t dir, uint64_t ordinal)
+static void write_finalize(rt_comm *c, uint32_t peer, uint64_t ordinal)
 {
-    rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, peer, dir, ordinal);
+    rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, peer, ordinal);
     memset(&rec->sig, 0, sizeof rec->sig);
     rec->sig.cmd = HCCL_CMD_FINALIZE;
     rec->sig.seq = ordinal;
     rec->sig.nranks = c->nranks;
+    atomic_store_explicit(&rec->p2p_taken, 0, memory_order_relaxed);
     atomic_store_explicit(&rec->ready, ordinal, memory_order_release);
 }
 
@@ -125,8 +128,7 @@ void rt_p2p_finalize(rt_comm *c)
     for (uint32_t p = 0; p < c->nranks; p++) {
         if (p == c->rank)
             continue;
-        write_finalize(c, p, RT_P2P_SEND, c->peers[p].p2p_sent + 1);
-        write_finalize(c, p, RT_P2P_RECV, c->peers[p].p2p_recvd + 1);
+        write_finalize(c, p, c->peers[p].p2p_recvd + 1);
     }
     hal_stream *s = NULL;
     if (c->hal->stream_create(c->dev, &s) != HAL_OK)
