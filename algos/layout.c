@@ -246,9 +246,6 @@ int algo_op_check(const algo_op *op)
             CHECK_ARG(it->peer < op->nranks, HAL_E_PARAM, "algos", "item %u: peer %u out of range", k, it->peer);
             CHECK_ARG(it->offset % esz == 0 && it->offset < lim && it->count < lim / esz, HAL_E_PARAM,
                       "algos", "item %u: bad offset/count", k);
-            for (uint32_t m = 0; m < k; m++)
-                CHECK_ARG(op->items[m].peer != it->peer || op->items[m].is_send != it->is_send, HAL_E_PARAM,
-                          "algos", "two %s items for peer %u in one call", it->is_send ? "send" : "recv", it->peer);
         }
     }
     return 0;

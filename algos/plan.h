@@ -40,6 +40,8 @@
 #define ALGO_MAX_STREAMS 8
 #define ALGO_SLOT_PUB 0
 #define ALGO_MAX_SLOTS 8 /* notify slots per (sender, receiver) pair, including ALGO_SLOT_PUB */
+/* SENDRECV's data slot: no collective uses it, so a p2p signal never satisfies a collective's wait. */
+#define ALGO_SLOT_P2P_DATA (ALGO_MAX_SLOTS - 1)
 #define ALGO_SELF (-1)
 
 /* Collective kinds. */
@@ -97,7 +99,10 @@ typedef struct algo_vsym {
  *         + (vdispl >= 0 ? owner's published recv displacement number vdispl : 0) x element size
  *         + (vsym.tab ? the executing rank's table entry vsym : 0) x element size.
  * vdispl is the only part read from a peer (its publication, checked by FETCH); vsym is resolved
- * from this call's own tables. Both let one plan serve every call of a V-op, whatever its counts. */
+ * from this call's own tables. Both let one plan serve every call of a V-op, whatever its counts.
+ * SENDRECV plans use vdispl >= 0 only, as an index k into the plan's own items: a self ref is the
+ * buffer of item k, a peer ref is the buffer the peer gave for the item matching item k (its n-th
+ * item of the other direction with this rank, where item k is this rank's n-th with that peer). */
 typedef struct algo_ref {
     uint8_t buf;     /* algo_buf */
     int32_t owner;   /* ALGO_SELF or a peer's rank in the communicator */
@@ -123,9 +128,9 @@ typedef struct algo_step {
         /* vcount.tab != NONE: the size is that table entry (elements), bytes/count are 0 */
         struct { algo_ref dst, src; uint64_t bytes; algo_vsym vcount; } copy;
         struct { algo_ref dst, src, src2; uint64_t count; uint8_t has_src2; algo_vsym vcount; } reduce;
-        struct { uint32_t peer, slot; } sync;   /* SIGNAL, WAIT */
+        struct { uint32_t peer, slot, item; } sync; /* SIGNAL, WAIT (item: SENDRECV item, else 0) */
         struct { uint32_t stream; } fork;       /* FORK, JOIN */
-        struct { uint32_t peer; } fetch;        /* FETCH */
+        struct { uint32_t peer, item; } fetch;  /* FETCH (item: the SENDRECV send item it binds) */
     } u;
 } algo_step;
 
@@ -134,12 +139,14 @@ typedef struct algo_step_list {
     uint32_t nsteps, cap;
 } algo_step_list;
 
-/* One point-to-point item of a SENDRECV op. */
+/* One point-to-point item of a SENDRECV op. The k-th send from A to B matches the k-th receive
+ * at B from A, whichever ops (plans) the two ranks put them in. */
 typedef struct algo_p2p_item {
     uint8_t is_send;   /* 1 send (reads IN at offset), 0 recv (writes OUT at offset) */
     uint32_t peer;
     uint64_t count;    /* elements */
-    uint64_t offset;   /* bytes into IN (send) / OUT (recv); runtime packs items' buffers */
+    uint64_t offset;   /* bytes into IN (send) / OUT (recv): where the verifier places the item; plans
+                        * never read it (the runtime binds each item's own buffer, offset 0) */
 } algo_p2p_item;
 
 /* What to compile. Counts are elements, with HCCL's meaning per collective:

@@ -156,7 +156,7 @@ static int do_wait(vsim *s, vthr *th, const algo_step *st, bool fetch)
     q_pop(s, q, th, s->cm->sync_us[vlink(s, peer, r)]);
     if (fetch) {
         vfetch *f = &s->fetch[(size_t)r * s->n + peer];
-        if (f->clk) {
+        if (f->clk && s->plans[r]->op.coll != ALGO_COLL_SENDRECV) { /* p2p: one FETCH per send item */
             vsim_step_error(s, th, "second FETCH of rank %u in one plan", peer);
             return -1;
         }
@@ -220,7 +220,7 @@ static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint
     if (!s->data)
         return true;
     int ok = 1;
-    uint64_t off = ref->offset + (ref->vdispl >= 0 ? vref_displ(s, o, ref->vdispl, &ok) * s->esz : 0) +
+    uint64_t off = ref->offset + (ref->vdispl >= 0 ? vref_displ(s, r, o, ref->vdispl, &ok) * s->esz : 0) +
                    algo_vt_entry(&s->plans[r]->op, ref->vsym) * s->esz; /* the executing rank's tables */
     const vspace *sp = &s->sp[o];
     uint64_t base = ref->buf == ALGO_BUF_IN ? sp->in_base : ref->buf == ALGO_BUF_OUT ? sp->out_base : sp->scr_base;

@@ -89,6 +89,6 @@ algo_link vlink(const vsim *s, uint32_t a, uint32_t b);
 /* verify_ref.c */
 int vref_alloc(vsim *s);   /* layouts and initial values of every rank's space */
 void vref_check(vsim *s);  /* compares every rank's IN/OUT with the reference */
-uint64_t vref_displ(const vsim *s, uint32_t owner, int32_t vdispl, int *ok);
+uint64_t vref_displ(const vsim *s, uint32_t reader, uint32_t owner, int32_t vdispl, int *ok);
 
 #endif

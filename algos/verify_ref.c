@@ -100,29 +100,47 @@ int vref_alloc(vsim *s)
     return 0;
 }
 
-static const algo_p2p_item *item_of(const algo_op *op, uint32_t peer, bool send)
+/* SENDRECV: the n-th (0-based) item of op with peer in one direction, and an item's n. */
+static const algo_p2p_item *nth_item(const algo_op *op, uint32_t peer, bool send, uint32_t n)
 {
     for (uint32_t k = 0; k < op->nitems; k++)
-        if (op->items[k].peer == peer && (bool)op->items[k].is_send == send)
+        if (op->items[k].peer == peer && (bool)op->items[k].is_send == send && n-- == 0)
             return &op->items[k];
     return NULL;
 }
 
-uint64_t vref_displ(const vsim *s, uint32_t owner, int32_t vdispl, int *ok)
+static uint32_t ordinal_of(const algo_op *op, uint32_t k)
+{
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < k; j++)
+        n += op->items[j].peer == op->items[k].peer && op->items[j].is_send == op->items[k].is_send;
+    return n;
+}
+
+/* A SENDRECV ref of `reader` names its item k: its own (owner = reader) or the owner's matching one. */
+static const algo_p2p_item *p2p_ref_item(const vsim *s, uint32_t reader, uint32_t owner, uint32_t k)
+{
+    const algo_op *op = &s->plans[reader]->op;
+    if (k >= op->nitems)
+        return NULL;
+    const algo_p2p_item *it = &op->items[k];
+    if (owner == reader)
+        return it;
+    return it->peer == owner ? nth_item(&s->plans[owner]->op, reader, !it->is_send, ordinal_of(op, k)) : NULL;
+}
+
+uint64_t vref_displ(const vsim *s, uint32_t reader, uint32_t owner, int32_t vdispl, int *ok)
 {
     const algo_op *op = &s->plans[owner]->op;
-    if ((uint32_t)vdispl >= s->n) {
-        *ok = 0;
-        return 0;
+    if (op->coll == ALGO_COLL_SENDRECV) {
+        const algo_p2p_item *it = p2p_ref_item(s, reader, owner, (uint32_t)vdispl);
+        if (it)
+            return it->offset / s->esz;
+    } else if ((op->coll == ALGO_COLL_ALLTOALLV || op->coll == ALGO_COLL_ALLTOALLVC) && (uint32_t)vdispl < s->n) {
+        return algo_vt_entry(op, algo_vs(ALGO_VT_RDISPL, (uint32_t)vdispl)); /* as the runtime publishes it */
     }
-    if (op->coll == ALGO_COLL_ALLTOALLV || op->coll == ALGO_COLL_ALLTOALLVC) /* as the runtime publishes it */
-        return algo_vt_entry(op, algo_vs(ALGO_VT_RDISPL, (uint32_t)vdispl));
-    const algo_p2p_item *it = op->coll == ALGO_COLL_SENDRECV ? item_of(op, (uint32_t)vdispl, false) : NULL;
-    if (!it) {
-        *ok = 0;
-        return 0;
-    }
-    return it->offset / s->esz;
+    *ok = 0;
+    return 0;
 }
 
 static uint64_t sum_in(uint32_t n, uint64_t i)
@@ -184,7 +202,7 @@ static bool ref_out(vsim *s, uint32_t r, uint64_t *out)
             const algo_p2p_item *rv = &op->items[k];
             if (rv->is_send)
                 continue;
-            const algo_p2p_item *sd = item_of(&s->plans[rv->peer]->op, r, true);
+            const algo_p2p_item *sd = nth_item(&s->plans[rv->peer]->op, r, true, ordinal_of(op, k));
             if (!sd || sd->count != rv->count)
                 return false;
             for (uint64_t i = 0; i < rv->count; i++)

@@ -177,7 +177,8 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms)
 }
 
 /* Publishes a FINALIZE record as this rank's next op and tells every peer, so a peer still
- * waiting for this rank in a collective learns that it destroyed the communicator instead. */
+ * waiting for this rank in a collective learns that it destroyed the communicator instead
+ * (rt_p2p_finalize does the same for a peer blocked in Send/Recv). */
 static void publish_finalize(rt_comm *c)
 {
     if (c->nranks < 2 || atomic_load(&c->ctrl->abort))
@@ -196,9 +197,6 @@ static void publish_finalize(rt_comm *c)
     for (uint32_t p = 0; p < c->nranks; p++)
         if (p != c->rank)
             c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_PUB], s);
-    /* P2P FINALIZE HOOK: the point-to-point publication (runtime/rt_p2p.c, not here) adds its call
-     * on stream s at this line, so a peer blocked in Send/Recv with this rank learns of the destroy
-     * too. It must signal only through the pair's generation-tagged notifies, as above. */
     c->hal->stream_sync(s, -1);
     c->hal->stream_destroy(s);
 }
@@ -212,6 +210,7 @@ HcclResult HcclCommDestroy(HcclComm comm)
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, true);
     publish_finalize(c);
+    rt_p2p_finalize(c);
     pthread_mutex_unlock(&c->lock);
     return rt_comm_destroy(c);
 }

@@ -39,8 +39,7 @@ typedef struct rt_pub_record {
     uint64_t in, out;       /* this call's buffer addresses */
     uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV/VC), else 0 */
     uint64_t vcounts;       /* device address of the V-op table (rt_ctrl_vtable), else 0 */
-    uint64_t p2p_send;      /* p2p: elements the owner sends to the reader */
-    uint64_t p2p_recv;      /* p2p: elements the owner receives from the reader */
+    _Atomic uint64_t p2p_taken; /* p2p receive record: its ordinal once the sender's FETCH took it */
 } rt_pub_record;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
@@ -87,7 +86,8 @@ typedef struct rt_peer {
     void *scratch;            /* peer's scratch base */
     hal_notify *to_peer[RT_SLOTS]; /* imported: notifies the peer owns that I signal */
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
-    uint64_t p2p_seq;         /* p2p calls with this peer so far (both directions share it) */
+    uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
+    uint64_t p2p_recvd;       /* p2p items received from this peer so far */
 } rt_peer;
 
 typedef struct rt_plan_cache rt_plan_cache;
@@ -157,7 +157,11 @@ HcclComm rt_registry_find(const char *name); /* the live communicator's handle, 
 size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
+/* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
+/* HcclCommDestroy: a FINALIZE record as the next receive from every peer, and a signal to each
+ * peer, so a peer blocked in p2p with this rank fails at once naming the destroy. */
+void rt_p2p_finalize(rt_comm *c);
 uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [RT_VTABLE_ENTRIES(nranks)], see rt_vcheck.c */
 #define RT_VTABLE_ENTRIES(n) (3 * (size_t)(n) + 1)
 /* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll.

@@ -13,7 +13,7 @@ rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
     /* AlltoAllVC keeps this call's whole matrix for the checks (rt_vcheck.c). */
     size_t nmat = plan->op.coll == ALGO_COLL_ALLTOALLVC ? (size_t)n * n : 0;
     size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
-                   4 * n * sizeof(uint64_t) + nmat * sizeof(uint64_t) + n * sizeof(rt_fetch_arg) + n;
+                   nmat * sizeof(uint64_t) + n * sizeof(rt_fetch_arg);
     rt_launch_ctx *ctx = calloc(1, bytes);
     if (!ctx)
         return NULL;
@@ -22,12 +22,7 @@ rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
     ctx->vbase = (void **)p, p += n * sizeof(void *);
     ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
     ctx->vmatrix = nmat ? (uint64_t *)p : NULL, p += nmat * sizeof(uint64_t);
-    ctx->p2p_seq = (uint64_t *)p, p += n * sizeof(uint64_t);
-    ctx->p2p_recv_addr = (uint64_t *)p, p += n * sizeof(uint64_t);
-    ctx->p2p_send = (uint64_t *)p, p += n * sizeof(uint64_t);
-    ctx->p2p_recv = (uint64_t *)p, p += n * sizeof(uint64_t);
-    ctx->fetch = (rt_fetch_arg *)p, p += n * sizeof(rt_fetch_arg);
-    ctx->p2p_dir = (uint8_t *)p;
+    ctx->fetch = (rt_fetch_arg *)p;
     ctx->c = c;
     ctx->plan = plan;
     ctx->esize = hal_dtype_size(plan->op.dtype);
@@ -48,7 +43,7 @@ void rt_launch_ctx_free(rt_launch_ctx *ctx)
         ctx->c->hal->event_destroy(ctx->done);
     if (ctx->plan_held)
         rt_plan_put(ctx->c, ctx->plan);
-    algo_plan_free(ctx->owned_plan);
+    free(ctx->p2p_items);
     free(ctx);
 }
 
@@ -79,16 +74,24 @@ static hal_result enqueue_sync(rt_launch_ctx *ctx, hal_stream *s, const algo_ste
         return HAL_E_PARAM;
     if (st->kind == ALGO_STEP_SIGNAL)
         return c->hal->notify_record(c->peers[peer].to_peer[slot], s);
-    return c->hal->notify_wait(c->peers[peer].from_peer[slot], s, wait_timeout_ms(c), rt_abort_flag(c));
+    CHECK(c->hal->notify_wait(c->peers[peer].from_peer[slot], s, wait_timeout_ms(c), rt_abort_flag(c)));
+    if (!ctx->p2p || slot != ALGO_SLOT_P2P_DATA)
+        return HAL_OK;
+    /* A p2p receive: was the signal the sender's data, or its HcclCommDestroy? */
+    if (st->u.sync.item >= ctx->plan->op.nitems)
+        return HAL_E_PARAM;
+    return c->hal->task_async(s, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
 }
 
-static hal_result enqueue_fetch(rt_launch_ctx *ctx, hal_stream *s, uint32_t peer)
+static hal_result enqueue_fetch(rt_launch_ctx *ctx, hal_stream *s, uint32_t peer, uint32_t item)
 {
     rt_comm *c = ctx->c;
-    if (peer >= c->nranks || peer == c->rank)
+    if (peer >= c->nranks || peer == c->rank || (ctx->p2p && item >= ctx->plan->op.nitems))
         return HAL_E_PARAM;
     uint32_t slot = map_slot(ctx, ALGO_SLOT_PUB);
     CHECK(c->hal->notify_wait(c->peers[peer].from_peer[slot], s, wait_timeout_ms(c), rt_abort_flag(c)));
+    if (ctx->p2p)
+        return c->hal->task_async(s, rt_p2p_fetch_task, &ctx->p2p_items[item]);
     return c->hal->task_async(s, rt_fetch_task, &ctx->fetch[peer]);
 }
 
@@ -122,9 +125,9 @@ static hal_result enqueue_step(rt_launch_ctx *ctx, hal_stream *s, const algo_ste
             return HAL_E_PARAM;
         return c->hal->stream_wait_event(s, c->join_ev[st->u.fork.stream]);
     case ALGO_STEP_PUBLISH:
-        return c->hal->task_async(s, rt_publish_task, ctx);
+        return c->hal->task_async(s, ctx->p2p ? rt_p2p_publish_task : rt_publish_task, ctx);
     case ALGO_STEP_FETCH:
-        return enqueue_fetch(ctx, s, st->u.fetch.peer);
+        return enqueue_fetch(ctx, s, st->u.fetch.peer, st->u.fetch.item);
     default:
         return HAL_E_PARAM;
     }

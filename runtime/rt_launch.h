@@ -11,10 +11,24 @@ typedef struct rt_fetch_arg {
     uint32_t peer;
 } rt_fetch_arg;
 
+/* One point-to-point item of a launch: what PUBLISH announces, what its FETCH (send) or receive
+ * check reads, and the argument of those tasks. Buffers are bound here, not in the plan. */
+typedef struct rt_p2p_item {
+    rt_launch_ctx *ctx;
+    uint32_t peer;
+    uint8_t is_send;
+    uint32_t cmd;              /* HCCL_CMD_SEND / _RECEIVE / _BATCH_SEND_RECV: the call that made it */
+    uint32_t dtype;            /* HcclDataType */
+    uint64_t count;            /* elements */
+    uint64_t ordinal;          /* 1-based: this rank's n-th send to (receive from) peer */
+    void *buf;                 /* this rank's buffer */
+    void *peer_buf;            /* sends: the receiver's buffer, bound by FETCH */
+} rt_p2p_item;
+
 struct rt_launch_ctx {
     rt_comm *c;
     const algo_plan *plan;
-    uint64_t seq;              /* collective seq, or 0 for p2p (per-peer seqs below) */
+    uint64_t seq;              /* collective seq, or 0 for p2p (per-item ordinals below) */
     rt_sig sig;
     bool p2p;
     hal_event *done;           /* recorded after the last task: reclaim when complete */
@@ -29,12 +43,7 @@ struct rt_launch_ctx {
     uint64_t *vmatrix;         /* AlltoAllVC: [nranks*nranks] this call's count matrix (checks) */
     uint64_t vhash;            /* AlltoAllVC: hash of the whole count matrix */
     bool plan_held;            /* plan came from rt_plan_get: rt_launch_ctx_free releases it */
-    uint64_t *p2p_seq;         /* [nranks] pair sequence of this call per peer (p2p) */
-    uint64_t *p2p_recv_addr;   /* [nranks] my recv buffer for data from each peer (p2p) */
-    uint64_t *p2p_send;        /* [nranks] elements I send to each peer */
-    uint64_t *p2p_recv;        /* [nranks] elements I receive from each peer */
-    uint8_t *p2p_dir;          /* [nranks] bit0 send to peer, bit1 recv from peer */
-    algo_plan *owned_plan;     /* p2p plans are per call (their buffers are part of the shape) */
+    rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p) */
     rt_fetch_arg *fetch;       /* [nranks] */
 };
 
@@ -59,6 +68,13 @@ int rt_vcheck_peer(rt_launch_ctx *ctx, uint32_t peer, const uint64_t *theirs, ch
 /* Device-side tasks (hal_task_fn). */
 int rt_publish_task(void *arg, char *msg, size_t len);
 int rt_fetch_task(void *arg, char *msg, size_t len);
+/* p2p (runtime/rt_p2p_pub.c): PUBLISH (arg: ctx), FETCH of a send item and the check after a
+ * receive item's data signal (arg: the rt_p2p_item). */
+int rt_p2p_publish_task(void *arg, char *msg, size_t len);
+int rt_p2p_fetch_task(void *arg, char *msg, size_t len);
+int rt_p2p_recv_task(void *arg, char *msg, size_t len);
+/* runtime/dma: a p2p ref (vdispl = item index): the item's own buffer or the peer's for it. */
+hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 
 /* runtime/dma: turns a COPY/REDUCE step into DMA descriptors bound to this launch. */
 hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *step);

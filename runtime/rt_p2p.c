@@ -1,25 +1,30 @@
 /* Point-to-point: HcclSend, HcclRecv, HcclBatchSendRecv and HcclGroupStart/End batching.
- * A call (or a group's calls on one comm and stream) becomes one SENDRECV plan. Item buffers are
- * part of the plan: their offsets are absolute addresses on a null base, and the peer's receive
- * buffer is bound from its p2p publication record. Each pair keeps its own sequence, so two ranks
- * match their p2p calls to each other whatever else the other ranks do. */
+ * A call (or a group's calls on one comm and stream) becomes one SENDRECV launch whose items are
+ * matched one by one: the k-th send from A to B meets the k-th receive at B from A, whatever
+ * either side grouped (runtime/rt_p2p_pub.c checks and binds each pair). The plan depends on the
+ * items' directions, peers and sizes only; their buffers are bound at launch, so it is cached. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt_internal.h"
 #include "runtime/rt_launch.h"
 
-#define RT_GROUP_MAX 4096
+/* One requested item and the API it came from (named in errors). */
+typedef struct rt_p2p_req {
+    HcclSendRecvItem item;
+    uint32_t cmd;
+} rt_p2p_req;
 
 typedef struct rt_group_entry {
-    rt_comm *comm;
+    HcclComm comm;             /* checked again at HcclGroupEnd: it may have been destroyed since */
     hal_stream *stream;
-    HcclSendRecvItem item;
+    rt_p2p_req req;
 } rt_group_entry;
 
+/* The open group of this thread: grown on demand, freed when the outermost group ends. */
 static _Thread_local int g_depth;
 static _Thread_local rt_group_entry *g_items;
-static _Thread_local uint32_t g_nitems;
+static _Thread_local uint32_t g_nitems, g_cap;
 
 static HcclResult check_item(rt_comm *c, const HcclSendRecvItem *it, const char *api)
 {
@@ -35,124 +40,193 @@ static HcclResult check_item(rt_comm *c, const HcclSendRecvItem *it, const char 
     return rt_check_buffer(c, api, it->sendRecvType == HCCL_SEND ? "sendBuf" : "recvBuf", it->buf, it->count * es);
 }
 
-/* The op's items: buffers become absolute offsets on a null base (rt_dma_bind). algo_compile
- * rejects two items of one direction for one peer. */
-static HcclResult to_algo_items(rt_comm *c, const HcclSendRecvItem *items, uint32_t n, algo_p2p_item *out)
+static uint64_t req_bytes(const rt_p2p_req *r)
 {
+    return r->item.count * hal_dtype_size((hal_dtype)r->item.dataType);
+}
+
+/* Items to itself pair within the call (k-th send to self with k-th receive from self): nothing
+ * else could ever complete them. */
+static HcclResult check_self_pairs(rt_comm *c, const rt_p2p_req *reqs, uint32_t n)
+{
+    uint32_t r = 0;
+    for (uint32_t s = 0; s < n; s++) {
+        const HcclSendRecvItem *si = &reqs[s].item;
+        if (si->sendRecvType != HCCL_SEND || si->remoteRank != c->rank)
+            continue;
+        while (r < n && (reqs[r].item.sendRecvType != HCCL_RECV || reqs[r].item.remoteRank != c->rank))
+            r++;
+        CHECK_ARG(r < n, HCCL_E_PARA, "p2p", "rank %u: a send to itself needs a receive from itself in the same "
+                  "call or group", c->rank);
+        const HcclSendRecvItem *ri = &reqs[r++].item;
+        CHECK_ARG(si->count == ri->count && si->dataType == ri->dataType, HCCL_E_PARA, "p2p",
+                  "rank %u: send to itself of %llu x %s but receive from itself of %llu x %s", c->rank,
+                  (unsigned long long)si->count, hal_dtype_name((hal_dtype)si->dataType),
+                  (unsigned long long)ri->count, hal_dtype_name((hal_dtype)ri->dataType));
+    }
+    for (; r < n; r++)
+        CHECK_ARG(reqs[r].item.sendRecvType != HCCL_RECV || reqs[r].item.remoteRank != c->rank, HCCL_E_PARA, "p2p",
+                  "rank %u: a receive from itself needs a send to itself in the same call or group", c->rank);
+    return HCCL_SUCCESS;
+}
+
+/* The plan's shape: directions, peers and sizes in bytes (so mixed dtypes share one plan). */
+static algo_p2p_item *to_algo_items(const rt_p2p_req *reqs, uint32_t n)
+{
+    algo_p2p_item *pi = calloc(n ? n : 1, sizeof *pi);
+    for (uint32_t i = 0; pi && i < n; i++)
+        pi[i] = (algo_p2p_item){reqs[i].item.sendRecvType == HCCL_SEND, reqs[i].item.remoteRank, req_bytes(&reqs[i]),
+                                0};
+    return pi;
+}
+
+static rt_p2p_item *to_launch_items(rt_launch_ctx *ctx, const rt_p2p_req *reqs, uint32_t n)
+{
+    rt_p2p_item *it = calloc(n ? n : 1, sizeof *it);
+    for (uint32_t i = 0; it && i < n; i++) {
+        const HcclSendRecvItem *r = &reqs[i].item;
+        it[i] = (rt_p2p_item){.ctx = ctx, .peer = r->remoteRank, .is_send = r->sendRecvType == HCCL_SEND,
+                              .cmd = reqs[i].cmd, .dtype = (uint32_t)r->dataType, .count = r->count, .buf = r->buf};
+    }
+    return it;
+}
+
+static uint64_t *p2p_counter(rt_comm *c, const rt_p2p_item *it)
+{
+    return it->is_send ? &c->peers[it->peer].p2p_sent : &c->peers[it->peer].p2p_recvd;
+}
+
+/* Numbers the items per (peer, direction) (caller holds c->lock). A launch may hold at most
+ * RT_PUB_RING items per peer and direction: a launch's receive records share the ring the peer reads
+ * them from (sends are held to the same limit, so both sides of a pair accept the same calls). */
+static HcclResult assign_ordinals(rt_comm *c, rt_p2p_item *items, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (items[i].peer != c->rank)
+            items[i].ordinal = ++*p2p_counter(c, &items[i]);
     for (uint32_t i = 0; i < n; i++) {
-        const HcclSendRecvItem *it = &items[i];
-        CHECK_ARG(it->dataType == items[0].dataType, HCCL_E_PARA, "p2p",
-                  "rank %u: items of one call must share a data type (%d vs %d)", c->rank, (int)it->dataType,
-                  (int)items[0].dataType);
-        out[i] = (algo_p2p_item){it->sendRecvType == HCCL_SEND, it->remoteRank, it->count,
-                                 (uint64_t)(uintptr_t)it->buf};
+        const rt_p2p_item *it = &items[i];
+        if (it->peer == c->rank || *p2p_counter(c, it) - it->ordinal < RT_PUB_RING)
+            continue;
+        for (uint32_t j = 0; j < n; j++) /* undo: this call is refused as a whole */
+            if (items[j].peer != c->rank)
+                --*p2p_counter(c, &items[j]);
+        OH_ERR("p2p", "rank %u: more than %d %s rank %u in one call or group", c->rank, RT_PUB_RING,
+               it->is_send ? "sends to" : "receives from", it->peer);
+        return HCCL_E_PARA;
     }
     return HCCL_SUCCESS;
 }
 
-/* What this call publishes per peer: directions, counts and the receive buffer. */
-static void bind_items(rt_launch_ctx *ctx, const HcclSendRecvItem *items, uint32_t n)
+static void fill_sig(rt_launch_ctx *ctx, const rt_p2p_req *reqs, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        const HcclSendRecvItem *it = &items[i];
-        uint32_t p = it->remoteRank;
-        if (it->sendRecvType == HCCL_SEND) {
-            ctx->p2p_dir[p] |= 1;
-            ctx->p2p_send[p] = it->count;
-        } else {
-            ctx->p2p_dir[p] |= 2;
-            ctx->p2p_recv[p] = it->count;
-            ctx->p2p_recv_addr[p] = (uint64_t)(uintptr_t)it->buf;
-        }
-    }
+    ctx->p2p = true;
+    ctx->sig.cmd = n == 1 ? reqs[0].cmd : HCCL_CMD_BATCH_SEND_RECV;
+    ctx->sig.count = n ? reqs[0].item.count : 0;
+    ctx->sig.dtype = n ? (uint32_t)reqs[0].item.dataType : (uint32_t)HCCL_DATA_TYPE_INT8;
+    ctx->sig.nranks = ctx->c->nranks;
 }
 
-static void assign_pair_seqs(rt_comm *c, rt_launch_ctx *ctx)
+static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req *reqs, uint32_t n, hal_stream *s)
 {
-    for (uint32_t p = 0; p < c->nranks; p++)
-        if (ctx->p2p_dir[p] && p != c->rank)
-            ctx->p2p_seq[p] = ++c->peers[p].p2p_seq;
-}
-
-static HcclResult compile_and_launch(rt_comm *c, const HcclSendRecvItem *items, uint32_t n, hal_stream *s)
-{
-    algo_p2p_item *pi = calloc(n ? n : 1, sizeof *pi);
-    if (!pi)
-        return HCCL_E_MEMORY;
-    algo_op op = {.coll = ALGO_COLL_SENDRECV, .nranks = c->nranks, .rank = c->rank,
-                  .dtype = n ? (hal_dtype)items[0].dataType : HAL_DT_INT8, .items = pi, .nitems = n};
-    algo_topo topo = {c->nranks, c->server_of};
-    algo_plan *plan = NULL;
-    HcclResult rc = to_algo_items(c, items, n, pi);
-    if (rc == HCCL_SUCCESS)
-        rc = rt_from_hal(algo_compile(&op, &topo, ALGO_P2P, &plan));
-    free(pi);
-    CHECK(rc);
+    rt_launch_reclaim(c, false);
+    const algo_plan *plan = NULL;
+    CHECK(rt_plan_get(c, op, &plan));
     rt_launch_ctx *ctx = rt_launch_ctx_new(c, plan);
     if (!ctx) {
-        algo_plan_free(plan);
+        rt_plan_put(c, plan);
         return HCCL_E_MEMORY;
     }
-    ctx->owned_plan = plan;
-    ctx->p2p = true;
-    ctx->sig.cmd = HCCL_CMD_BATCH_SEND_RECV;
-    ctx->sig.dtype = op.dtype;
-    ctx->sig.nranks = c->nranks;
-    bind_items(ctx, items, n);
-    pthread_mutex_lock(&c->lock);
-    rt_launch_reclaim(c, false);
-    rc = rt_launch_prepare(c, ctx);
+    ctx->plan_held = true;
+    ctx->p2p_items = to_launch_items(ctx, reqs, n);
+    if (!ctx->p2p_items) {
+        rt_launch_ctx_free(ctx);
+        return HCCL_E_MEMORY;
+    }
+    fill_sig(ctx, reqs, n);
+    HcclResult rc = rt_launch_prepare(c, ctx); /* before the ordinals: a failure takes none */
+    if (rc == HCCL_SUCCESS)
+        rc = assign_ordinals(c, ctx->p2p_items, n);
     if (rc != HCCL_SUCCESS) {
         rt_launch_ctx_free(ctx);
-    } else {
-        assign_pair_seqs(c, ctx);
-        rc = rt_launch_ctx_enqueue(c, ctx, s);
+        return rc;
     }
+    return rt_launch_ctx_enqueue(c, ctx, s);
+}
+
+static HcclResult launch(rt_comm *c, const rt_p2p_req *reqs, uint32_t n, hal_stream *s)
+{
+    CHECK(check_self_pairs(c, reqs, n));
+    algo_p2p_item *pi = to_algo_items(reqs, n);
+    if (!pi)
+        return HCCL_E_MEMORY;
+    algo_op op = {.coll = ALGO_COLL_SENDRECV, .nranks = c->nranks, .rank = c->rank, .dtype = HAL_DT_INT8,
+                  .items = pi, .nitems = n};
+    pthread_mutex_lock(&c->lock);
+    HcclResult rc = launch_locked(c, &op, reqs, n, s);
     pthread_mutex_unlock(&c->lock);
+    free(pi);
     return rc;
 }
 
-static HcclResult submit(HcclComm comm, const HcclSendRecvItem *items, uint32_t n, aclrtStream stream,
-                         const char *api)
+static HcclResult group_append(HcclComm comm, hal_stream *s, const rt_p2p_req *reqs, uint32_t n)
+{
+    CHECK_ARG(n <= UINT32_MAX / 2 - g_nitems, HCCL_E_PARA, "p2p", "too many calls in one group");
+    if (g_nitems + n > g_cap) {
+        uint32_t cap = g_cap ? g_cap : 16;
+        while (cap < g_nitems + n)
+            cap *= 2;
+        rt_group_entry *grown = realloc(g_items, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return HCCL_E_MEMORY;
+        g_items = grown;
+        g_cap = cap;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        g_items[g_nitems++] = (rt_group_entry){comm, s, reqs[i]};
+    return HCCL_SUCCESS;
+}
+
+static HcclResult submit(HcclComm comm, const rt_p2p_req *reqs, uint32_t n, aclrtStream stream, const char *api)
 {
     rt_comm *c = NULL;
     CHECK(rt_comm_get(comm, api, &c));
-    CHECK_ARG(items || n == 0, HCCL_E_PTR, "p2p", "%s: sendRecvInfo is NULL", api);
     CHECK(rt_comm_failed(c, api));
     for (uint32_t i = 0; i < n; i++)
-        CHECK(check_item(c, &items[i], api));
+        CHECK(check_item(c, &reqs[i].item, api));
     hal_stream *s = NULL;
     CHECK_ARG(c->hal->stream_from_native(stream, &s) == HAL_OK, HCCL_E_PARA, "p2p",
               "%s: rank %u: stream %p is not a live stream of this process", api, c->rank, stream);
-    if (g_depth > 0) {
-        CHECK_ARG(g_nitems + n <= RT_GROUP_MAX, HCCL_E_PARA, "p2p", "%s: more than %d calls in one group", api,
-                  RT_GROUP_MAX);
-        if (!g_items && !(g_items = calloc(RT_GROUP_MAX, sizeof *g_items)))
-            return HCCL_E_MEMORY;
-        for (uint32_t i = 0; i < n; i++)
-            g_items[g_nitems++] = (rt_group_entry){c, s, items[i]};
-        return HCCL_SUCCESS;
-    }
-    return compile_and_launch(c, items, n, s);
+    if (g_depth > 0)
+        return group_append(comm, s, reqs, n);
+    return launch(c, reqs, n, s);
 }
 
 HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum, HcclComm comm, aclrtStream stream)
 {
-    return submit(comm, sendRecvInfo, itemNum, stream, "HcclBatchSendRecv");
+    CHECK_ARG(sendRecvInfo || itemNum == 0, HCCL_E_PTR, "p2p", "HcclBatchSendRecv: sendRecvInfo is NULL");
+    rt_p2p_req *reqs = calloc(itemNum ? itemNum : 1, sizeof *reqs);
+    if (!reqs)
+        return HCCL_E_MEMORY;
+    for (uint32_t i = 0; i < itemNum; i++)
+        reqs[i] = (rt_p2p_req){sendRecvInfo[i], HCCL_CMD_BATCH_SEND_RECV};
+    HcclResult rc = submit(comm, reqs, itemNum, stream, "HcclBatchSendRecv");
+    free(reqs);
+    return rc;
 }
 
 HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
                     aclrtStream stream)
 {
-    HcclSendRecvItem it = {HCCL_SEND, sendBuf, count, dataType, destRank};
-    return submit(comm, &it, 1, stream, "HcclSend");
+    rt_p2p_req r = {{HCCL_SEND, sendBuf, count, dataType, destRank}, HCCL_CMD_SEND};
+    return submit(comm, &r, 1, stream, "HcclSend");
 }
 
 HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
                     aclrtStream stream)
 {
-    HcclSendRecvItem it = {HCCL_RECV, recvBuf, count, dataType, srcRank};
-    return submit(comm, &it, 1, stream, "HcclRecv");
+    rt_p2p_req r = {{HCCL_RECV, recvBuf, count, dataType, srcRank}, HCCL_CMD_RECEIVE};
+    return submit(comm, &r, 1, stream, "HcclRecv");
 }
 
 HcclResult HcclGroupStart(void)
@@ -161,31 +235,41 @@ HcclResult HcclGroupStart(void)
     return HCCL_SUCCESS;
 }
 
-/* Launches the group's items: one batch per (communicator, stream), in first-use order. */
+/* Moves every later entry with the key (comm, stream) of entry i right behind it, keeping issue
+ * order; returns the end of that run. */
+static uint32_t gather_run(uint32_t i)
+{
+    uint32_t end = i + 1;
+    for (uint32_t j = i + 1; j < g_nitems; j++) {
+        if (g_items[j].comm != g_items[i].comm || g_items[j].stream != g_items[i].stream)
+            continue;
+        rt_group_entry e = g_items[j];
+        memmove(&g_items[end + 1], &g_items[end], (size_t)(j - end) * sizeof e);
+        g_items[end++] = e;
+    }
+    return end;
+}
+
+/* Launches the group's items: one launch per (communicator, stream), in first-use order. */
 static HcclResult flush_group(void)
 {
     HcclResult rc = HCCL_SUCCESS;
-    HcclSendRecvItem *batch = calloc(g_nitems ? g_nitems : 1, sizeof *batch);
-    if (!batch)
+    rt_p2p_req *reqs = calloc(g_nitems ? g_nitems : 1, sizeof *reqs);
+    if (!reqs)
         return HCCL_E_MEMORY;
-    for (uint32_t i = 0; i < g_nitems; i++) {
-        if (!g_items[i].comm)
-            continue;
-        rt_comm *c = g_items[i].comm;
-        hal_stream *s = g_items[i].stream;
-        uint32_t n = 0;
-        for (uint32_t j = i; j < g_nitems; j++) {
-            if (g_items[j].comm == c && g_items[j].stream == s) {
-                batch[n++] = g_items[j].item;
-                g_items[j].comm = NULL;
-            }
-        }
-        HcclResult r = compile_and_launch(c, batch, n, s);
+    for (uint32_t i = 0; i < g_nitems;) {
+        uint32_t end = gather_run(i);
+        for (uint32_t j = i; j < end; j++)
+            reqs[j - i] = g_items[j].req;
+        rt_comm *c = rt_comm_check(g_items[i].comm);
+        HcclResult r = c ? launch(c, reqs, end - i, g_items[i].stream) : HCCL_E_PARA;
+        if (!c)
+            OH_ERR("p2p", "HcclGroupEnd: a communicator of the group was destroyed before the group ended");
         if (r != HCCL_SUCCESS && rc == HCCL_SUCCESS)
             rc = r;
+        i = end;
     }
-    free(batch);
-    g_nitems = 0;
+    free(reqs);
     return rc;
 }
 
@@ -197,6 +281,7 @@ HcclResult HcclGroupEnd(void)
     HcclResult rc = flush_group();
     free(g_items);
     g_items = NULL;
+    g_nitems = g_cap = 0;
     return rc;
 }
 

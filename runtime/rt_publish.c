@@ -8,7 +8,7 @@
 
 #include "runtime/rt_launch.h"
 
-static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq, uint32_t peer)
+static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq)
 {
     rt_comm *c = ctx->c;
     rec->sig = ctx->sig;
@@ -16,11 +16,6 @@ static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq, ui
     rec->in = (uint64_t)(uintptr_t)ctx->base[0 * c->nranks + c->rank];
     rec->out = (uint64_t)(uintptr_t)ctx->base[1 * c->nranks + c->rank];
     rec->vdispl = rec->vcounts = 0;
-    if (ctx->p2p) {
-        rec->p2p_send = ctx->p2p_send[peer];
-        rec->p2p_recv = ctx->p2p_recv[peer];
-        rec->out = ctx->p2p_recv_addr[peer];
-    }
 }
 
 int rt_publish_task(void *arg, char *msg, size_t len)
@@ -29,18 +24,8 @@ int rt_publish_task(void *arg, char *msg, size_t len)
     (void)len;
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
-    if (ctx->p2p) {
-        for (uint32_t p = 0; p < c->nranks; p++) {
-            if (!ctx->p2p_dir[p])
-                continue;
-            rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, p, ctx->p2p_seq[p]);
-            fill_record(ctx, rec, ctx->p2p_seq[p], p);
-            atomic_store_explicit(&rec->ready, ctx->p2p_seq[p], memory_order_release);
-        }
-        return 0;
-    }
     rt_pub_record *rec = rt_ctrl_pub(c->ctrl, ctx->seq);
-    fill_record(ctx, rec, ctx->seq, c->rank);
+    fill_record(ctx, rec, ctx->seq);
     if (ctx->vop) {
         if (rt_vself_check(ctx, msg, len))
             return HAL_E_ABORTED;
@@ -78,33 +63,12 @@ static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *thei
     return HAL_E_ABORTED;
 }
 
-/* p2p: what I send the peer must be what it receives from me, and the other way round. */
-static int check_p2p(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len)
-{
-    rt_comm *c = ctx->c;
-    if (rec->p2p_recv == ctx->p2p_send[peer] && rec->p2p_send == ctx->p2p_recv[peer] &&
-        rec->sig.dtype == ctx->sig.dtype)
-        return 0;
-    snprintf(msg, len,
-             "comm %s: p2p op #%llu between ranks %u and %u: rank %u sends %llu and receives %llu elements of %s, "
-             "but rank %u receives %llu and sends %llu elements of %s",
-             c->name, (unsigned long long)ctx->p2p_seq[peer], c->rank, peer, c->rank,
-             (unsigned long long)ctx->p2p_send[peer], (unsigned long long)ctx->p2p_recv[peer],
-             hal_dtype_name((hal_dtype)ctx->sig.dtype), peer, (unsigned long long)rec->p2p_recv,
-             (unsigned long long)rec->p2p_send, hal_dtype_name((hal_dtype)rec->sig.dtype));
-    OH_ERR("mismatch", "%s", msg);
-    rt_abort_all(c, HCCL_E_PARA, msg);
-    return HAL_E_ABORTED;
-}
-
 static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec)
 {
     rt_comm *c = ctx->c;
     ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
     ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
-    if (ctx->p2p) /* SENDRECV plans address the peer's receive buffer for me as displacement #me */
-        ctx->vbase[peer] = (void *)(uintptr_t)rec->out;
-    else if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT */
+    if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT */
         const uint64_t *displ = (const uint64_t *)(uintptr_t)rec->vdispl;
         ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
     }
@@ -131,8 +95,8 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     rt_comm *c = ctx->c;
     uint32_t peer = fa->peer;
     rt_ctrl *pc = c->peers[peer].ctrl;
-    uint64_t seq = ctx->p2p ? ctx->p2p_seq[peer] : ctx->seq;
-    const rt_pub_record *rec = ctx->p2p ? rt_ctrl_p2p(pc, c->rank, seq) : rt_ctrl_pub(pc, seq);
+    uint64_t seq = ctx->seq;
+    const rt_pub_record *rec = rt_ctrl_pub(pc, seq);
     uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
     if (!rt_ctrl_peer_live(c, peer))
         return report_destroyed(ctx, peer, seq, msg, len);
@@ -142,14 +106,10 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
         rt_abort_all(c, HCCL_E_INTERNAL, msg);
         return HAL_E_INTERNAL;
     }
-    if (ctx->p2p) {
-        if (check_p2p(ctx, peer, rec, msg, len))
-            return HAL_E_ABORTED;
-    } else if (!sig_equal(&rec->sig, &ctx->sig)) {
+    if (!sig_equal(&rec->sig, &ctx->sig))
         return report_mismatch(ctx, peer, &rec->sig, msg, len);
-    } else if (ctx->vop && rt_vcheck_peer(ctx, peer, rec->vcounts ? rt_ctrl_vtable(pc, seq) : NULL, msg, len)) {
+    if (ctx->vop && rt_vcheck_peer(ctx, peer, rec->vcounts ? rt_ctrl_vtable(pc, seq) : NULL, msg, len))
         return HAL_E_ABORTED; /* before bind_peer: nothing can address the peer's buffers */
-    }
     bind_peer(ctx, peer, rec);
     if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
         return report_destroyed(ctx, peer, seq, msg, len);

@@ -8,8 +8,19 @@
 #define RT_DMA_SPLIT_MIN (1u << 20) /* below this one engine is faster than the hand-off */
 #define RT_DMA_MAX_PIECES 8
 
+/* p2p: vdispl names an item of the launch (plan.h); its buffers are this call's, never the plan's. */
+hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r)
+{
+    rt_p2p_item *it = &ctx->p2p_items[r->vdispl];
+    if (r->owner == ALGO_SELF)
+        return (hal_ref){it->buf, NULL, r->offset};
+    return (hal_ref){NULL, (void *const *)&it->peer_buf, r->offset}; /* filled by the item's FETCH */
+}
+
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
 {
+    if (ctx->p2p)
+        return rt_p2p_bind(ctx, r);
     rt_comm *c = ctx->c;
     uint32_t owner = r->owner == ALGO_SELF ? c->rank : (uint32_t)r->owner;
     void **slot = &ctx->base[(size_t)r->buf * c->nranks + owner];
@@ -18,10 +29,8 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
         ref.indirect = (void *const *)&ctx->vbase[owner];
     else if (owner != c->rank && r->buf != ALGO_BUF_SCRATCH)
         ref.indirect = (void *const *)slot; /* filled by FETCH on the device */
-    else if (*slot)
+    else
         ref.base = *slot; /* known now */
-    else /* p2p items: absolute addresses on a null base */
-        ref = hal_ref_ptr((void *)(uintptr_t)r->offset);
     if (r->vsym.tab) /* a V-op offset from this call's own tables (count-independent plans) */
         ref.offset += algo_vt_get(ctx->vt, c->nranks, r->vsym) * ctx->esize;
     return ref;

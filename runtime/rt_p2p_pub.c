@@ -1,0 +1,148 @@
+/* Point-to-point publication, run on the device in stream order. Each receive item writes a record
+ * {ordinal, call, count, dtype, buffer} into this rank's ring for its sender; the sender's FETCH
+ * for its send of the same ordinal reads it, checks that both sides describe the same message
+ * (before any byte moves: a disagreement fails both ranks, named in one line), marks it taken and
+ * binds the receiver's buffer.
+ * HcclCommDestroy (rt_p2p_finalize) writes FINALIZE as the next receive from every peer and signals
+ * both p2p slots of every peer: a peer blocked sending to this rank reads the FINALIZE; a peer blocked
+ * receiving from it wakes on the data slot and finds its own record not taken. So a receiver never
+ * reads the sender's memory after its wait (the sender may have released it by then). */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt_launch.h"
+
+int rt_p2p_publish_task(void *arg, char *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    rt_launch_ctx *ctx = arg;
+    rt_comm *c = ctx->c;
+    for (uint32_t k = 0; k < ctx->plan->op.nitems; k++) {
+        const rt_p2p_item *it = &ctx->p2p_items[k];
+        if (it->is_send || it->peer == c->rank)
+            continue;
+        rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
+        memset(&rec->sig, 0, sizeof rec->sig);
+        rec->sig.seq = it->ordinal;
+        rec->sig.cmd = it->cmd;
+        rec->sig.dtype = it->dtype;
+        rec->sig.count = it->count;
+        rec->sig.nranks = c->nranks;
+        rec->in = 0;
+        rec->out = (uint64_t)(uintptr_t)it->buf;
+        rec->vdispl = rec->vcounts = 0;
+        atomic_store_explicit(&rec->p2p_taken, 0, memory_order_relaxed);
+        atomic_store_explicit(&rec->ready, it->ordinal, memory_order_release);
+    }
+    return 0;
+}
+
+/* "HcclSend(count=8, fp32) to rank 1 (send #3 to rank 1)" */
+static void format_item(const rt_p2p_item *it, char *buf, size_t len)
+{
+    rt_sig sig = {.cmd = it->cmd, .dtype = it->dtype, .count = it->count};
+    char call[128];
+    rt_sig_format(&sig, call, sizeof call);
+    const char *dir = it->is_send ? "to" : "from";
+    snprintf(buf, len, "%s %s rank %u (%s #%llu %s rank %u)", call, dir, it->peer, it->is_send ? "send" : "receive",
+             (unsigned long long)it->ordinal, dir, it->peer);
+}
+
+static int fail(rt_comm *c, HcclResult code, int hal_rc, const char *msg)
+{
+    OH_ERR("p2p", "%s", msg);
+    rt_abort_all(c, code, msg);
+    return hal_rc;
+}
+
+static int report_destroy(const rt_p2p_item *it, char *msg, size_t len)
+{
+    rt_comm *c = it->ctx->c;
+    char mine[256];
+    format_item(it, mine, sizeof mine);
+    snprintf(msg, len, "comm %s: rank %u called HcclCommDestroy while rank %u waits in %s", c->name, it->peer,
+             c->rank, mine);
+    return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
+}
+
+/* A send item: the receiver's record for the same ordinal must describe the same message. */
+int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
+{
+    rt_p2p_item *it = arg;
+    rt_comm *c = it->ctx->c;
+    rt_pub_record *rec = rt_ctrl_p2p(c->peers[it->peer].ctrl, c->rank, it->ordinal);
+    uint64_t ready = atomic_load_explicit(&rec->ready, memory_order_acquire);
+    if (!rt_ctrl_peer_live(c, it->peer)) /* its block left this communicator: not ours to read */
+        return report_destroy(it, msg, len);
+    if (ready != it->ordinal) {
+        snprintf(msg, len, "comm %s: rank %u expected rank %u's record of receive #%llu from rank %u but found #%llu",
+                 c->name, c->rank, it->peer, (unsigned long long)it->ordinal, c->rank, (unsigned long long)ready);
+        return fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
+    }
+    if (rec->sig.cmd == HCCL_CMD_FINALIZE)
+        return report_destroy(it, msg, len);
+    if (rec->sig.count != it->count || rec->sig.dtype != it->dtype) {
+        rt_p2p_item theirs = {.peer = c->rank, .is_send = 0, .cmd = rec->sig.cmd, .dtype = rec->sig.dtype,
+                              .count = rec->sig.count, .ordinal = it->ordinal};
+        char mine[256], other[256];
+        format_item(it, mine, sizeof mine);
+        format_item(&theirs, other, sizeof other);
+        snprintf(msg, len, "comm %s: p2p mismatch: rank %u calls %s but rank %u calls %s", c->name, c->rank, mine,
+                 it->peer, other);
+        return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
+    }
+    it->peer_buf = (void *)(uintptr_t)rec->out;
+    if (!rt_ctrl_peer_live(c, it->peer)) /* released while we read: the buffer is not ours */
+        return report_destroy(it, msg, len);
+    /* Before the copy and the data signal: the receiver checks it after its wait. */
+    atomic_store_explicit(&rec->p2p_taken, it->ordinal, memory_order_release);
+    return 0;
+}
+
+/* A receive item after its data signal: a sender signals data only after taking the record, so
+ * a record not taken means the signal was the sender's destroy. Reads this rank's memory only. */
+int rt_p2p_recv_task(void *arg, char *msg, size_t len)
+{
+    const rt_p2p_item *it = arg;
+    rt_comm *c = it->ctx->c;
+    rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
+    if (atomic_load_explicit(&rec->p2p_taken, memory_order_acquire) != it->ordinal)
+        return report_destroy(it, msg, len);
+    return 0;
+}
+
+static void write_finalize(rt_comm *c, uint32_t peer, uint64_t ordinal)
+{
+    rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, peer, ordinal);
+    memset(&rec->sig, 0, sizeof rec->sig);
+    rec->sig.cmd = HCCL_CMD_FINALIZE;
+    rec->sig.seq = ordinal;
+    rec->sig.nranks = c->nranks;
+    atomic_store_explicit(&rec->p2p_taken, 0, memory_order_relaxed);
+    atomic_store_explicit(&rec->ready, ordinal, memory_order_release);
+}
+
+/* Called by HcclCommDestroy once this rank's launches are complete (caller holds c->lock): a peer
+ * blocked sending to this rank waits on its PUB slot, one blocked receiving on its data slot. */
+void rt_p2p_finalize(rt_comm *c)
+{
+    if (c->nranks < 2 || atomic_load(&c->ctrl->abort))
+        return;
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (p == c->rank)
+            continue;
+        write_finalize(c, p, c->peers[p].p2p_recvd + 1);
+    }
+    hal_stream *s = NULL;
+    if (c->hal->stream_create(c->dev, &s) != HAL_OK)
+        return;
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (p == c->rank)
+            continue;
+        c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_P2P_PUB], s);
+        c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_P2P_DATA], s);
+    }
+    c->hal->stream_sync(s, -1);
+    c->hal->stream_destroy(s);
+}
