@@ -14,12 +14,17 @@
 /* At 9 and 16 ranks: one type per width and float format, every reduce op. */
 #define WIDE_DTYPES "int8,uint16,int32,int64,fp16,bf16,fp32,fp64,int128"
 
+static void check_env(const char *env, const char *algo, unsigned n, const char *colls, const char *extra)
+{
+    char args[512], what[128];
+    snprintf(args, sizeof args, "--algo %s --colls %s %s", algo, colls, extra);
+    snprintf(what, sizeof what, "%s coll_check --algo %s on %u ranks", env, algo, n);
+    mr_expect_ok(mr_run_t(env, n, n >= 8 ? 450 : 240, MR_COLL_CHECK, args), what, " 0 failed");
+}
+
 static void check(const char *algo, unsigned n, const char *colls, const char *extra)
 {
-    char args[512], what[96];
-    snprintf(args, sizeof args, "--algo %s --colls %s %s", algo, colls, extra);
-    snprintf(what, sizeof what, "coll_check --algo %s on %u ranks", algo, n);
-    mr_expect_ok(mr_run_t("", n, n >= 8 ? 450 : 240, MR_COLL_CHECK, args), what, " 0 failed");
+    check_env("", algo, n, colls, extra);
 }
 
 /* ring: every collective but point to point. Counts 1048579 only for the representative subset. */
@@ -51,6 +56,16 @@ Test(pairwise, n16, .timeout = 500) { check("pairwise", 16, A2A, "--counts 0,1,7
 /* p2p (the only algorithm for Send/Recv) beyond 8 ranks; 2-8 ranks are in test_coll_ranks. */
 Test(p2p, n9, .timeout = 300) { check("auto", 9, P2P, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
 Test(p2p, n16, .timeout = 500) { check("auto", 16, P2P, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
+
+/* Deterministic mode's plans (rank-ordered mesh, ring chain) for every reduction, dtype and op:
+ * coll_check's exact values make any order right, so this checks contributions and placement;
+ * the order itself is test_coll_determinism's. */
+#define REDUCTIONS "allreduce,reduce,reducescatter,reducescatterv,barrier"
+#define DET "HCCL_DETERMINISTIC=true"
+Test(deterministic, ring_n3, .timeout = 300) { check_env(DET, "ring", 3, REDUCTIONS, "--counts 0,1,7,65539"); }
+Test(deterministic, mesh_n3, .timeout = 300) { check_env(DET, "mesh", 3, REDUCTIONS, "--counts 0,1,7,65539"); }
+Test(deterministic, ring_n9, .timeout = 300) { check_env(DET, "ring", 9, REDUCTIONS, "--counts 0,1,7,65539"); }
+Test(deterministic, mesh_n9, .timeout = 300) { check_env(DET, "mesh", 9, REDUCTIONS, "--counts 0,1,7,65539"); }
 
 /* The algorithm forced is the one that ran: with HCCL_DEBUG=DEBUG every rank logs
  * "compiled <HcclOp> with <algo>" for each plan it compiles. One small case per collective. */
