@@ -102,15 +102,18 @@ Test(algo_ordered, flag_changes_the_plan)
     cr_assert_eq(algo_compile(&op, &topo, ALGO_MESH, &plain), 0);
     op.deterministic = true;
     cr_assert_eq(algo_compile(&op, &topo, ALGO_MESH, &ordered), 0);
-    /* rank 2's first reduction reads rank 0 then rank 1 in order, not its own IN first */
-    const algo_step *st = NULL;
-    for (uint32_t i = 0; i < ordered->streams[0].nsteps && !st; i++)
-        if (ordered->streams[0].steps[i].kind == ALGO_STEP_REDUCE)
-            st = &ordered->streams[0].steps[i];
-    cr_assert_not_null(st);
-    cr_expect(st->u.reduce.has_src2);
-    cr_expect_eq(st->u.reduce.src.owner, 0);
-    cr_expect_eq(st->u.reduce.src2.owner, 1);
+    /* rank 2's first reduction: its own IN first by default, rank 0 then rank 1 when ordered */
+    const algo_step *first[2] = {NULL, NULL};
+    const algo_plan *plans[2] = {plain, ordered};
+    for (int k = 0; k < 2; k++)
+        for (uint32_t i = 0; i < plans[k]->streams[0].nsteps && !first[k]; i++)
+            if (plans[k]->streams[0].steps[i].kind == ALGO_STEP_REDUCE)
+                first[k] = &plans[k]->streams[0].steps[i];
+    cr_assert(first[0] && first[1]);
+    cr_expect_eq(first[0]->u.reduce.src.owner, ALGO_SELF);
+    cr_expect(first[1]->u.reduce.has_src2);
+    cr_expect_eq(first[1]->u.reduce.src.owner, 0);
+    cr_expect_eq(first[1]->u.reduce.src2.owner, 1);
     algo_plan_free(plain);
     algo_plan_free(ordered);
 }
