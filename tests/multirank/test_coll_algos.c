@@ -98,3 +98,25 @@ static const char *const a2a_ops[] = {"HcclAlltoAll", "HcclAlltoAllV", "HcclAllt
 Test(selected, ring_n3) { expect_compiled("ring", 3, REDUCING_AND_MOVING, all_ops, 11); }
 Test(selected, mesh_n9) { expect_compiled("mesh", 9, REDUCING_AND_MOVING, all_ops, 11); }
 Test(selected, pairwise_n3) { expect_compiled("pairwise", 3, A2A, a2a_ops, 3); }
+
+/* HCCL_ALGO's per-op form: named ops get their algorithm, the others the automatic choice
+ * (mesh at 3 ranks). */
+Test(selected, per_op_n3)
+{
+    static const char *const want[][2] = {
+        {"HcclAllReduce", "ring"},      {"HcclReduceScatterV", "ring"}, {"HcclAlltoAll", "pairwise"},
+        {"HcclAlltoAllVC", "pairwise"}, {"HcclBroadcast", "mesh"},      {"HcclAllGather", "mesh"},
+    };
+    mr_result r = mr_run_t("HCCL_DEBUG=DEBUG HCCL_ALGO='allreduce=level0:NA;level1:ring/reducescatter=level0:NA;"
+                           "level1:ring/alltoall=level0:NA;level1:pairwise'",
+                           3, 240, MR_COLL_CHECK,
+                           "--colls " REDUCING_AND_MOVING " --counts 7 --dtypes fp32 --ops sum --roots 0 --place out");
+    cr_expect_eq(r.status, 0, "exit status %d", r.status);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        for (unsigned rank = 0; rank < 3; rank++) {
+            char needle[96];
+            snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, want[i][0], want[i][1]);
+            cr_expect(strstr(r.out, needle) != NULL, "no \"%.*s\" in the log", (int)strlen(needle) - 1, needle);
+        }
+    free(r.out);
+}
