@@ -109,6 +109,8 @@ int algo_op_check(const algo_op *op);
 
 /* The compilers: 0, HAL_E_NOT_SUPPORTED for a collective they do not do. */
 int algo_ring_build(algo_b *b);
+/* Ring reductions in deterministic mode: a rank-ordered chain (ring_ordered.c). */
+int algo_ring_ordered_build(algo_b *b);
 int algo_mesh_build(algo_b *b);
 int algo_pairwise_build(algo_b *b);
 int algo_p2p_build(algo_b *b);

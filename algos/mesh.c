@@ -43,8 +43,14 @@ static void wait_all(algo_b *b)
  * each peer serves one reader at a time. In place my IN slice already is the OUT slice; out of
  * place the first step reads both my IN and the first peer's (no copy first). The reduce target is
  * one region: one stream, no RMW race. */
+static void reduce_ordered(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len);
+
 static void reduce_from_all(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
 {
+    if (b->op->deterministic) {
+        reduce_ordered(b, dst_off, src_off, len);
+        return;
+    }
     algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off), mine = algo_b_ref(b, ALGO_BUF_IN, b->r, src_off);
     uint32_t k = 1;
     if (!b->op->in_place && b->n == 1)
@@ -53,6 +59,31 @@ static void reduce_from_all(algo_b *b, uint64_t dst_off, uint64_t src_off, uint6
         algo_b_reduce3(b, 0, out, mine, algo_b_ref(b, ALGO_BUF_IN, (b->r + k++) % b->n, src_off), len);
     for (; k < b->n; k++)
         algo_b_reduce(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, (b->r + k) % b->n, src_off), len);
+}
+
+/* Deterministic mode: OUT = ((IN_0 op IN_1) op IN_2) ... op IN_(n-1), the same order on every rank
+ * and in every algorithm (ring falls back to an ordered chain, ring_ordered.c). In place my IN
+ * slice is the OUT slice and still an operand, so the accumulator is SCRATCH, copied at the end. */
+static void reduce_ordered(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
+{
+    uint32_t n = b->n;
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off);
+    if (n == 1) {
+        if (!b->op->in_place)
+            algo_b_copy(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, b->r, src_off), len);
+        return;
+    }
+    algo_ref acc = out;
+    if (b->op->in_place) {
+        acc = algo_b_ref(b, ALGO_BUF_SCRATCH, b->r, 0);
+        if (len * b->esz > b->p->scratch_bytes)
+            b->p->scratch_bytes = len * b->esz;
+    }
+    algo_b_reduce3(b, 0, acc, algo_b_ref(b, ALGO_BUF_IN, 0, src_off), algo_b_ref(b, ALGO_BUF_IN, 1, src_off), len);
+    for (uint32_t q = 2; q < n; q++)
+        algo_b_reduce(b, 0, acc, algo_b_ref(b, ALGO_BUF_IN, q, src_off), len);
+    if (b->op->in_place)
+        algo_b_copy(b, 0, out, acc, len);
 }
 
 static void put_my_slice(algo_b *b, uint32_t s, uint32_t p)

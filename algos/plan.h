@@ -165,6 +165,8 @@ typedef struct algo_op {
     hal_redop redop;
     uint32_t root;
     bool in_place;           /* IN and OUT alias as HCCL defines in-place for the collective */
+    bool deterministic;      /* reductions combine in rank order, ((x0 op x1) op x2) ... op x(n-1), for
+                                every element, whatever the algorithm (HCCL_DETERMINISTIC) */
     const uint64_t *counts;  /* see above; copied into the plan */
     uint32_t ncounts;
     const algo_p2p_item *items;

@@ -189,9 +189,17 @@ static void ring_scatter(algo_b *b)
     algo_b_epilogue(b, 0);
 }
 
+static bool reduces(algo_coll c)
+{
+    return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_REDUCE || c == ALGO_COLL_REDUCE_SCATTER ||
+           c == ALGO_COLL_REDUCE_SCATTERV;
+}
+
 int algo_ring_build(algo_b *b)
 {
     const algo_op *op = b->op;
+    if (op->deterministic && reduces(op->coll))
+        return algo_ring_ordered_build(b); /* the ring's own orders differ per block */
     switch (op->coll) {
     case ALGO_COLL_ALLREDUCE: ring_allreduce(b); break;
     case ALGO_COLL_ALLGATHER:

@@ -309,13 +309,14 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
         return -1;
     uint64_t *d = s->sp[dow].mem + dlo;
     const uint64_t *x = s->sp[sow].mem + slo;
+    bool det = red && s->plans[dow]->op.deterministic;
     if (three) {
         const uint64_t *y = s->sp[s2ow].mem + s2lo;
         for (uint64_t i = 0; i < cnt; i++)
-            d[i] = x[i] + y[i];
+            d[i] = det ? vdet_fold(x[i], y[i]) : x[i] + y[i];
     } else if (red)
         for (uint64_t i = 0; i < cnt; i++)
-            d[i] += x[i];
+            d[i] = det ? vdet_fold(d[i], x[i]) : d[i] + x[i];
     else
         memcpy(d, x, cnt * sizeof(*d));
     return 1;

@@ -86,6 +86,14 @@ int vexec_step(vsim *s, vthr *th);
 const char *vstep_name(uint8_t kind);
 algo_link vlink(const vsim *s, uint32_t a, uint32_t b);
 
+/* Deterministic plans (op.deterministic): REDUCE combines as acc * K + x instead of acc + x, which
+ * is neither commutative nor associative, so only the rank order ((x0 op x1) op x2) ... gives the
+ * reference value. */
+static inline uint64_t vdet_fold(uint64_t acc, uint64_t x)
+{
+    return acc * 0x9fb21c651e98df25ull + x;
+}
+
 /* verify_ref.c */
 int vref_alloc(vsim *s);   /* layouts and initial values of every rank's space */
 void vref_check(vsim *s);  /* compares every rank's IN/OUT with the reference */

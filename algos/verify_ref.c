@@ -151,6 +151,20 @@ static uint64_t sum_in(uint32_t n, uint64_t i)
     return v;
 }
 
+/* Deterministic mode's reference: the contributions folded in rank order. */
+static uint64_t fold_in(uint32_t n, uint64_t i)
+{
+    uint64_t v = h_in(0, i);
+    for (uint32_t q = 1; q < n; q++)
+        v = vdet_fold(v, h_in(q, i));
+    return v;
+}
+
+static uint64_t reduced_in(const algo_op *op, uint32_t n, uint64_t i)
+{
+    return op->deterministic ? fold_in(n, i) : sum_in(n, i);
+}
+
 /* The reference OUT of rank r into out[0..out_len). Returns false if the ops are inconsistent. */
 static bool ref_out(vsim *s, uint32_t r, uint64_t *out)
 {
@@ -164,7 +178,7 @@ static bool ref_out(vsim *s, uint32_t r, uint64_t *out)
             return true; /* rank r-1 matched the same reference (checked before this one) */
         }
         for (uint64_t i = 0; i < s->sp[r].out_len; i++)
-            out[i] = sum_in(n, i);
+            out[i] = reduced_in(op, n, i);
         return true;
     case ALGO_COLL_BROADCAST:
         for (uint64_t i = 0; i < op->count; i++)
@@ -179,7 +193,7 @@ static bool ref_out(vsim *s, uint32_t r, uint64_t *out)
     case ALGO_COLL_REDUCE_SCATTER:
     case ALGO_COLL_REDUCE_SCATTERV:
         for (uint64_t i = 0, o = algo_blk_off(op, r); i < algo_blk_len(op, r); i++)
-            out[i] = sum_in(n, o + i);
+            out[i] = reduced_in(op, n, o + i);
         return true;
     case ALGO_COLL_SCATTER:
         for (uint64_t i = 0; i < op->count; i++)

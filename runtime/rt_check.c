@@ -82,6 +82,7 @@ HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const
     CHECK(rt_comm_failed(c, api));
     call->op.nranks = c->nranks;
     call->op.rank = c->rank;
+    call->op.deterministic = c->deterministic != 0; /* part of the plan cache key */
     CHECK(check_op(c, call, api));
     uint64_t in_elems = 0, out_elems = 0;
     algo_buffer_elems(&call->op, &in_elems, &out_elems);

@@ -1,4 +1,5 @@
 /* Communicator configuration: HcclCommConfig (size/magic/version aware) over env over defaults. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,15 @@ static uint32_t env_deterministic(void)
     return 0;
 }
 
+/* HcclSetConfig(HCCL_DETERMINISTIC): process-wide, for communicators created after the call; it
+ * overrides HCCL_DETERMINISTIC, a communicator's hcclDeterministic overrides both. */
+static _Atomic int32_t g_deterministic = -1; /* -1: never set */
+
 static void apply_defaults(rt_comm *c)
 {
     c->buffsize_mb = env_buffsize_mb();
-    c->deterministic = env_deterministic();
+    int32_t set = atomic_load(&g_deterministic);
+    c->deterministic = set >= 0 ? (uint32_t)set : env_deterministic();
     c->exec_timeout_s = rt_env_exec_timeout_s();
     const char *entry = getenv("HCCL_ENTRY_LOG_ENABLE");
     c->entry_log = entry && entry[0] == '1';
@@ -94,6 +100,12 @@ HcclResult rt_config_apply(rt_comm *c, const HcclCommConfig *config)
                   cfg.hcclDeterministic);
         c->deterministic = cfg.hcclDeterministic;
     }
+    /* CANN documents 0 default, 1 host, 2 AI CPU, 3 AIV, 4 AIV only; its enum numbers 0-6. The
+     * emulator runs every plan on the device's stream worker whatever the mode (docs/runtime.md). */
+    CHECK_ARG(cfg.hcclOpExpansionMode <= 6, HCCL_E_PARA, "config", "hcclOpExpansionMode=%u is invalid (0-6)",
+              cfg.hcclOpExpansionMode);
+    CHECK_ARG(cfg.aclGraphZeroCopyEnable <= 1, HCCL_E_PARA, "config", "aclGraphZeroCopyEnable=%u is invalid (0 or 1)",
+              (unsigned)cfg.aclGraphZeroCopyEnable);
     if (cfg.hcclCommName[0])
         snprintf(c->name, sizeof c->name, "%.*s", (int)sizeof cfg.hcclCommName - 1, cfg.hcclCommName);
     if (cfg.hcclExecTimeOut != HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET && cfg.hcclExecTimeOut >= 0)
@@ -105,11 +117,11 @@ HcclResult rt_config_apply(rt_comm *c, const HcclCommConfig *config)
 
 uint32_t HcclGetCommConfigCapability(void)
 {
-    /* Every capability below RESERVED is understood (a caller tests cap < this value). */
-    return HCCL_COMM_CONFIG_RESERVED;
+    /* Callers test cap < this value, so it claims a prefix: buffer size ... retry, each honoured
+     * or a documented no-op (docs/runtime.md, "Communicator configuration"). hcclBufferName
+     * (sharing one CCL buffer between communicators) is not implemented, so it is not claimed. */
+    return HCCL_COMM_CONFIG_BUFFER_NAME;
 }
-
-static int32_t g_deterministic; /* process-wide HcclSetConfig(HCCL_DETERMINISTIC) */
 
 HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue value)
 {
@@ -117,7 +129,7 @@ HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue value)
               "HcclSetConfig: config %d is not supported (only HCCL_DETERMINISTIC)", (int)config);
     CHECK_ARG(value.value >= 0 && value.value <= 2, HCCL_E_PARA, "config",
               "HcclSetConfig(HCCL_DETERMINISTIC, %d): expect 0, 1 or 2", value.value);
-    g_deterministic = value.value;
+    atomic_store(&g_deterministic, value.value);
     return HCCL_SUCCESS;
 }
 
@@ -126,6 +138,7 @@ HcclResult HcclGetConfig(HcclConfig config, HcclConfigValue *value)
     CHECK_ARG(value, HCCL_E_PTR, "config", "HcclGetConfig: configValue is NULL");
     CHECK_ARG(config == HCCL_DETERMINISTIC, HCCL_E_NOT_SUPPORT, "config",
               "HcclGetConfig: config %d is not supported (only HCCL_DETERMINISTIC)", (int)config);
-    value->value = g_deterministic;
+    int32_t set = atomic_load(&g_deterministic);
+    value->value = set >= 0 ? set : (int32_t)env_deterministic();
     return HCCL_SUCCESS;
 }

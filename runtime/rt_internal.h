@@ -29,7 +29,7 @@ typedef struct rt_sig {
     uint32_t root;
     uint64_t count;
     uint32_t nranks;
-    uint32_t pad;
+    uint32_t deterministic; /* reductions: the fixed-order mode every rank must share */
 } rt_sig;
 
 /* One published call: written by its owner's PUBLISH task, read by peers' FETCH. */

@@ -242,11 +242,14 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
     ctx->sig.root = op->root;
     ctx->sig.nranks = op->nranks;
     /* Only the fields a collective defines take part in the comparison. */
-    if (call->cmd != HCCL_CMD_ALLREDUCE && call->cmd != HCCL_CMD_REDUCE && call->cmd != HCCL_CMD_REDUCE_SCATTER &&
-        call->cmd != HCCL_CMD_REDUCE_SCATTER_V)
+    bool reduces = call->cmd == HCCL_CMD_ALLREDUCE || call->cmd == HCCL_CMD_REDUCE ||
+                   call->cmd == HCCL_CMD_REDUCE_SCATTER || call->cmd == HCCL_CMD_REDUCE_SCATTER_V;
+    if (!reduces)
         ctx->sig.redop = 0;
     if (call->cmd != HCCL_CMD_BROADCAST && call->cmd != HCCL_CMD_REDUCE && call->cmd != HCCL_CMD_SCATTER)
         ctx->sig.root = 0;
+    /* Ranks that disagree on determinism would run different reduction plans (a hang or wrong sums). */
+    ctx->sig.deterministic = reduces && op->deterministic;
 }
 
 static void bind_self(rt_launch_ctx *ctx, const rt_call *call)

@@ -154,7 +154,8 @@ static bool same_items(const algo_op *a, const algo_op *b)
 static bool same_op(const algo_op *a, const algo_op *b)
 {
     return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
-           a->root == b->root && a->in_place == b->in_place && same_items(a, b);
+           a->root == b->root && a->in_place == b->in_place && a->deterministic == b->deterministic &&
+           same_items(a, b);
 }
 
 static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)

@@ -43,7 +43,7 @@ static bool sig_equal(const rt_sig *a, const rt_sig *b)
 {
     /* A barrier is an AllReduce underneath, but two different calls all the same. */
     return a->cmd == b->cmd && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
-           a->root == b->root && a->nranks == b->nranks;
+           a->root == b->root && a->nranks == b->nranks && a->deterministic == b->deterministic;
 }
 
 static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *theirs, char *msg, size_t len)

@@ -106,6 +106,8 @@ void rt_sig_format(const rt_sig *s, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, ", %s", hal_redop_name((hal_redop)s->redop));
     if ((size_t)n < len && cmd_has_root(s->cmd))
         n += snprintf(buf + n, len - (size_t)n, ", root=%u", s->root);
+    if ((size_t)n < len && s->deterministic)
+        n += snprintf(buf + n, len - (size_t)n, ", deterministic");
     if ((size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ")");
 }

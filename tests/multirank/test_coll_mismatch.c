@@ -19,6 +19,7 @@ static const char *const destroy_w[] = {"HcclCommDestroy", "called HcclAllReduce
 static const char *const op_w[] = {"called HcclBroadcast", "called HcclAllReduce", NULL};
 static const char *const count_w[] = {"count=256", "count=512", NULL};
 static const char *const root_w[] = {"root=0", "called HcclBroadcast", NULL};
+static const char *const det_w[] = {"fp32, sum, deterministic)", "called HcclAllReduce(count=256, fp32, sum)", NULL};
 static const char *const exit_w[] = {"rank 0 (pid", "exited without HcclCommDestroy", NULL};
 
 Test(mismatch, skip_then_barrier_n2, .timeout = 150) { mismatch(2, "skip", skip_w); }
@@ -29,6 +30,8 @@ Test(mismatch, broadcast_vs_allreduce_n2, .timeout = 150) { mismatch(2, "op", op
 Test(mismatch, broadcast_vs_allreduce_n3, .timeout = 150) { mismatch(3, "op", op_w); }
 Test(mismatch, counts_n2, .timeout = 150) { mismatch(2, "count", count_w); }
 Test(mismatch, roots_n3, .timeout = 150) { mismatch(3, "root", root_w); }
+Test(mismatch, determinism_n2, .timeout = 150) { mismatch(2, "determinism", det_w); }
+Test(mismatch, determinism_n3, .timeout = 150) { mismatch(3, "determinism", det_w); }
 /* A peer process that dies is noticed by the watchdog within about a second. */
 Test(mismatch, peer_exits_n2, .timeout = 150) { mismatch(2, "exit", exit_w); }
 Test(mismatch, peer_exits_n8, .timeout = 150) { mismatch(8, "exit", exit_w); }

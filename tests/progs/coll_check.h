@@ -9,7 +9,7 @@
 typedef enum {
     CC_PASS,
     CC_FAIL,
-    CC_UNSUPPORTED, /* the library returned HCCL_E_NOT_SUPPORT on this rank */
+    CC_UNSUPPORTED, /* HCCL_E_NOT_SUPPORT for a combination listed in the unsupported table */
 } cc_result;
 
 typedef struct cc_case {
@@ -26,6 +26,7 @@ typedef struct cc_ctx {
     prog_env *e;
     int max_print;    /* wrong elements printed per failing case */
     int cases_printed; /* failing cases printed in detail so far */
+    const char *algo; /* --algo: ring, mesh, pairwise or auto (what HCCL_ALGO forces) */
 } cc_ctx;
 
 typedef cc_result (*cc_runner)(cc_ctx *c, const cc_case *k);
@@ -46,10 +47,14 @@ extern const int cc_ncolls;
 
 /* ---- helpers shared by the runners (coll_cases.c) -------------------------------------------- */
 
-/* Result of an HCCL call: UNSUPPORTED passes through, other errors abort the job (a rank that
- * stops issuing collectives would leave the others waiting on a mismatched sequence). */
+/* Result of an HCCL call. HCCL_E_NOT_SUPPORT is CC_UNSUPPORTED when (algorithm, collective,
+ * placement) is in the table of known unsupported combinations (coll_check.c), else a failure;
+ * other errors abort the job (a rank that stops issuing collectives would leave the others
+ * waiting on a mismatched sequence). */
 cc_result cc_call(cc_ctx *c, const cc_case *k, HcclResult rc);
 void cc_sync(cc_ctx *c, const cc_case *k);
+/* true when (c->algo, k->coll, k->inplace) is a known unsupported combination. */
+bool cc_known_unsupported(const cc_ctx *c, const cc_case *k);
 /* Host copy of rank r's input elements [first, first+n) (gen_spec of k, nranks). */
 void *cc_input(const cc_case *k, gen_kind kind, uint32_t nranks, uint32_t r, uint64_t first, uint64_t n);
 /* want[0..n) = reduction over all ranks of their input elements [first, first+n). */

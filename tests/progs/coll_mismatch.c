@@ -66,6 +66,26 @@ static int exit_early(prog_env *e, void *buf, double t0)
     _exit(se == ACL_SUCCESS ? 0 : 1);
 }
 
+/* Rank 0 asks for deterministic reductions, the others do not: their plans would differ, so the
+ * signature carries the mode and the AllReduce fails on every rank naming it. */
+static int determinism(prog_env *e, void *buf, double t0)
+{
+    uint32_t *ids = xmalloc(e->n * sizeof *ids);
+    for (uint32_t i = 0; i < e->n; i++)
+        ids[i] = i;
+    HcclCommConfig cfg;
+    HcclCommConfigInit(&cfg);
+    cfg.hcclDeterministic = e->rank == 0 ? 1 : 0;
+    HcclComm world = e->comm, sub = NULL;
+    HCCL_OK(HcclCreateSubCommConfig(&world, e->n, ids, 7, e->rank, &cfg, &sub));
+    e->comm = sub;
+    int bad = observe(e, ar(e, buf, MM_COUNT), e->rank == 0 ? "deterministic HcclAllReduce" : "HcclAllReduce", t0);
+    e->comm = world;
+    HCCL_OK(HcclCommDestroy(sub));
+    free(ids);
+    return bad;
+}
+
 int misc_mismatch(prog_env *e, const char *kind)
 {
     if (e->n < 2) {
@@ -88,6 +108,8 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "count")) {
         rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
         bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
+    } else if (!strcmp(kind, "determinism")) {
+        bad = determinism(e, buf, t0);
     } else if (!strcmp(kind, "root")) {
         uint32_t root = e->rank == 0 ? 0 : e->n - 1;
         rc = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, root, e->comm, e->stream);

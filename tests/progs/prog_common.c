@@ -6,6 +6,11 @@
 
 void prog_init(prog_env *e)
 {
+    prog_init_config(e, NULL);
+}
+
+void prog_init_config(prog_env *e, const HcclCommConfig *config)
+{
     memset(e, 0, sizeof *e);
     uint32_t local_n;
     HCCL_OK(HcclExtGetLaunchEnv(&e->rank, &e->n, &e->local_rank, &local_n));
@@ -14,7 +19,10 @@ void prog_init(prog_env *e)
     ACL_OK(aclrtCreateStream(&e->stream));
     HcclRootInfo root;
     HCCL_OK(HcclExtShareRootInfo(e->rank, &root));
-    HCCL_OK(HcclCommInitRootInfo(e->n, &root, e->rank, &e->comm));
+    if (config)
+        HCCL_OK(HcclCommInitRootInfoConfig(e->n, &root, e->rank, config, &e->comm));
+    else
+        HCCL_OK(HcclCommInitRootInfo(e->n, &root, e->rank, &e->comm));
 }
 
 void prog_fini(prog_env *e)

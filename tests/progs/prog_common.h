@@ -41,6 +41,8 @@ typedef struct prog_env {
 
 /* aclInit, device, one stream, one communicator over all ranks (HcclExtShareRootInfo). */
 void prog_init(prog_env *e);
+/* The same with HcclCommInitRootInfoConfig. */
+void prog_init_config(prog_env *e, const HcclCommConfig *config);
 void prog_fini(prog_env *e);
 double prog_now_s(void);
 
@@ -74,6 +76,9 @@ typedef struct gen_spec {
 
 /* Writes elements [first, first+n) of rank's logical input stream into buf[0..n). */
 void gen_fill(const gen_spec *g, uint32_t rank, uint64_t first, uint64_t n, void *buf);
+/* Floats (fp16, bf16, fp32, fp64) of mixed sign and magnitude (2^-12 .. 2^13), seeded: sums of
+ * them round differently in different orders, so they expose the reduction order. */
+void gen_mixed(HcclDataType dt, uint32_t seed, uint32_t rank, uint64_t first, uint64_t n, void *buf);
 /* acc[i] = acc[i] op in[i] for i < n, in the width and arithmetic of dt (integers wrap). */
 void ref_reduce(void *acc, const void *in, HcclDataType dt, HcclReduceOp op, uint64_t n);
 /* Fills n elements with a sentinel byte pattern. */

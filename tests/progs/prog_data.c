@@ -38,7 +38,8 @@ static uint16_t f64_to_fp16(double v)
         return s | 0x7c00;
     if (E <= 0)
         return s | (uint16_t)lrint(v * 16777216.0);
-    return s | (uint16_t)(E << 10) | (uint16_t)lrint((m * 2.0 - 1.0) * 1024.0);
+    /* + not |: a mantissa that rounds up to 1024 carries into the exponent */
+    return s | (uint16_t)((E << 10) + lrint((m * 2.0 - 1.0) * 1024.0));
 }
 
 static double fp16_to_f64(uint16_t h)
@@ -56,10 +57,13 @@ static double fp16_to_f64(uint16_t h)
 
 static uint16_t f64_to_bf16(double v)
 {
-    float f = (float)v;
+    float f = (float)v; /* innocuous double rounding: fp32 has more than 2 x 8 + 2 bits */
     uint32_t u;
     memcpy(&u, &f, 4);
-    return (uint16_t)(u >> 16); /* exact for the values we generate */
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40); /* NaN stays NaN */
+    u += 0x7fffu + ((u >> 16) & 1); /* round to nearest even, as the device does */
+    return (uint16_t)(u >> 16);
 }
 
 static double bf16_to_f64(uint16_t b)
@@ -136,6 +140,17 @@ void gen_fill(const gen_spec *g, uint32_t rank, uint64_t first, uint64_t n, void
             memcpy(p, &h, 8);
             memcpy(p + 8, &h2, es - 8);
         }
+    }
+}
+
+void gen_mixed(HcclDataType dt, uint32_t seed, uint32_t rank, uint64_t first, uint64_t n, void *buf)
+{
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t h = elem_hash(seed, rank, first + k, 7);
+        double mant = 1.0 + (double)(h & 0xffffff) / 16777216.0;
+        int e = (int)((h >> 24) % 25) - 12; /* 2^-12 .. 2^12: sums of a few stay finite in fp16 */
+        double v = ldexp(mant, e);
+        store_f(dt, buf, k, (h >> 40) & 1 ? -v : v);
     }
 }
 

@@ -1,0 +1,122 @@
+/* Every algorithm the selector or HCCL_ALGO can pick, executed for every collective it serves, at
+ * 2, 3, 4, 8, 9 and 16 ranks (hcclrun sizes the emulated server for 16), each element checked by
+ * coll_check against its host reference (built from the HCCL definitions, not from algos/).
+ * The automatic choice (mesh up to 8 ranks, p2p for point to point) is test_coll_ranks' job;
+ * here HCCL_ALGO forces ring, mesh and pairwise. Breadth shrinks with the rank count to keep the
+ * suite near 3 minutes on 2 cores: every dtype x op at small N, a subset at 9 and 16. See
+ * docs/testing.md. */
+#include "multirank/mr_run.h"
+
+#define REDUCING_AND_MOVING "allreduce,broadcast,allgather,reducescatter,reduce,scatter,alltoall,alltoallv," \
+                            "alltoallvc,allgatherv,reducescatterv,barrier"
+#define A2A "alltoall,alltoallv,alltoallvc"
+#define P2P "sendrecv,batchsendrecv,group"
+/* At 9 and 16 ranks: one type per width and float format, every reduce op. */
+#define WIDE_DTYPES "int8,uint16,int32,int64,fp16,bf16,fp32,fp64,int128"
+
+static void check_env(const char *env, const char *algo, unsigned n, const char *colls, const char *extra)
+{
+    char args[512], what[128];
+    snprintf(args, sizeof args, "--algo %s --colls %s %s", algo, colls, extra);
+    snprintf(what, sizeof what, "%s coll_check --algo %s on %u ranks", env, algo, n);
+    mr_expect_ok(mr_run_t(env, n, n >= 8 ? 450 : 240, MR_COLL_CHECK, args), what, " 0 failed");
+}
+
+static void check(const char *algo, unsigned n, const char *colls, const char *extra)
+{
+    check_env("", algo, n, colls, extra);
+}
+
+/* ring: every collective but point to point. Counts 1048579 only for the representative subset. */
+Test(ring, n2, .timeout = 300) { check("ring", 2, REDUCING_AND_MOVING, ""); }
+Test(ring, n3, .timeout = 300) { check("ring", 3, REDUCING_AND_MOVING, ""); }
+Test(ring, n4, .timeout = 300) { check("ring", 4, REDUCING_AND_MOVING, ""); }
+Test(ring, n8, .timeout = 500) { check("ring", 8, REDUCING_AND_MOVING, "--counts 0,1,7,65539"); }
+Test(ring, n9, .timeout = 500) { check("ring", 9, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
+Test(ring, n16, .timeout = 500)
+{
+    check("ring", 16, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES);
+}
+
+/* mesh: up to 8 ranks it is the automatic choice (test_coll_ranks); beyond, only when forced. */
+Test(mesh, n9, .timeout = 500) { check("mesh", 9, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
+Test(mesh, n16, .timeout = 500)
+{
+    check("mesh", 16, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES);
+}
+
+/* pairwise: the all-to-all family, every dtype. */
+Test(pairwise, n2, .timeout = 300) { check("pairwise", 2, A2A, "--counts 0,1,7,65539"); }
+Test(pairwise, n3, .timeout = 300) { check("pairwise", 3, A2A, "--counts 0,1,7,65539"); }
+Test(pairwise, n4, .timeout = 300) { check("pairwise", 4, A2A, "--counts 0,1,7,65539"); }
+Test(pairwise, n8, .timeout = 300) { check("pairwise", 8, A2A, "--counts 0,1,7,65539"); }
+Test(pairwise, n9, .timeout = 300) { check("pairwise", 9, A2A, "--counts 0,1,7,65539"); }
+Test(pairwise, n16, .timeout = 500) { check("pairwise", 16, A2A, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
+
+/* p2p (the only algorithm for Send/Recv) beyond 8 ranks; 2-8 ranks are in test_coll_ranks. */
+Test(p2p, n9, .timeout = 300) { check("auto", 9, P2P, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
+Test(p2p, n16, .timeout = 500) { check("auto", 16, P2P, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
+
+/* Deterministic mode's plans (rank-ordered mesh, ring chain) for every reduction, dtype and op:
+ * coll_check's exact values make any order right, so this checks contributions and placement;
+ * the order itself is test_coll_determinism's. */
+#define REDUCTIONS "allreduce,reduce,reducescatter,reducescatterv,barrier"
+#define DET "HCCL_DETERMINISTIC=true"
+Test(deterministic, ring_n3, .timeout = 300) { check_env(DET, "ring", 3, REDUCTIONS, "--counts 0,1,7,65539"); }
+Test(deterministic, mesh_n3, .timeout = 300) { check_env(DET, "mesh", 3, REDUCTIONS, "--counts 0,1,7,65539"); }
+Test(deterministic, ring_n9, .timeout = 300) { check_env(DET, "ring", 9, REDUCTIONS, "--counts 0,1,7,65539"); }
+Test(deterministic, mesh_n9, .timeout = 300) { check_env(DET, "mesh", 9, REDUCTIONS, "--counts 0,1,7,65539"); }
+
+/* The algorithm forced is the one that ran: with HCCL_DEBUG=DEBUG every rank logs
+ * "compiled <HcclOp> with <algo>" for each plan it compiles. One small case per collective. */
+static void expect_compiled(const char *algo, unsigned n, const char *colls, const char *const *ops, int nops)
+{
+    char args[256];
+    snprintf(args, sizeof args, "--algo %s --colls %s --counts 7 --dtypes fp32 --ops sum --roots 0 --place out",
+             algo, colls);
+    mr_result r = mr_run_t("HCCL_DEBUG=DEBUG", n, 240, MR_COLL_CHECK, args);
+    cr_expect_eq(r.status, 0, "coll_check --algo %s on %u ranks: exit status %d", algo, n, r.status);
+    for (int i = 0; i < nops; i++) {
+        char needle[96];
+        for (unsigned rank = 0; rank < n; rank++) {
+            snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, ops[i], algo);
+            cr_expect(strstr(r.out, needle) != NULL, "%u ranks, --algo %s: no \"%.*s\" in the log", n, algo,
+                      (int)strlen(needle) - 1, needle);
+        }
+    }
+    const char *other = !strcmp(algo, "ring") ? " with mesh\n" : " with ring\n";
+    cr_expect(strstr(r.out, other) == NULL, "%u ranks, --algo %s: a plan compiled%.*s", n, algo,
+              (int)strlen(other) - 1, other);
+    free(r.out);
+}
+
+static const char *const all_ops[] = {"HcclAllReduce", "HcclBroadcast", "HcclAllGather", "HcclReduceScatter",
+                                      "HcclReduce", "HcclScatter", "HcclAlltoAll", "HcclAlltoAllV",
+                                      "HcclAlltoAllVC", "HcclAllGatherV", "HcclReduceScatterV"};
+static const char *const a2a_ops[] = {"HcclAlltoAll", "HcclAlltoAllV", "HcclAlltoAllVC"};
+
+Test(selected, ring_n3) { expect_compiled("ring", 3, REDUCING_AND_MOVING, all_ops, 11); }
+Test(selected, mesh_n9) { expect_compiled("mesh", 9, REDUCING_AND_MOVING, all_ops, 11); }
+Test(selected, pairwise_n3) { expect_compiled("pairwise", 3, A2A, a2a_ops, 3); }
+
+/* HCCL_ALGO's per-op form: named ops get their algorithm, the others the automatic choice
+ * (mesh at 3 ranks). */
+Test(selected, per_op_n3)
+{
+    static const char *const want[][2] = {
+        {"HcclAllReduce", "ring"},      {"HcclReduceScatterV", "ring"}, {"HcclAlltoAll", "pairwise"},
+        {"HcclAlltoAllVC", "pairwise"}, {"HcclBroadcast", "mesh"},      {"HcclAllGather", "mesh"},
+    };
+    mr_result r = mr_run_t("HCCL_DEBUG=DEBUG HCCL_ALGO='allreduce=level0:NA;level1:ring/reducescatter=level0:NA;"
+                           "level1:ring/alltoall=level0:NA;level1:pairwise'",
+                           3, 240, MR_COLL_CHECK,
+                           "--colls " REDUCING_AND_MOVING " --counts 7 --dtypes fp32 --ops sum --roots 0 --place out");
+    cr_expect_eq(r.status, 0, "exit status %d", r.status);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        for (unsigned rank = 0; rank < 3; rank++) {
+            char needle[96];
+            snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, want[i][0], want[i][1]);
+            cr_expect(strstr(r.out, needle) != NULL, "no \"%.*s\" in the log", (int)strlen(needle) - 1, needle);
+        }
+    free(r.out);
+}
