@@ -27,6 +27,20 @@ static inline const hal_ops *ht_hal(void)
     return h;
 }
 
+/* Writes (wr) or reads exactly n bytes over a pipe between a test and its forked child: 0 or -1. */
+static inline int ht_xfer(int fd, void *p, size_t n, int wr)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 #define HT_OK(expr)                                                                         \
     do {                                                                                    \
         hal_result ht_rc_ = (expr);                                                         \

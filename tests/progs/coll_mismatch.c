@@ -11,15 +11,8 @@ enum { MM_COUNT = 256 };
 /* After the mismatched call: the failure must show on this rank. 0 if it did. */
 static int observe(prog_env *e, HcclResult enq, const char *what, double t0)
 {
-    aclError se = aclrtSynchronizeStream(e->stream);
-    HcclResult async = HCCL_SUCCESS;
-    HcclResult ar = HcclGetCommAsyncError(e->comm, &async);
-    char msg[1024] = "";
-    HcclExtGetCommErrorMessage(e->comm, msg, sizeof msg);
-    bool failed = (enq != HCCL_SUCCESS || se != ACL_SUCCESS) && ar == HCCL_SUCCESS && async != HCCL_SUCCESS;
-    printf("rank %u: %s: enqueue=%d synchronize=%d asyncError=%d after %.2f s: %s\n", e->rank, what, (int)enq,
-           (int)se, (int)async, prog_now_s() - t0, msg[0] ? msg : "(no error message)");
-    printf("rank %u: MISMATCH %s\n", e->rank, failed ? "DETECTED" : "NOT DETECTED");
+    bool failed = prog_saw_failure(e, enq, what);
+    printf("rank %u: MISMATCH %s after %.2f s\n", e->rank, failed ? "DETECTED" : "NOT DETECTED", prog_now_s() - t0);
     return failed ? 0 : 1;
 }
 

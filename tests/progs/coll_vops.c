@@ -68,14 +68,7 @@ static int guard_check(prog_env *e, guard *g)
 /* After the disagreeing call: the failure must show on this rank. 0 if it did. */
 static int observe(prog_env *e, HcclResult enq, const char *what)
 {
-    aclError se = aclrtSynchronizeStream(e->stream);
-    HcclResult async = HCCL_SUCCESS;
-    HcclResult ar = HcclGetCommAsyncError(e->comm, &async);
-    char msg[1024] = "";
-    HcclExtGetCommErrorMessage(e->comm, msg, sizeof msg);
-    bool failed = (enq != HCCL_SUCCESS || se != ACL_SUCCESS) && ar == HCCL_SUCCESS && async != HCCL_SUCCESS;
-    printf("rank %u: %s: enqueue=%d synchronize=%d asyncError=%d: %s\n", e->rank, what, (int)enq, (int)se,
-           (int)async, msg[0] ? msg : "(no error message)");
+    bool failed = prog_saw_failure(e, enq, what);
     printf("rank %u: V MISMATCH %s\n", e->rank, failed ? "DETECTED" : "NOT DETECTED");
     return failed ? 0 : 1;
 }

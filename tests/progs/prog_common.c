@@ -34,6 +34,18 @@ void prog_fini(prog_env *e)
     ACL_OK(aclFinalize());
 }
 
+bool prog_saw_failure(prog_env *e, HcclResult enq, const char *what)
+{
+    aclError se = aclrtSynchronizeStream(e->stream);
+    HcclResult async = HCCL_SUCCESS;
+    HcclResult ar = HcclGetCommAsyncError(e->comm, &async);
+    char msg[1024] = "";
+    HcclExtGetCommErrorMessage(e->comm, msg, sizeof msg);
+    printf("rank %u: %s: enqueue=%d synchronize=%d asyncError=%d: %s\n", e->rank, what, (int)enq, (int)se,
+           (int)async, msg[0] ? msg : "(no error message)");
+    return (enq != HCCL_SUCCESS || se != ACL_SUCCESS) && ar == HCCL_SUCCESS && async != HCCL_SUCCESS;
+}
+
 double prog_now_s(void)
 {
     struct timespec ts;

@@ -45,6 +45,10 @@ void prog_init(prog_env *e);
 void prog_init_config(prog_env *e, const HcclCommConfig *config);
 void prog_fini(prog_env *e);
 double prog_now_s(void);
+/* After a call that must fail: synchronizes, reads HcclGetCommAsyncError and the error message,
+ * prints "rank R: WHAT: enqueue=.. synchronize=.. asyncError=..: MESSAGE" and returns whether this
+ * rank saw the failure (from the call or the stream) and the communicator reports it. */
+bool prog_saw_failure(prog_env *e, HcclResult enq, const char *what);
 
 /* ---- data types ---------------------------------------------------------------------------- */
 

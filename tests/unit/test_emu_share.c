@@ -7,19 +7,6 @@
 
 #include "common/hal_testutil.h"
 
-static int xfer(int fd, void *p, size_t n, int wr)
-{
-    char *c = p;
-    while (n) {
-        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* Runs fn with stderr going to a temporary file; returns what it wrote (caller frees). */
 static char *capture_stderr(void (*fn)(void *), void *arg)
 {
@@ -37,7 +24,7 @@ static char *capture_stderr(void (*fn)(void *), void *arg)
     char *out = calloc(1, (size_t)len + 1);
     cr_assert_not_null(out);
     lseek(fileno(tmp), 0, SEEK_SET);
-    cr_assert_eq(xfer(fileno(tmp), out, (size_t)len, 0), 0);
+    cr_assert_eq(ht_xfer(fileno(tmp), out, (size_t)len, 0), 0);
     fclose(tmp);
     return out;
 }
@@ -69,7 +56,7 @@ static void with_owner(int (*child)(const hal_ops *h, const hal_device_handle *o
     if (pid == 0) {
         close(to_child[1]);
         hal_device_handle owner;
-        if (xfer(to_child[0], &owner, sizeof owner, 0) != 0)
+        if (ht_xfer(to_child[0], &owner, sizeof owner, 0) != 0)
             _exit(3);
         _exit(child(h, &owner));
     }
@@ -77,7 +64,7 @@ static void with_owner(int (*child)(const hal_ops *h, const hal_device_handle *o
     hal_device *d0 = ht_open(h, 0);
     hal_device_info info;
     HT_OK(h->device_info(d0, &info));
-    cr_assert_eq(xfer(to_child[1], &info.handle, sizeof info.handle, 1), 0);
+    cr_assert_eq(ht_xfer(to_child[1], &info.handle, sizeof info.handle, 1), 0);
     close(to_child[1]);
     waitpid(pid, status, 0);
     HT_OK(h->device_close(d0));
@@ -121,7 +108,7 @@ Test(emu_share, stopped_owner_fails_import_after_connect_timeout, .timeout = 60)
         if (h->device_open(1, &d1) != HAL_OK)
             _exit(5);
         hal_device_info info;
-        if (h->device_info(d1, &info) != HAL_OK || xfer(from_child[1], &info.handle, sizeof info.handle, 1) != 0)
+        if (h->device_info(d1, &info) != HAL_OK || ht_xfer(from_child[1], &info.handle, sizeof info.handle, 1) != 0)
             _exit(6);
         /* Stop the listener thread with the rest of the process: the hand-over never comes. */
         raise(SIGSTOP);
@@ -129,7 +116,7 @@ Test(emu_share, stopped_owner_fails_import_after_connect_timeout, .timeout = 60)
     }
     close(from_child[1]);
     hal_device_handle owner;
-    cr_assert_eq(xfer(from_child[0], &owner, sizeof owner, 0), 0);
+    cr_assert_eq(ht_xfer(from_child[0], &owner, sizeof owner, 0), 0);
     int st;
     cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
     cr_assert(WIFSTOPPED(st), "the owner should be stopped");

@@ -14,19 +14,6 @@ typedef struct hello {
     void *recv[3];
 } hello;
 
-static int xfer(int fd, void *p, size_t n, int wr)
-{
-    char *c = p;
-    while (n) {
-        ssize_t k = wr ? write(fd, c, n) : read(fd, c, n);
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 #define SIDE_CHECK(cond, ...)                                                                        \
     do {                                                                                             \
         if (!(cond)) {                                                                               \
@@ -55,7 +42,7 @@ static int side(const hal_ops *h, int id, int rfd, int wfd)
         ht_fill(src[i], sizes[i], 100u * (uint32_t)id + (uint32_t)i);
         memset(me.recv[i], 0, sizes[i]);
     }
-    SIDE_CHECK(xfer(wfd, &me, sizeof me, 1) == 0 && xfer(rfd, &peer, sizeof peer, 0) == 0, "pipe");
+    SIDE_CHECK(ht_xfer(wfd, &me, sizeof me, 1) == 0 && ht_xfer(rfd, &peer, sizeof peer, 0) == 0, "pipe");
     SIDE_CHECK(h->link_class(d, &peer.dev) == HAL_LINK_INTRA, "link class");
     SIDE_CHECK(h->mem_import(d, &peer.dev) == HAL_OK, "mem_import");
     SIDE_CHECK(h->mem_import(d, &peer.dev) == HAL_OK, "mem_import is idempotent");
@@ -83,7 +70,7 @@ static int side(const hal_ops *h, int id, int rfd, int wfd)
     }
     /* Both sides are done reading before either closes. */
     char byte = 1;
-    SIDE_CHECK(xfer(wfd, &byte, 1, 1) == 0 && xfer(rfd, &byte, 1, 0) == 0, "pipe");
+    SIDE_CHECK(ht_xfer(wfd, &byte, 1, 1) == 0 && ht_xfer(rfd, &byte, 1, 0) == 0, "pipe");
     SIDE_CHECK(h->device_close(d) == HAL_OK, "close");
     return 0;
 }
