@@ -149,6 +149,11 @@ aclError acl_device_retain(const char *func, int32_t deviceId)
         return err;
     hal_device *dev = NULL;
     hal_result rc = emu_hal_ops.device_open(deviceId, &dev);
+    /* The id is valid, so the HAL's INVALID_DEVICE means another live process owns the device
+     * (one owner per emulated device, docs/emulator.md): not a bad id but a failed device setup. */
+    if (rc == HAL_E_INVALID_DEVICE)
+        return acl_fail(ACL_ERROR_RT_DEV_SETUP_ERROR, func,
+                        "device %d is opened by another process (one process per emulated device)", deviceId);
     if (rc != HAL_OK)
         return acl_fail(acl_from_hal(rc), func, "opening device %d failed: %s", deviceId, hal_result_name(rc));
     pthread_mutex_lock(&g_dev_lock);
