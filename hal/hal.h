@@ -209,8 +209,9 @@ typedef struct hal_ops {
     hal_result (*notify_wait_reset)(hal_notify *n, hal_stream *s, uint32_t timeout_ms);
 
     /* --- inter-process sharing by key (same server) --- */
-    /* Exports [ptr, ptr + size) of dev's memory (ptr inside one allocation) under a new key. Unless
-     * flags has HAL_IPC_NO_PID_CHECK, only processes named by ipc_set_pids may import it. */
+    /* Exports [ptr, ptr + size), inside one allocation of any device this process opened (dev:
+     * the caller's current device), under a new key. Unless flags has HAL_IPC_NO_PID_CHECK, only
+     * processes named by ipc_set_pids may import it. */
     hal_result (*ipc_mem_export)(hal_device *dev, void *ptr, size_t size, uint32_t flags, char *key);
     /* Exports a notify created by this process; exporting it again returns the same key. */
     hal_result (*ipc_notify_export)(hal_notify *n, uint32_t flags, char *key);

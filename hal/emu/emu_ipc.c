@@ -118,9 +118,14 @@ hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t 
         return HAL_E_PARAM;
     hal_device_handle owner;
     uint64_t after = 0;
-    if (emu_mem_lookup(ptr, &owner, &after) != HAL_OK || owner.device_id != dev->id ||
-        owner.pid != (uint32_t)getpid()) {
-        OH_ERR("emu", "ipc_mem_export: %p is not memory of device %u allocated by this process", ptr, dev->id);
+    ipc_key k = {IPC_KIND_MEM, {0}, 0, 0};
+    void *base = NULL;
+    if (emu_mem_lookup(ptr, &owner, &after) == HAL_OK) {
+        k.owner = owner;
+        base = owned_base(&k); /* any device this process owns, not only dev */
+    }
+    if (!base || (char *)ptr < (char *)base + EMU_CTRL_SIZE || (char *)ptr >= (char *)base + EMU_REGION_SIZE) {
+        OH_ERR("emu", "ipc_mem_export: %p is not device memory allocated by this process", ptr);
         return HAL_E_FOREIGN;
     }
     if (size > after) {
@@ -128,7 +133,6 @@ hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t 
                size, ptr, after);
         return HAL_E_PARAM;
     }
-    void *base = dev->region->base;
     return ipc_publish(base, &owner, IPC_KIND_MEM, flags, (uint64_t)((char *)ptr - (char *)base), size, key);
 }
 

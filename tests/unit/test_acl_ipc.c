@@ -266,6 +266,15 @@ Test(acl_ipc, bad_arguments, .init = acl_fixture_setup, .fini = acl_fixture_tear
     cr_expect_eq(aclrtIpcMemGetExportKey(d, 0, key, KEY, 0), ACL_ERROR_RT_PARAM_INVALID);
     cr_expect_eq(aclrtIpcMemGetExportKey(d, N + 4096, key, KEY, 0), ACL_ERROR_RT_PARAM_INVALID, "past the end");
     cr_expect_eq(aclrtIpcMemGetExportKey(key, 16, key, KEY, 0), ACL_ERROR_RT_PARAM_INVALID, "host memory");
+    void *d1;
+    cr_assert_eq(aclrtSetDevice(1), ACL_SUCCESS);
+    cr_assert_eq(aclrtMalloc(&d1, N, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+    cr_expect_eq(aclrtIpcMemGetExportKey(d1, N, key, KEY, 0), ACL_SUCCESS, "memory of another device of the process");
+    cr_expect_eq(aclrtIpcMemClose(key), ACL_SUCCESS);
+    cr_expect_eq(aclrtFree(d1), ACL_SUCCESS);
+    cr_expect_eq(aclrtResetDevice(1), ACL_SUCCESS);
+    cr_expect_eq(aclrtResetDevice(0), ACL_SUCCESS); /* the second aclrtSetDevice(0) */
     cr_assert_eq(aclrtIpcMemGetExportKey(d, N, key, KEY, 0), ACL_SUCCESS);
     cr_expect_eq(aclrtIpcMemSetImportPid(NULL, &pid, 1), ACL_ERROR_INVALID_PARAM);
     cr_expect_eq(aclrtIpcMemSetImportPid(key, NULL, 1), ACL_ERROR_INVALID_PARAM);
