@@ -8,7 +8,7 @@
  *
  * Threading: every function may be called from any thread of the process. A device is opened
  * by exactly one process of its emulated server; other processes reach its memory and notifies
- * by import (mem_import / notify_import).
+ * by import (mem_import / notify_import, or by key: ipc_*).
  */
 #ifndef HAL_H
 #define HAL_H
@@ -94,6 +94,13 @@ enum hal_event_flags {
                                                    (default: completes at once, like a CUDA event) */
 };
 
+/* Inter-process sharing by key (aclrtIpcMem*, aclrtNotify*Key): a key is a NUL-terminated string
+ * of at most HAL_IPC_KEY_LEN - 1 characters (CANN's 65-byte key buffers). */
+#define HAL_IPC_KEY_LEN 65
+enum hal_ipc_flags {
+    HAL_IPC_NO_PID_CHECK = 1u << 0, /* any process of the server may import (no whitelist) */
+};
+
 typedef struct hal_device_info {
     hal_device_handle handle;
     uint64_t mem_total;   /* bytes of device memory */
@@ -114,6 +121,8 @@ typedef struct hal_ops {
     hal_result (*device_open)(int32_t id, hal_device **dev);
     /* Last close: drains streams, frees memory, notifies, streams and events of the device. */
     hal_result (*device_close)(hal_device *dev);
+    /* dev NULL: what every device of this backend shares (soc_name, mem_total; handle zeroed),
+     * answered without opening or claiming any device (aclrtGetSocName before aclrtSetDevice). */
     hal_result (*device_info)(hal_device *dev, hal_device_info *info);
     hal_result (*device_sync)(hal_device *dev, int32_t timeout_ms); /* all streams; -1 = no limit */
     /* Link class between this device and a peer named by its handle. */
@@ -198,11 +207,29 @@ typedef struct hal_ops {
     hal_result (*notify_wait)(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag);
     /* Enqueue: wait until count > 0, then count = 0 (aclrtWaitAndResetNotify). */
     hal_result (*notify_wait_reset)(hal_notify *n, hal_stream *s, uint32_t timeout_ms);
+
+    /* --- inter-process sharing by key (same server) --- */
+    /* Exports [ptr, ptr + size), inside one allocation of any device this process opened (dev:
+     * the caller's current device), under a new key. Unless flags has HAL_IPC_NO_PID_CHECK, only
+     * processes named by ipc_set_pids may import it. */
+    hal_result (*ipc_mem_export)(hal_device *dev, void *ptr, size_t size, uint32_t flags, char *key);
+    /* Exports a notify created by this process; exporting it again returns the same key. */
+    hal_result (*ipc_notify_export)(hal_notify *n, uint32_t flags, char *key);
+    /* Owner only: adds pids to the key's whitelist. */
+    hal_result (*ipc_set_pids)(const char *key, const int32_t *pids, size_t n);
+    /* Maps the exported memory for dev (the pointer is the exporter's: same address in every
+     * process). HAL_E_DENIED if this process is not whitelisted, HAL_E_PEER if the export is
+     * closed or its owner gone, HAL_E_PARAM for a malformed key or another server's. */
+    hal_result (*ipc_mem_import)(hal_device *dev, const char *key, void **ptr);
+    /* Opens an exported notify (destroy it with notify_destroy). Same errors as ipc_mem_import. */
+    hal_result (*ipc_notify_import)(hal_device *dev, const char *key, hal_notify **n);
+    /* Owner: ends the export (later imports fail). Importer: forgets its import of the key. */
+    hal_result (*ipc_close)(const char *key);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 1u
+#define HAL_ABI_VERSION 2u
 
 /* The backend chosen for this process: HCCL_HAL=emu|ascend (default emu). libhccl only. */
 const hal_ops *hal_get(void);

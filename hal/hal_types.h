@@ -20,6 +20,7 @@ typedef enum hal_result {
     HAL_E_PEER = 9,           /* a peer device is gone or unreachable */
     HAL_E_FOREIGN = 10,       /* pointer not owned by this device / not a device pointer */
     HAL_E_INTERNAL = 11,
+    HAL_E_DENIED = 12,        /* the caller is not allowed (IPC import by a process not granted) */
 } hal_result;
 
 /* Same values as HcclDataType (there is no 13). */

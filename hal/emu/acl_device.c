@@ -11,7 +11,6 @@
  */
 #include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "hal/emu/acl_internal.h"
 
@@ -27,6 +26,7 @@ static acl_dev_slot g_devs[ACL_MAX_DEVICES];
 static int g_init_state; /* 0 never initialized, 1 initialized, 2 finalized */
 static aclrtFloatOverflowMode g_sat_mode = ACL_RT_OVERFLOW_MODE_INFNAN; /* A2 default */
 static __thread int32_t t_current = -1; /* device id set by this thread, -1 none */
+static __thread void *t_context;       /* aclrtCreateContext/SetCurrentContext context, NULL = default */
 
 /* ---- helpers used by the other acl_*.c files ---------------------------------------------- */
 
@@ -125,6 +125,7 @@ aclError aclFinalize(void)
     acl_callback_reset();
     release_all_devices();
     t_current = -1;
+    t_context = NULL;
     return ACL_SUCCESS;
 }
 
@@ -141,29 +142,55 @@ aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *
 
 /* ---- set / reset / get -------------------------------------------------------------------- */
 
-aclError aclrtSetDevice(int32_t deviceId)
+aclError acl_device_retain(const char *func, int32_t deviceId)
 {
-    aclError err = check_device_id(__func__, deviceId);
+    aclError err = check_device_id(func, deviceId);
     if (err)
         return err;
     hal_device *dev = NULL;
     hal_result rc = emu_hal_ops.device_open(deviceId, &dev);
+    /* The id is valid, so the HAL's INVALID_DEVICE means another live process owns the device
+     * (one owner per emulated device, docs/emulator.md): not a bad id but a failed device setup. */
+    if (rc == HAL_E_INVALID_DEVICE)
+        return acl_fail(ACL_ERROR_RT_DEV_SETUP_ERROR, func,
+                        "device %d is opened by another process (one process per emulated device)", deviceId);
     if (rc != HAL_OK)
-        return acl_fail(acl_from_hal(rc), __func__, "opening device %d failed: %s", deviceId, hal_result_name(rc));
+        return acl_fail(acl_from_hal(rc), func, "opening device %d failed: %s", deviceId, hal_result_name(rc));
     pthread_mutex_lock(&g_dev_lock);
     g_devs[deviceId].dev = dev;
     g_devs[deviceId].refs++;
     pthread_mutex_unlock(&g_dev_lock);
-    rc = emu_hal_ops.set_current_device(dev);
-    if (rc != HAL_OK)
-        OH_WARN(ACL_MOD, "aclrtSetDevice: HAL set_current_device(%d): %s", deviceId, hal_result_name(rc));
-    t_current = deviceId;
     return ACL_SUCCESS;
 }
 
-aclError aclrtResetDevice(int32_t deviceId)
+void acl_thread_select(int32_t deviceId, void *context)
 {
-    aclError err = check_device_id(__func__, deviceId);
+    hal_device *dev = acl_device_by_id(deviceId);
+    hal_result rc = dev ? emu_hal_ops.set_current_device(dev) : HAL_E_INVALID_DEVICE;
+    if (rc != HAL_OK)
+        OH_WARN(ACL_MOD, "selecting device %d for this thread: HAL set_current_device: %s", deviceId,
+                hal_result_name(rc));
+    t_current = deviceId;
+    t_context = context;
+}
+
+void *acl_thread_context(void)
+{
+    return t_current >= 0 ? t_context : NULL;
+}
+
+aclError aclrtSetDevice(int32_t deviceId)
+{
+    aclError err = acl_device_retain(__func__, deviceId);
+    if (err)
+        return err;
+    acl_thread_select(deviceId, NULL); /* the device's default context */
+    return ACL_SUCCESS;
+}
+
+aclError acl_device_release(const char *func, int32_t deviceId)
+{
+    aclError err = check_device_id(func, deviceId);
     if (err)
         return err;
     pthread_mutex_lock(&g_dev_lock);
@@ -175,14 +202,21 @@ aclError aclrtResetDevice(int32_t deviceId)
     int left = slot->refs;
     pthread_mutex_unlock(&g_dev_lock);
     if (had == 0)
-        return acl_fail(ACL_ERROR_RT_INVALID_DEVICEID, __func__, "deviceId %d was not set by aclrtSetDevice", deviceId);
-    if (left == 0 && t_current == deviceId)
+        return acl_fail(ACL_ERROR_RT_INVALID_DEVICEID, func, "deviceId %d was not set by aclrtSetDevice", deviceId);
+    if (left == 0 && t_current == deviceId) {
         t_current = -1;
+        t_context = NULL;
+    }
     /* The last close drains the device's streams before freeing them (hal.h). */
     hal_result rc = emu_hal_ops.device_close(dev);
     if (rc != HAL_OK)
-        return acl_fail(acl_from_hal(rc), __func__, "closing device %d failed: %s", deviceId, hal_result_name(rc));
+        return acl_fail(acl_from_hal(rc), func, "closing device %d failed: %s", deviceId, hal_result_name(rc));
     return ACL_SUCCESS;
+}
+
+aclError aclrtResetDevice(int32_t deviceId)
+{
+    return acl_device_release(__func__, deviceId);
 }
 
 aclError aclrtGetDevice(int32_t *deviceId)
@@ -265,28 +299,16 @@ aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode)
     return ACL_SUCCESS;
 }
 
-/* The SoC name is a property of the process's devices (all emulated devices are alike), so it
- * is answered even before aclrtSetDevice, by briefly opening device 0. */
+/* The SoC name is common to all emulated devices: the HAL answers it without opening (and so
+ * without claiming) a device, so processes may ask before choosing their device (CANN's hccl_test
+ * does, on every rank). */
 const char *aclrtGetSocName(void)
 {
-    static char name[64];
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
-    if (!name[0]) {
-        hal_device *dev = t_current >= 0 ? acl_device_by_id(t_current) : NULL;
-        int opened = 0;
-        if (!dev && emu_hal_ops.device_open(0, &dev) == HAL_OK)
-            opened = 1;
-        hal_device_info info;
-        if (dev && emu_hal_ops.device_info(dev, &info) == HAL_OK && info.soc_name)
-            snprintf(name, sizeof name, "%s", info.soc_name);
-        if (opened)
-            emu_hal_ops.device_close(dev);
-    }
-    pthread_mutex_unlock(&lock);
-    if (!name[0]) {
-        acl_fail(ACL_ERROR_RT_NO_DEVICE, __func__, "no device could be queried");
+    hal_device_info info;
+    hal_result rc = emu_hal_ops.device_info(NULL, &info);
+    if (rc != HAL_OK || !info.soc_name) {
+        acl_fail(ACL_ERROR_RT_NO_DEVICE, __func__, "the device backend reports no SoC name: %s", hal_result_name(rc));
         return NULL;
     }
-    return name;
+    return info.soc_name;
 }

@@ -325,3 +325,53 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
         return acl_fail_hal(rc, __func__, "event_elapsed_ms");
     return ACL_SUCCESS;
 }
+
+/* ---- flagged record / wait, wait status (acl_rt.h; CANN's ACL layer checks the flags) -------- */
+
+/* ACL_EVENT_RECORD_EXTERNAL marks a record for graph capture; the emulator has no capture, so it
+ * records like ACL_EVENT_RECORD_DEFAULT. */
+aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag)
+{
+    if (!event)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "event is NULL");
+    if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "flag %u is not RECORD_DEFAULT(0) or RECORD_EXTERNAL(1)",
+                        flag);
+    return aclrtRecordEvent(event, stream);
+}
+
+/* timeout: CANN's per-wait limit; the emulator's event waits have none, so it is accepted and not
+ * enforced. ACL_EVENT_WAIT_EXTERNAL needs timeout 0 (CANN). */
+aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout, uint32_t flag)
+{
+    if (!event)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "event is NULL");
+    if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "flag %u is not WAIT_DEFAULT(0) or WAIT_EXTERNAL(1)", flag);
+    if (flag == ACL_EVENT_WAIT_EXTERNAL && timeout != 0)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "timeout %u must be 0 with ACL_EVENT_WAIT_EXTERNAL", timeout);
+    return aclrtStreamWaitEvent(stream, event);
+}
+
+/* Whether a wait on the event would be satisfied now: its captured work is done, and a SYNC event
+ * (whose waits block until a record) has been recorded. Events that cannot be waited on, and Ex
+ * events ([EV]), are errors. */
+aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
+{
+    aclError err;
+    acl_event *e = lookup(__func__, event, &err);
+    if (!e)
+        return err;
+    if (!status)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "status is NULL");
+    if (!ev_can_wait(e) || e->api == EV_EX)
+        return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                        "event %p: wait status needs an aclrtCreateEvent or ACL_EVENT_SYNC (non-Ex) event", event);
+    int done = query(__func__, e, &err);
+    if (done < 0)
+        return err;
+    if (ev_blocks_unrecorded(e) && !emu_hal_ops.event_recorded(e->ev))
+        done = 0;
+    *status = done ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+}

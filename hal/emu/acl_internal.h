@@ -42,6 +42,20 @@ aclError acl_current_device(const char *func, hal_device **dev, int32_t *id);
 hal_device *acl_device_by_id(int32_t id);
 /* Device id of an opened device (-1 if unknown). */
 int32_t acl_device_id(hal_device *dev);
+/* One aclrtSetDevice / aclrtResetDevice reference on a device, without changing any thread's
+ * selection (contexts hold one each). Errors are logged under func. */
+aclError acl_device_retain(const char *func, int32_t deviceId);
+aclError acl_device_release(const char *func, int32_t deviceId);
+/* Makes deviceId (already retained) this thread's device; context NULL = its default context. */
+void acl_thread_select(int32_t deviceId, void *context);
+/* The context this thread selected explicitly (NULL: the default context of its device). */
+void *acl_thread_context(void);
+
+/* ---- memory (acl_memory.c) ------------------------------------------------------------------ */
+
+/* ACL_SUCCESS when [p, p+n) lies inside one device allocation, else logs under func and fails
+ * with ACL_ERROR_RT_PARAM_INVALID. */
+aclError acl_check_dev_range(const char *func, const char *name, const void *p, size_t n);
 
 /* ---- streams (acl_stream.c) ---------------------------------------------------------------- */
 
@@ -65,6 +79,9 @@ typedef enum acl_handle_kind {
     ACL_H_VA = 5,        /* aclrtReserveMemAddress start; value = hal_device* */
     ACL_H_MAPPING = 6,   /* aclrtMapMem start; value = hal_phys_mem* */
     ACL_H_PHYS_FREED = 7, /* hal_phys_mem* freed while mapped: released at its last unmap */
+    ACL_H_CONTEXT = 8,    /* acl_context (aclrtCreateContext); value = device id */
+    ACL_H_STREAM_ID = 9,  /* hal_stream* -> id reported by aclrtStreamGetId */
+    ACL_H_NOTIFY_EXPORTED = 10, /* hal_notify* exported by aclrtNotifyGetExportKey */
 } acl_handle_kind;
 
 /* Adds key; 0 on success, -1 when out of memory or already present. */

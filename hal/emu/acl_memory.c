@@ -16,8 +16,7 @@
 
 #include "hal/emu/acl_internal.h"
 
-/* 0 when [p, p+n) lies inside one device allocation, else logs under func and fails. */
-static aclError check_dev_range(const char *func, const char *name, const void *p, size_t n)
+aclError acl_check_dev_range(const char *func, const char *name, const void *p, size_t n)
 {
     hal_device_handle owner;
     uint64_t after = 0;
@@ -161,9 +160,9 @@ static aclError check_memcpy(const char *func, void *dst, size_t destMax, const 
     }
     aclError err = ACL_SUCCESS;
     if (dst_dev)
-        err = check_dev_range(func, "dst", dst, count);
+        err = acl_check_dev_range(func, "dst", dst, count);
     if (!err && src_dev)
-        err = check_dev_range(func, "src", src, count);
+        err = acl_check_dev_range(func, "src", src, count);
     return err;
 }
 
@@ -217,7 +216,7 @@ static aclError check_memset(const char *func, void *devPtr, size_t maxCount, si
                             (size_t)host_size);
         return ACL_SUCCESS;
     }
-    return count ? check_dev_range(func, "devPtr", devPtr, count) : ACL_SUCCESS;
+    return count ? acl_check_dev_range(func, "devPtr", devPtr, count) : ACL_SUCCESS;
 }
 
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
@@ -243,5 +242,29 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
     hal_result rc = emu_hal_ops.memset_async(s, devPtr, (int)(value & 0xFF), count);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "enqueueing the memset");
+    return ACL_SUCCESS;
+}
+
+/* ---- pointer attributes ------------------------------------------------------------------- */
+
+/* Device memory (any device of this server, opened here or imported) -> DEVICE with its device id;
+ * the start of an aclrtMallocHost buffer -> HOST; anything else -> UNREGISTERED. pageSize is the
+ * page the emulator backs memory with (its memfd and the host's malloc both use base pages). */
+aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes)
+{
+    if (!ptr || !attributes)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "null argument (ptr %p attributes %p)", ptr,
+                        (void *)attributes);
+    memset(attributes, 0, sizeof *attributes);
+    hal_device_handle owner;
+    uint64_t after = 0;
+    if (emu_hal_ops.mem_lookup(ptr, &owner, &after) == HAL_OK) {
+        attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+        attributes->location.id = owner.device_id;
+    } else {
+        attributes->location.type =
+            acl_reg_find(ACL_H_HOST_MEM, ptr, NULL) ? ACL_MEM_LOCATION_TYPE_HOST : ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+    }
+    attributes->pageSize = 4096;
     return ACL_SUCCESS;
 }

@@ -56,6 +56,7 @@ aclError aclrtDestroyNotify(aclrtNotify notify)
         return err;
     if (!acl_reg_remove(ACL_H_NOTIFY, n))
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, __func__, "notify %p is not a live notify", notify);
+    acl_reg_remove(ACL_H_NOTIFY_EXPORTED, n); /* its exports end with it (emu_ipc.c) */
     hal_result rc = emu_hal_ops.notify_destroy(n);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "notify_destroy");

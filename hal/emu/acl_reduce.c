@@ -67,7 +67,7 @@ static aclError map_kind(const char *func, aclrtReduceKind kind, hal_redop *op)
 static aclError map_dtype(const char *func, aclDataType type, hal_dtype *dt)
 {
     int h = acl_to_hal_dtype(type);
-    if (h < 0 && (type < ACL_FLOAT || type > ACL_HIFLOAT4_SCALE))
+    if (h < 0 && (type < ACL_FLOAT || type > ACL_FLOAT4_E1M2))
         return acl_fail(ACL_ERROR_INVALID_PARAM, func, "unknown aclDataType %d", (int)type);
     if (h < 0 || !sdma_dtype_supported(type))
         return acl_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, func,

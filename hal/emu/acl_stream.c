@@ -7,6 +7,8 @@
  * ACL_ERROR_RT_STREAM_SYNC_TIMEOUT and the stream keeps running. A task that itself timed out (a
  * notify wait) fails the stream; sync then reports that task's error (acl_from_hal).
  */
+#include <stdatomic.h>
+
 #include "hal/emu/acl_internal.h"
 
 aclError acl_stream(const char *func, aclrtStream stream, hal_stream **s)
@@ -67,6 +69,7 @@ aclError aclrtDestroyStream(aclrtStream stream)
     if (err)
         return err;
     acl_callback_forget_stream(s);
+    acl_reg_remove(ACL_H_STREAM_ID, s);
     hal_result rc = emu_hal_ops.stream_destroy(s);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "stream_destroy");
@@ -154,5 +157,28 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
     hal_result rc = emu_hal_ops.host_func_async(s, fn, args);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "host_func_async");
+    return ACL_SUCCESS;
+}
+
+/* Stream ids: handed out at a stream's first aclrtStreamGetId, in order, unique within the
+ * process (never reused: a destroyed stream's id stays retired). */
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
+{
+    static atomic_int next_id;
+    if (!streamId)
+        return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "streamId is NULL");
+    hal_stream *s;
+    aclError err = acl_stream(__func__, stream, &s);
+    if (err)
+        return err;
+    uintptr_t id;
+    while (!acl_reg_find(ACL_H_STREAM_ID, s, &id)) {
+        id = (uintptr_t)atomic_fetch_add(&next_id, 1);
+        if (acl_reg_add(ACL_H_STREAM_ID, s, id) == 0)
+            break;
+        if (!acl_reg_find(ACL_H_STREAM_ID, s, NULL)) /* not a race with another thread: no memory */
+            return acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
+    }
+    *streamId = (int32_t)id;
     return ACL_SUCCESS;
 }

@@ -153,8 +153,18 @@ hal_result emu_device_close(hal_device *dev)
     return HAL_OK;
 }
 
+#define EMU_SOC_NAME "Ascend910B1"
+
 hal_result emu_device_info(hal_device *dev, hal_device_info *info)
 {
+    if (info && !dev) { /* common to every device: nothing is opened or claimed */
+        memset(info, 0, sizeof *info);
+        info->mem_total = EMU_REGION_SIZE - EMU_CTRL_SIZE;
+        info->mem_free = info->mem_total;
+        info->dma_engines = emu_cfg()->dma_engines ? emu_cfg()->dma_engines : 1;
+        info->soc_name = EMU_SOC_NAME;
+        return HAL_OK;
+    }
     if (!info || !emu_device_live(dev))
         return HAL_E_PARAM;
     memset(info, 0, sizeof *info);
@@ -162,7 +172,7 @@ hal_result emu_device_info(hal_device *dev, hal_device_info *info)
     info->mem_total = dev->heap.size;
     info->mem_free = emu_heap_free_bytes(&dev->heap);
     info->dma_engines = dev->dma.nthreads ? dev->dma.nthreads : 1;
-    info->soc_name = "Ascend910B1";
+    info->soc_name = EMU_SOC_NAME;
     return HAL_OK;
 }
 

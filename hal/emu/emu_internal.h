@@ -62,6 +62,21 @@ static inline _Atomic uint32_t *emu_notify_count_word(emu_notify_slot *s)
     return (_Atomic uint32_t *)(void *)&s->word; /* the low half on little-endian */
 }
 
+/* One IPC export (emu_ipc.c): a table of them follows the notify slots in the control area. */
+#define EMU_IPC_OFFSET (2u << 20)
+#define EMU_IPC_ENTRIES 1024u
+#define EMU_IPC_MAX_PIDS 64u
+typedef struct emu_ipc_entry {
+    _Atomic uint32_t state;  /* free / being written / live */
+    uint32_t gen;            /* bumped at each export in this slot: keys of closed exports go stale */
+    uint32_t kind;           /* 'm' memory, 'n' notify */
+    uint32_t flags;          /* hal_ipc_flags */
+    uint64_t offset;         /* memory: from the region base; notify: generation << 32 | index */
+    uint64_t size;           /* memory: bytes exported */
+    _Atomic uint32_t npids;  /* whitelist length, published after the pids */
+    int32_t pids[EMU_IPC_MAX_PIDS];
+} emu_ipc_entry;
+
 typedef struct emu_ctrl {
     uint64_t magic;
     uint32_t owner_pid;
@@ -274,5 +289,14 @@ hal_result emu_notify_record(struct hal_notify *n, hal_stream *s);
 hal_result emu_notify_wait(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms,
                            const volatile uint32_t *abort_flag);
 hal_result emu_notify_wait_reset(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms);
+
+hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t flags, char *key);
+hal_result emu_ipc_notify_export(struct hal_notify *n, uint32_t flags, char *key);
+hal_result emu_ipc_set_pids(const char *key, const int32_t *pids, size_t n);
+hal_result emu_ipc_mem_import(hal_device *dev, const char *key, void **ptr);
+hal_result emu_ipc_notify_import(hal_device *dev, const char *key, struct hal_notify **n);
+hal_result emu_ipc_close(const char *key);
+/* Ends every export of a notify its owner destroys (offset = generation << 32 | index). */
+void emu_ipc_forget_notify(void *region_base, uint64_t notify_offset);
 
 #endif

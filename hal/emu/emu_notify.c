@@ -46,6 +46,7 @@ void emu_notify_put(hal_notify *n)
         return;
     if (!n->imported) { /* give the slot back: stale handles of this generation go dead here */
         hal_device *dev = n->dev;
+        emu_ipc_forget_notify(dev->region->base, (uint64_t)n->gen << 32 | n->index);
         atomic_store(&n->slot->word, (uint64_t)(n->gen + 1) << 32);
         pthread_mutex_lock(&dev->mu);
         dev->notify_bitmap[n->index / 8] &= (uint8_t) ~(1u << (n->index % 8));

@@ -51,6 +51,12 @@ const hal_ops emu_hal_ops = {
     .notify_record = emu_notify_record,
     .notify_wait = emu_notify_wait,
     .notify_wait_reset = emu_notify_wait_reset,
+    .ipc_mem_export = emu_ipc_mem_export,
+    .ipc_notify_export = emu_ipc_notify_export,
+    .ipc_set_pids = emu_ipc_set_pids,
+    .ipc_mem_import = emu_ipc_mem_import,
+    .ipc_notify_import = emu_ipc_notify_import,
+    .ipc_close = emu_ipc_close,
 };
 
 /* The one entry point through which libhccl reaches this table (hal/hal.c). Everything else

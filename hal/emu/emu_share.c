@@ -93,6 +93,23 @@ static void *listener_main(void *p)
     return NULL;
 }
 
+/* Pid of the live process bound to the address (SO_PEERCRED of a connection), 0 if unknown. The
+ * owner's listener answers the connection with its memfd; closing unread drops it. */
+static int owner_pid_of(const struct sockaddr_un *a, socklen_t len)
+{
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct ucred cr = {0};
+    socklen_t cl = sizeof cr;
+    struct timeval tv = {1, 0};
+    if (s >= 0) {
+        setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(s, (const struct sockaddr *)a, len) != 0 || getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0)
+            cr.pid = 0;
+        close(s);
+    }
+    return (int)cr.pid;
+}
+
 hal_result emu_listener_claim(emu_listener *l, uint32_t id)
 {
     const emu_config *cfg = emu_cfg();
@@ -108,8 +125,10 @@ hal_result emu_listener_claim(emu_listener *l, uint32_t id)
         close(l->fd);
         l->fd = -1;
         if (e == EADDRINUSE) {
-            OH_ERR("emu", "device %u of server %u in namespace \"%s\" is already opened by another "
-                   "live process", id, cfg->server_index, cfg->ns);
+            OH_ERR("emu", "device %u of server %u in namespace \"%s\" is already opened by another live process "
+                   "(pid %d): an emulated device belongs to one process at a time; give each process its own "
+                   "device (e.g. aclrtSetDevice(rank %% devices)) and share memory with aclrtIpcMem* or HCCL",
+                   id, cfg->server_index, cfg->ns, owner_pid_of(&a, len));
             return HAL_E_INVALID_DEVICE;
         }
         OH_ERR("emu", "bind device %u socket: %s", id, strerror(e));

@@ -58,6 +58,7 @@ typedef void *aclrtContext;
 typedef void *aclrtNotify;
 typedef int aclError;
 typedef uint16_t aclFloat16;
+typedef struct aclDataBuffer aclDataBuffer;
 
 /* ---- aclError values ---------------------------------------------------
  * CANN declares these as `static const int`, not macros or enumerators; we
@@ -67,7 +68,6 @@ typedef uint16_t aclFloat16;
 
 static const int ACL_ERROR_NONE = 0;
 static const int ACL_SUCCESS = 0;
-static const int ACL_ERROR_INVALID_EXCEPTION_INFO = -1;
 
 /* 1000xx: parameter / state errors */
 static const int ACL_ERROR_INVALID_PARAM = 100000;
@@ -177,13 +177,35 @@ typedef enum {
     ACL_FLOAT6_E2M3 = 39,
     ACL_FLOAT4_E2M1 = 40,
     ACL_FLOAT4_E1M2 = 41,
-    ACL_HIFLOAT4 = 42,
-    ACL_HIFLOAT4_SCALE = 43,
 } aclDataType;
 
-/* Name of the emulated AI processor; NULL on failure. CANN declares it in
- * this header with an empty parameter list; (void) is call-compatible. */
+/* aclGetDeviceCapability */
+typedef enum {
+    ACL_DEVICE_INFO_UNDEFINED = -1,
+    ACL_DEVICE_INFO_AI_CORE_NUM = 0,
+    ACL_DEVICE_INFO_VECTOR_CORE_NUM = 1,
+    ACL_DEVICE_INFO_L2_SIZE = 2
+} aclDeviceInfo;
+
+/* fp16 <-> fp32 as CANN converts (saturating, see docs/acl_semantics.md): fp16 +-Inf -> +-65536.0f
+ * and NaN -> 98304.0f; fp32 NaN and +Inf -> 65504 (0x7BFF), -Inf -> -65504 (0xFBFF). */
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
+
+/* A (pointer, size) pair; the memory stays the caller's. NULL when out of memory. */
+ACL_FUNC_VISIBILITY aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
+ACL_FUNC_VISIBILITY aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
+ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
+ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
+
+/* Bytes per element (0 for ACL_STRING / ACL_DT_UNDEFINED, 1 for the sub-byte ACL_INT4 / ACL_UINT1). */
+ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
+
+/* Name of the emulated AI processor; NULL on failure. Needs no aclrtSetDevice and opens no
+ * device. CANN declares it with an empty parameter list; (void) is call-compatible. */
 ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
+
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value);
 
 #ifdef __cplusplus
 }
