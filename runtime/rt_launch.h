@@ -31,6 +31,7 @@ struct rt_launch_ctx {
     uint8_t *p2p_dir;          /* [nranks] bit0 send to peer, bit1 recv from peer */
     algo_plan *owned_plan;     /* p2p plans are per call (their buffers are part of the shape) */
     rt_fetch_arg *fetch;       /* [nranks] */
+    uint32_t trace_op;         /* id in the timeline trace, 0 when not traced (rt_trace.h) */
 };
 
 rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan);

@@ -30,6 +30,7 @@ emu_task *emu_task_new(emu_task_kind kind)
     if (t) {
         t->next = NULL;
         t->kind = kind;
+        t->trace_tag.op = 0;
     }
     return t;
 }
@@ -94,6 +95,8 @@ hal_result emu_stream_push(hal_stream *s, emu_task *t)
         s->head = t;
     s->tail = t;
     s->enq++;
+    if (emu_trace_on())
+        emu_trace_tag_copy(&t->trace_tag);
     if (s->sleeping)
         pthread_cond_signal(&s->cv_work);
     pthread_mutex_unlock(&s->mu);
