@@ -250,6 +250,12 @@ void emu_trace_for_each(void (*fn)(const emu_trace_rec *r, void *arg), void *arg
         }
 }
 
+static void count_rec(const emu_trace_rec *r, void *arg)
+{
+    (void)r;
+    ++*(uint64_t *)arg;
+}
+
 /* After the flag is cleared: waits out recorders still inside rec_begin/rec_commit. */
 static void quiesce(void)
 {
@@ -342,7 +348,11 @@ static hal_result trace_stop(char *path, size_t len)
     if (g_ses.dropped)
         OH_WARN("trace", "the trace buffers were full (cap %llu events, HCCL_TRACE_MAX_EVENTS): %llu events dropped",
                 (unsigned long long)(g_chunk_cap * CHUNK_RECS), (unsigned long long)g_ses.dropped);
-    hal_result rc = emu_trace_write(&g_ses, path, len);
+    uint64_t nrec = 0;
+    emu_trace_for_each(count_rec, &nrec);
+    /* HCCL_TRACE reaches every process of a job, launchers included: no file for one that never
+     * touched a device. */
+    hal_result rc = g_env_mode && nrec == 0 ? HAL_E_NOT_READY : emu_trace_write(&g_ses, path, len);
     reset_buffers();
     g_running = false;
     g_env_mode = false;
