@@ -1,6 +1,7 @@
 /* Op-level timeline events: what an op is (name, sizes, algorithm, communicator) and which plan
  * step each of its tasks is, handed to the emulator's recorder (hal/hal_trace.h). */
 #include <pthread.h>
+#include <string.h>
 
 #include "runtime/rt_trace.h"
 
@@ -38,7 +39,8 @@ static bool rooted(algo_coll coll)
 void rt_trace_op_slow(rt_launch_ctx *ctx)
 {
     pthread_once(&g_once, resolve);
-    if (!g_api || !atomic_load(g_api->active))
+    /* The recorder is the emulator's: its streams are the only ones it can time. */
+    if (!g_api || !atomic_load(g_api->active) || strcmp(ctx->c->hal->name, "emu") != 0)
         return;
     const algo_op *op = &ctx->plan->op;
     const rt_comm *c = ctx->c;
