@@ -195,3 +195,16 @@ Test(acl_prof, start_stop_arguments)
     aclprofDestroyConfig(unknown);
     aclprofDestroyConfig(cfg);
 }
+
+Test(acl_prof, folder_that_cannot_be_created)
+{
+    const char *bad = "/proc/oh_no_such_folder/trace"; /* nothing can be created under /proc */
+    cr_assert_eq(aclprofInit(bad, strlen(bad)), ACL_SUCCESS, "the folder is created at start, as on CANN");
+    uint32_t devs[1] = {0};
+    aclprofConfig *cfg = aclprofCreateConfig(devs, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+    cr_assert_not_null(cfg);
+    cr_expect_eq(aclprofStart(cfg), ACL_ERROR_INVALID_FILE);
+    cr_expect_eq(aclprofStop(cfg), ACL_ERROR_PROF_NOT_RUN, "the failed start started nothing");
+    cr_expect_eq(aclprofFinalize(), ACL_SUCCESS);
+    aclprofDestroyConfig(cfg);
+}
