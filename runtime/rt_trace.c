@@ -57,10 +57,10 @@ void rt_trace_op_slow(rt_launch_ctx *ctx)
         .nranks = c->nranks,
         .root = rooted(op->coll) ? (int32_t)op->root : -1,
     };
-    if (ctx->p2p) { /* a batch of sends and receives: count what this rank sends */
+    if (op->coll == ALGO_COLL_SENDRECV) { /* a batch of sends and receives: what this rank sends */
         t.count = 0;
-        for (uint32_t r = 0; r < c->nranks; r++)
-            t.count += ctx->p2p_send[r];
+        for (uint32_t i = 0; i < op->nitems; i++)
+            t.count += op->items[i].is_send ? op->items[i].count : 0;
         t.bytes = t.count * ctx->esize;
     }
     ctx->trace_op = g_api->op_begin(&t, ctx->stream);
