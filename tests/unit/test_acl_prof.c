@@ -208,3 +208,38 @@ Test(acl_prof, folder_that_cannot_be_created)
     cr_expect_eq(aclprofFinalize(), ACL_SUCCESS);
     aclprofDestroyConfig(cfg);
 }
+
+/* HCCL_TRACE_MAX_EVENTS bounds the buffered events (in chunks of 1024): past it events are dropped
+ * and counted in the file, which stays valid. One stream, so one recording thread. */
+Test(acl_prof, cap_drops_and_counts)
+{
+    enum { TASKS = 3000, CAP = 1024 };
+    setenv("HCCL_TRACE_MAX_EVENTS", "1024", 1); /* read when this process's first session starts */
+    const char *dir = make_dir();
+    cr_assert_eq(aclprofInit(dir, strlen(dir)), ACL_SUCCESS);
+    uint32_t devs[1] = {0};
+    aclprofConfig *cfg = aclprofCreateConfig(devs, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+    aclrtStream s;
+    int calls = 0;
+    cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+    cr_assert_eq(aclprofStart(cfg), ACL_SUCCESS);
+    for (int i = 0; i < TASKS; i++)
+        cr_assert_eq(aclrtLaunchHostFunc(s, bump, &calls), ACL_SUCCESS);
+    cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    cr_assert_eq(aclprofStop(cfg), ACL_SUCCESS);
+    cr_assert_eq(aclprofFinalize(), ACL_SUCCESS);
+    cr_expect_eq(calls, TASKS, "dropping events never drops work");
+    char paths[4][512];
+    cr_assert_eq(trace_files(dir, paths, 4), 1);
+    json_object *root;
+    json_object *events = trace_events(paths[0], &root);
+    cr_expect_eq(trace_count_cat(events, "task"), CAP);
+    json_object *other = NULL;
+    cr_assert(json_object_object_get_ex(root, "otherData", &other));
+    cr_expect_eq(trace_int(other, "dropped_events", -1), TASKS - CAP);
+    json_object_put(root);
+    unlink(paths[0]);
+    rmdir(dir);
+    aclprofDestroyConfig(cfg);
+    aclrtDestroyStream(s);
+}
