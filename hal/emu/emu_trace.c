@@ -2,9 +2,9 @@
  * table (aclExtGetTrace) and the HCCL_TRACE environment mode.
  *
  * Each recording thread owns a buffer (a list of chunks of records) linked into a process-wide
- * list; chunks come from a process-wide budget (HCCL_TRACE_MAX_EVENTS records, default 262144) and
- * are kept for reuse by later sessions, so memory never exceeds the cap. Past the cap records are
- * dropped and counted. A recording thread marks its buffer busy, then re-checks the active flag
+ * list; chunks come from a process-wide budget (HCCL_TRACE_MAX_EVENTS records, default 262144), so
+ * memory never exceeds the cap; past it records are dropped and counted. When a session stops and
+ * its file is written, every chunk is freed (and the buffers of threads that exited). A recording thread marks its buffer busy, then re-checks the active flag
  * (both with sequentially consistent fences); stopping clears the flag, then waits until no buffer
  * is busy: after that nothing writes and the buffers can be read and reset. */
 #include <errno.h>
@@ -32,12 +32,16 @@ typedef struct trace_chunk {
 typedef struct trace_buf {
     struct trace_buf *next;
     _Atomic uint32_t busy;
+    _Atomic uint32_t dead; /* its thread exited: freed at the next reset */
     trace_chunk *head, *cur;
 } trace_buf;
 
 _Atomic uint32_t emu_trace_active;
 
-static _Atomic(trace_buf *) g_bufs;
+static _Atomic(trace_buf *) g_bufs;    /* pushed at the head under g_bufs_mu; walked without it */
+static pthread_mutex_t g_bufs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t g_buf_key;        /* marks a thread's buffer dead when the thread exits */
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t g_chunks;     /* allocated so far */
 static uint64_t g_chunk_cap;          /* set when the first session starts */
 static _Atomic uint64_t g_dropped;
@@ -52,31 +56,40 @@ static uint32_t g_sessions;
 
 /* --- recording ---------------------------------------------------------------------------- */
 
+static void buf_thread_exit(void *b)
+{
+    atomic_store(&((trace_buf *)b)->dead, 1);
+}
+
+static void key_create(void)
+{
+    if (pthread_key_create(&g_buf_key, buf_thread_exit) != 0)
+        OH_WARN("trace", "no thread-exit hook: buffers of exited threads are kept until exit");
+}
+
 static trace_buf *buf_get(void)
 {
     if (t_buf)
         return t_buf;
+    pthread_once(&g_key_once, key_create);
     trace_buf *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
-    trace_buf *head = atomic_load(&g_bufs);
-    do
-        b->next = head;
-    while (!atomic_compare_exchange_weak(&g_bufs, &head, b));
+    pthread_setspecific(g_buf_key, b);
+    pthread_mutex_lock(&g_bufs_mu);
+    b->next = atomic_load(&g_bufs);
+    atomic_store(&g_bufs, b);
+    pthread_mutex_unlock(&g_bufs_mu);
     t_buf = b;
     return b;
 }
 
-/* The chunk to append to: the current one, the next kept one, or a new one within the cap. */
+/* The chunk to append to: the current one, or a new one within the cap. */
 static trace_chunk *chunk_for_append(trace_buf *b)
 {
     trace_chunk *c = b->cur;
     if (c && atomic_load_explicit(&c->n, memory_order_relaxed) < CHUNK_RECS)
         return c;
-    if (c && c->next) {
-        b->cur = c->next;
-        return b->cur;
-    }
     if (atomic_fetch_add(&g_chunks, 1) >= g_chunk_cap) {
         atomic_fetch_sub(&g_chunks, 1);
         return NULL;
@@ -265,14 +278,34 @@ static void quiesce(void)
             sched_yield();
 }
 
+/* With recording stopped and quiesced: frees every chunk (memory goes back after each session)
+ * and the buffers of threads that exited. Threads keep their buffer and take new chunks when a
+ * session records again. */
 static void reset_buffers(void)
 {
-    for (trace_buf *b = atomic_load(&g_bufs); b; b = b->next) {
-        for (trace_chunk *c = b->head; c; c = c->next)
-            atomic_store_explicit(&c->n, 0, memory_order_relaxed);
-        b->cur = b->head;
+    pthread_mutex_lock(&g_bufs_mu);
+    trace_buf *prev = NULL, *b = atomic_load(&g_bufs);
+    while (b) {
+        trace_buf *next = b->next;
+        for (trace_chunk *c = b->head, *cn; c; c = cn) {
+            cn = c->next;
+            free(c);
+        }
+        b->head = b->cur = NULL;
+        if (atomic_load(&b->dead)) {
+            if (prev)
+                prev->next = next;
+            else
+                atomic_store(&g_bufs, next);
+            free(b);
+        } else {
+            prev = b;
+        }
+        b = next;
     }
+    atomic_store(&g_chunks, 0);
     atomic_store(&g_dropped, 0);
+    pthread_mutex_unlock(&g_bufs_mu);
 }
 
 /* mkdir -p */

@@ -243,3 +243,44 @@ Test(acl_prof, cap_drops_and_counts)
     aclprofDestroyConfig(cfg);
     aclrtDestroyStream(s);
 }
+
+static int count_named(json_object *events, const char *name)
+{
+    int n = 0;
+    for (size_t i = 0; i < json_object_array_length(events); i++)
+        n += !strcmp(trace_str(json_object_array_get_idx(events, i), "name"), name);
+    return n;
+}
+
+/* Two start/stop sessions of one process write two files, each with its own tasks only; the
+ * stream (and worker thread) of the first is gone before the second. */
+Test(acl_prof, sessions_write_one_file_each)
+{
+    const char *dir = make_dir();
+    cr_assert_eq(aclprofInit(dir, strlen(dir)), ACL_SUCCESS);
+    uint32_t devs[1] = {0};
+    aclprofConfig *cfg = aclprofCreateConfig(devs, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+    int calls = 0;
+    for (int session = 0; session < 2; session++) {
+        aclrtStream s;
+        cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+        cr_assert_eq(aclprofStart(cfg), ACL_SUCCESS);
+        for (int i = 0; i <= session; i++) /* one host function, then two */
+            cr_assert_eq(aclrtLaunchHostFunc(s, bump, &calls), ACL_SUCCESS);
+        cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+        cr_assert_eq(aclprofStop(cfg), ACL_SUCCESS);
+        cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+    }
+    cr_assert_eq(aclprofFinalize(), ACL_SUCCESS);
+    for (int session = 0; session < 2; session++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/openhccl_trace_%d_%d.json", dir, (int)getpid(), session);
+        json_object *root;
+        json_object *events = trace_events(path, &root);
+        cr_expect_eq(count_named(events, "host_func"), session + 1, "session %d", session);
+        json_object_put(root);
+        unlink(path);
+    }
+    rmdir(dir);
+    aclprofDestroyConfig(cfg);
+}
