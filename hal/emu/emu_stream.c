@@ -83,6 +83,8 @@ static void *stream_main(void *p)
 
 hal_result emu_stream_push(hal_stream *s, emu_task *t)
 {
+    if (emu_trace_on()) /* the op step the enqueuing thread is at (docs/tracing.md) */
+        emu_trace_tag_copy(&t->trace_tag);
     pthread_mutex_lock(&s->mu);
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);
@@ -95,8 +97,6 @@ hal_result emu_stream_push(hal_stream *s, emu_task *t)
         s->head = t;
     s->tail = t;
     s->enq++;
-    if (emu_trace_on())
-        emu_trace_tag_copy(&t->trace_tag);
     if (s->sleeping)
         pthread_cond_signal(&s->cv_work);
     pthread_mutex_unlock(&s->mu);
