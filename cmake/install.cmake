@@ -1,9 +1,9 @@
 # `cmake --install` lays out an SDK as CANN does: libraries (libascendcl, its -lacl_rt name,
-# libhccl), headers under include/acl and include/hccl, hcclrun and the perf tools under bin/,
+# libhccl, libmsprofiler), headers under include/acl and include/hccl, hcclrun and the perf tools under bin/,
 # pkg-config files and a CMake package (find_package(OpenHCCL) -> OpenHCCL::hccl, OpenHCCL::ascendcl).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ascendcl hccl EXPORT OpenHCCLTargets
+install(TARGETS ascendcl hccl msprofiler EXPORT OpenHCCLTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES $<TARGET_FILE_DIR:ascendcl>/libacl_rt.so DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -26,7 +26,7 @@ install(FILES ${CMAKE_BINARY_DIR}/OpenHCCLConfig.cmake ${CMAKE_BINARY_DIR}/OpenH
 # Relocatable: the prefix is found from where the .pc file lies, so `cmake --install --prefix X`
 # into any folder gives working files.
 file(RELATIVE_PATH OH_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
-foreach(pc hccl ascendcl)
+foreach(pc hccl ascendcl msprofiler)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_BINARY_DIR}/${pc}.pc @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()

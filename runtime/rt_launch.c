@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/rt_launch.h"
+#include "runtime/rt_trace.h"
 
 rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)
 {
@@ -137,6 +138,7 @@ static hal_result enqueue_list(rt_launch_ctx *ctx, uint32_t stream_idx, hal_stre
 {
     const algo_step_list *l = &ctx->plan->streams[stream_idx];
     for (uint32_t i = 0; i < l->nsteps; i++) {
+        rt_trace_step(ctx, stream_idx, i);
         hal_result rc = enqueue_step(ctx, s, &l->steps[i]);
         if (rc != HAL_OK) {
             OH_ERR("launch", "rank %u: enqueueing step %u (kind %u) of stream %u of %s/%s failed: %s", ctx->c->rank,
@@ -212,8 +214,11 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
 {
     ctx->stream = s;
     hal_result rc = order_after_previous(c, s);
-    if (rc == HAL_OK)
+    if (rc == HAL_OK) {
+        rt_trace_op(ctx); /* docs/tracing.md: the plan's tasks belong to this op */
         rc = enqueue_list(ctx, 0, s);
+        rt_trace_op_end(ctx);
+    }
     if (rc == HAL_OK)
         rc = c->hal->event_record(ctx->done, s);
     if (rc != HAL_OK) {

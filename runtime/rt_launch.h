@@ -45,6 +45,7 @@ struct rt_launch_ctx {
     bool plan_held;            /* plan came from rt_plan_get: rt_launch_ctx_free releases it */
     rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p) */
     rt_fetch_arg *fetch;       /* [nranks] */
+    uint32_t trace_op;         /* id in the timeline trace, 0 when not traced (rt_trace.h) */
 };
 
 rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan);

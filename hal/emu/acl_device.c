@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "hal/emu/acl_internal.h"
+#include "hal/emu/emu_trace.h"
 
 #define ACL_MAX_DEVICES 256
 
@@ -124,6 +125,7 @@ aclError aclFinalize(void)
         return acl_fail(ACL_ERROR_REPEAT_FINALIZE, __func__, "aclFinalize was already called");
     acl_callback_reset();
     release_all_devices();
+    emu_trace_env_finish(); /* HCCL_TRACE ends here (docs/tracing.md) */
     t_current = -1;
     t_context = NULL;
     return ACL_SUCCESS;

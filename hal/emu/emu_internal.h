@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "hal/emu/emu_heap.h"
+#include "hal/emu/emu_trace.h"
 #include "hal/hal.h"
 
 #define EMU_MAX_DEVICES 16
@@ -193,6 +194,7 @@ typedef struct emu_task {
         struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; bool reset; } nt;
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
+    emu_trace_tag trace_tag;     /* op step it belongs to (filled at push while tracing) */
 } emu_task;
 
 struct hal_stream {

@@ -30,6 +30,7 @@ emu_task *emu_task_new(emu_task_kind kind)
     if (t) {
         t->next = NULL;
         t->kind = kind;
+        t->trace_tag.op = 0;
     }
     return t;
 }
@@ -82,6 +83,8 @@ static void *stream_main(void *p)
 
 hal_result emu_stream_push(hal_stream *s, emu_task *t)
 {
+    if (emu_trace_on()) /* the op step the enqueuing thread is at (docs/tracing.md) */
+        emu_trace_tag_copy(&t->trace_tag);
     pthread_mutex_lock(&s->mu);
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);

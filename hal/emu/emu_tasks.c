@@ -4,6 +4,7 @@
 
 #include "common/oh_log.h"
 #include "hal/emu/emu_internal.h"
+#include "hal/emu/emu_sys.h"
 
 void emu_task_free(emu_task *t)
 {
@@ -27,7 +28,7 @@ static void run_fn(hal_stream *s, emu_task *t)
     }
 }
 
-void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky)
+static void task_run(hal_stream *s, emu_task *t, hal_result sticky)
 {
     if (t->kind == EMU_T_EVENT_RECORD) { /* runs even on a failed stream: carries the error */
         emu_event_run_record(s, t, sticky);
@@ -62,6 +63,17 @@ void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky)
     }
     if (rc != HAL_OK)
         emu_stream_fail(s, rc, "%s", msg);
+}
+
+void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky)
+{
+    if (emu_trace_on()) { /* docs/tracing.md */
+        uint64_t t0 = emu_now_ns();
+        task_run(s, t, sticky);
+        emu_trace_task(s, t, t0, sticky);
+        return;
+    }
+    task_run(s, t, sticky);
 }
 
 /* Checks descriptors that can be checked before their addresses are known. */

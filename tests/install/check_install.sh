@@ -13,8 +13,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name libhccl.so -print -quit)")
 [ -n "$libdir" ] || fail "no libhccl.so installed"
-for f in "$libdir/libascendcl.so" "$libdir/libacl_rt.so" "$libdir/pkgconfig/hccl.pc" \
-         "$libdir/pkgconfig/ascendcl.pc" "$libdir/cmake/OpenHCCL/OpenHCCLConfig.cmake" \
+for f in "$libdir/libascendcl.so" "$libdir/libacl_rt.so" "$libdir/libmsprofiler.so" "$libdir/pkgconfig/hccl.pc" \
+         "$libdir/pkgconfig/ascendcl.pc" "$libdir/pkgconfig/msprofiler.pc" "$prefix/include/acl/acl_prof.h" \
+         "$libdir/cmake/OpenHCCL/OpenHCCLConfig.cmake" \
          "$prefix/include/acl/acl.h" "$prefix/include/hccl/hccl.h" "$prefix/include/hccl/hccl_ext.h" \
          "$prefix/bin/hcclrun" "$prefix/bin/all_reduce_perf" "$prefix/bin/alltoallv_perf"; do
   [ -e "$f" ] || fail "missing after install: ${f#"$prefix"/}"
@@ -29,6 +30,7 @@ check_exports() {
 }
 check_exports "$libdir/libhccl.so" '^Hccl'
 check_exports "$libdir/libascendcl.so" '^acl'
+check_exports "$libdir/libmsprofiler.so" '^aclprof'
 
 export HCCL_EMU_NAMESPACE="install-test-$$"
 run2() { "$prefix/bin/hcclrun" -n 2 --timeout 60 "$@" 2>&1; }
