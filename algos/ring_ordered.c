@@ -134,16 +134,17 @@ static void single_rank(algo_b *b)
         unit_copy(b, algo_b_ref(b, ALGO_BUF_OUT, 0, 0), unit_ref(b, ALGO_BUF_IN, 0, &x), &x);
 }
 
-/* Ranks 1..n-1 accumulate their whole IN in SCRATCH. */
+/* Ranks 1..n-1 accumulate their whole IN in SCRATCH. A need from the call's tables is declared by
+ * rank 0 too: then every rank refuses a call that does not fit, none waits for the others. */
 static void need_scratch(algo_b *b)
 {
     if (algo_counts_symbolic(b->op->coll)) {
         b->p->vscratch = ALGO_VSCR_EXTENT;
-        return;
+    } else if (b->r > 0) {
+        uint64_t in_elems, out_elems;
+        algo_buffer_elems(b->op, &in_elems, &out_elems);
+        b->p->scratch_bytes = in_elems * b->esz;
     }
-    uint64_t in_elems, out_elems;
-    algo_buffer_elems(b->op, &in_elems, &out_elems);
-    b->p->scratch_bytes = in_elems * b->esz;
 }
 
 int algo_ring_ordered_build(algo_b *b)
@@ -156,10 +157,9 @@ int algo_ring_ordered_build(algo_b *b)
     }
     mark_fetches(b);
     algo_b_prologue(b);
-    if (r > 0) {
-        need_scratch(b);
+    need_scratch(b);
+    if (r > 0)
         algo_b_signal(b, 0, r - 1, ALGO_SLOT_READY);
-    }
     if (r < last)
         algo_b_wait(b, 0, r + 1, ALGO_SLOT_READY);
     for (uint32_t u = 0; u < U; u++) {
