@@ -100,13 +100,13 @@ static void reduce_from_all(algo_b *b, const span *sp)
  * the call's tables (algo_plan_scratch: the largest block, the same verdict on every rank). */
 static void need_scratch(algo_b *b, const span *sp)
 {
-    if (sp->blk >= 0 && algo_counts_symbolic(b->op->coll))
+    if (sp->blk >= 0 && algo_counts_symbolic(b->op->coll)) {
         b->p->vscratch = ALGO_VSCR_MAX_COUNT;
-    else {
-        uint64_t len = sp->blk >= 0 ? algo_blk_len(b->op, (uint32_t)sp->blk) : sp->len;
-        if (len * b->esz > b->p->scratch_bytes)
-            b->p->scratch_bytes = len * b->esz;
+        return;
     }
+    uint64_t len = sp->blk >= 0 ? algo_blk_len(b->op, (uint32_t)sp->blk) : sp->len;
+    if (len * b->esz > b->p->scratch_bytes)
+        b->p->scratch_bytes = len * b->esz;
 }
 
 /* Deterministic mode: OUT = ((IN_0 op IN_1) op IN_2) ... op IN_(n-1), the same order on every rank
