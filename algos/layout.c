@@ -212,8 +212,9 @@ uint64_t algo_plan_scratch(const algo_plan *plan, const algo_op *op)
 {
     uint64_t elems = 0, esz = hal_dtype_size(op->dtype);
     for (uint32_t j = 0; plan->vscratch && j < op->nranks; j++) {
-        uint64_t cnt = algo_vt_entry(op, algo_vs(ALGO_VT_COUNT, j));
-        uint64_t end = plan->vscratch == ALGO_VSCR_EXTENT && cnt ? algo_vt_entry(op, algo_vs(ALGO_VT_DISPL, j)) + cnt : cnt;
+        uint64_t cnt = algo_vt_entry(op, algo_vs(ALGO_VT_COUNT, j)), end = cnt;
+        if (plan->vscratch == ALGO_VSCR_EXTENT && cnt) /* an empty block's displacement may be anything */
+            end += algo_vt_entry(op, algo_vs(ALGO_VT_DISPL, j));
         if (end > elems)
             elems = end;
     }

@@ -91,7 +91,8 @@ Test(vops, random_reducescatterv_ring_n3, .timeout = 200)
 }
 Test(vops, random_reducescatterv_det_mesh_n3, .timeout = 200)
 {
-    random_rsv("HCCL_DETERMINISTIC=1 HCCL_ALGO='level0:NA;level1:fullmesh'", "random-reducescatterv deterministic mesh");
+    random_rsv("HCCL_DETERMINISTIC=1 HCCL_ALGO='level0:NA;level1:fullmesh'",
+               "random-reducescatterv deterministic mesh");
 }
 Test(vops, random_reducescatterv_det_ring_n3, .timeout = 200)
 {
