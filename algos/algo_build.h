@@ -92,11 +92,13 @@ static inline uint32_t algo_mod(int64_t x, uint32_t n)
 /* ALLGATHER(V) OUT / REDUCE_SCATTER(V) IN / SCATTER IN: block j of the n-block buffer. */
 uint64_t algo_blk_off(const algo_op *op, uint32_t j);
 uint64_t algo_blk_len(const algo_op *op, uint32_t j);
-/* Block j of a V layout (ALLGATHERV) as plan refs: symbolic (V-table entries DISPL[j] / COUNT[j],
+/* Block j of a V layout (ALLGATHERV, REDUCE_SCATTERV) as plan refs: symbolic (V-table entries DISPL[j] / COUNT[j],
  * the same on every rank, which FETCH checks) when algo_counts_symbolic, else numeric. */
 algo_ref algo_blk_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint32_t j);
 /* COPY of block j's elements (dst/src already point at the block). */
 void algo_b_copy_blk(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint32_t j);
+/* REDUCE of block j's elements (dst/src/src2 already point at the block; src2 NULL: none). */
+void algo_b_reduce_blk(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint32_t j);
 /* ALLTOALL family: where rank i's block for rank j starts in i's IN, where it lands in j's OUT,
  * and its length. For ALLTOALLV only the sender side and length are known locally: *vdispl_out is
  * set to i (the index into j's published recv displacements) and the returned offset is 0. */

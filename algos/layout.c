@@ -67,7 +67,8 @@ uint64_t algo_a2a_recv_off(const algo_op *op, uint32_t i, uint32_t j)
 
 bool algo_counts_symbolic(algo_coll coll)
 {
-    return coll == ALGO_COLL_ALLTOALLV || coll == ALGO_COLL_ALLTOALLVC || coll == ALGO_COLL_ALLGATHERV;
+    return coll == ALGO_COLL_ALLTOALLV || coll == ALGO_COLL_ALLTOALLVC || coll == ALGO_COLL_ALLGATHERV ||
+           coll == ALGO_COLL_REDUCE_SCATTERV;
 }
 
 uint64_t algo_vt_entry(const algo_op *op, algo_vsym sym)
@@ -205,6 +206,19 @@ void algo_buffer_elems(const algo_op *op, uint64_t *in_elems, uint64_t *out_elem
     }
     *in_elems = in;
     *out_elems = out;
+}
+
+uint64_t algo_plan_scratch(const algo_plan *plan, const algo_op *op)
+{
+    uint64_t elems = 0, esz = hal_dtype_size(op->dtype);
+    for (uint32_t j = 0; plan->vscratch && j < op->nranks; j++) {
+        uint64_t cnt = algo_vt_entry(op, algo_vs(ALGO_VT_COUNT, j)), end = cnt;
+        if (plan->vscratch == ALGO_VSCR_EXTENT && cnt) /* an empty block's displacement may be anything */
+            end += algo_vt_entry(op, algo_vs(ALGO_VT_DISPL, j));
+        if (end > elems)
+            elems = end;
+    }
+    return elems * esz > plan->scratch_bytes ? elems * esz : plan->scratch_bytes;
 }
 
 static uint32_t counts_needed(const algo_op *op)

@@ -39,51 +39,99 @@ static void wait_all(algo_b *b)
         algo_b_wait(b, 0, (b->r + b->n - k) % b->n, ALGO_SLOT_DATA);
 }
 
-/* OUT[dst_off..+len] (mine) = everyone's IN[src_off..+len] reduced, peers in rotating order so
- * each peer serves one reader at a time. In place my IN slice already is the OUT slice; out of
- * place the first step reads both my IN and the first peer's (no copy first). The reduce target is
- * one region: one stream, no RMW race. */
-static void reduce_ordered(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len);
+/* What a reduction covers: my OUT at dst_off <- everyone's IN at src_off, len elements; or, with
+ * blk >= 0, block blk (algo_blk_ref / algo_b_reduce_blk: symbolic for ReduceScatterV, so one plan
+ * serves every count table) into my OUT at 0. */
+typedef struct span {
+    uint64_t dst_off, src_off, len;
+    int64_t blk;
+} span;
 
-static void reduce_from_all(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
+static algo_ref span_in(const algo_b *b, const span *sp, uint32_t owner)
+{
+    return sp->blk >= 0 ? algo_blk_ref(b, ALGO_BUF_IN, owner, (uint32_t)sp->blk)
+                        : algo_b_ref(b, ALGO_BUF_IN, owner, sp->src_off);
+}
+
+static void span_copy(algo_b *b, algo_ref dst, algo_ref src, const span *sp)
+{
+    if (sp->blk >= 0)
+        algo_b_copy_blk(b, 0, dst, src, (uint32_t)sp->blk);
+    else
+        algo_b_copy(b, 0, dst, src, sp->len);
+}
+
+/* dst = dst op src, or with src2: dst = src op src2. */
+static void span_reduce(algo_b *b, algo_ref dst, algo_ref src, const algo_ref *src2, const span *sp)
+{
+    if (sp->blk >= 0)
+        algo_b_reduce_blk(b, 0, dst, src, src2, (uint32_t)sp->blk);
+    else if (src2)
+        algo_b_reduce3(b, 0, dst, src, *src2, sp->len);
+    else
+        algo_b_reduce(b, 0, dst, src, sp->len);
+}
+
+/* My OUT span = everyone's IN span reduced, peers in rotating order so each peer serves one reader
+ * at a time. In place my IN slice already is the OUT slice; out of place the first step reads both
+ * my IN and the first peer's (no copy first). The reduce target is one region: one stream, no RMW
+ * race. */
+static void reduce_ordered(algo_b *b, const span *sp);
+
+static void reduce_from_all(algo_b *b, const span *sp)
 {
     if (b->op->deterministic) {
-        reduce_ordered(b, dst_off, src_off, len);
+        reduce_ordered(b, sp);
         return;
     }
-    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off), mine = algo_b_ref(b, ALGO_BUF_IN, b->r, src_off);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, sp->dst_off), mine = span_in(b, sp, b->r);
     uint32_t k = 1;
-    if (!b->op->in_place && b->n == 1)
-        algo_b_copy(b, 0, out, mine, len);
-    else if (!b->op->in_place)
-        algo_b_reduce3(b, 0, out, mine, algo_b_ref(b, ALGO_BUF_IN, (b->r + k++) % b->n, src_off), len);
+    if (!b->op->in_place && b->n == 1) {
+        span_copy(b, out, mine, sp);
+    } else if (!b->op->in_place) {
+        algo_ref first = span_in(b, sp, (b->r + k++) % b->n);
+        span_reduce(b, out, mine, &first, sp);
+    }
     for (; k < b->n; k++)
-        algo_b_reduce(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, (b->r + k) % b->n, src_off), len);
+        span_reduce(b, out, span_in(b, sp, (b->r + k) % b->n), NULL, sp);
+}
+
+/* In-place ordered reductions accumulate in SCRATCH: for a symbolic block the need comes from
+ * the call's tables (algo_plan_scratch: the largest block, the same verdict on every rank). */
+static void need_scratch(algo_b *b, const span *sp)
+{
+    if (sp->blk >= 0 && algo_counts_symbolic(b->op->coll)) {
+        b->p->vscratch = ALGO_VSCR_MAX_COUNT;
+        return;
+    }
+    uint64_t len = sp->blk >= 0 ? algo_blk_len(b->op, (uint32_t)sp->blk) : sp->len;
+    if (len * b->esz > b->p->scratch_bytes)
+        b->p->scratch_bytes = len * b->esz;
 }
 
 /* Deterministic mode: OUT = ((IN_0 op IN_1) op IN_2) ... op IN_(n-1), the same order on every rank
  * and in every algorithm (ring falls back to an ordered chain, ring_ordered.c). In place my IN
  * slice is the OUT slice and still an operand, so the accumulator is SCRATCH, copied at the end. */
-static void reduce_ordered(algo_b *b, uint64_t dst_off, uint64_t src_off, uint64_t len)
+static void reduce_ordered(algo_b *b, const span *sp)
 {
     uint32_t n = b->n;
-    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, dst_off);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, sp->dst_off);
     if (n == 1) {
         if (!b->op->in_place)
-            algo_b_copy(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, b->r, src_off), len);
+            span_copy(b, out, span_in(b, sp, b->r), sp);
         return;
     }
     algo_ref acc = out;
     if (b->op->in_place) {
         acc = algo_b_ref(b, ALGO_BUF_SCRATCH, b->r, 0);
-        if (len * b->esz > b->p->scratch_bytes)
-            b->p->scratch_bytes = len * b->esz;
+        need_scratch(b, sp);
     }
-    algo_b_reduce3(b, 0, acc, algo_b_ref(b, ALGO_BUF_IN, 0, src_off), algo_b_ref(b, ALGO_BUF_IN, 1, src_off), len);
+    algo_ref in1 = span_in(b, sp, 1);
+    span_reduce(b, acc, span_in(b, sp, 0), &in1, sp);
     for (uint32_t q = 2; q < n; q++)
-        algo_b_reduce(b, 0, acc, algo_b_ref(b, ALGO_BUF_IN, q, src_off), len);
+        span_reduce(b, acc, span_in(b, sp, q), NULL, sp);
     if (b->op->in_place)
-        algo_b_copy(b, 0, out, acc, len);
+        span_copy(b, out, acc, sp);
 }
 
 static void put_my_slice(algo_b *b, uint32_t s, uint32_t p)
@@ -99,10 +147,11 @@ static void put_my_slice(algo_b *b, uint32_t s, uint32_t p)
  * my slice r, so no extra synchronisation is needed. */
 static void mesh_allreduce(algo_b *b)
 {
-    uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r), len = algo_chunk_len(c, b->n, b->r);
+    uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r);
+    span sp = {off, off, algo_chunk_len(c, b->n, b->r), -1};
     algo_b_fetch_all(b);
     algo_b_prologue(b);
-    reduce_from_all(b, off, off, len);
+    reduce_from_all(b, &sp);
     mesh_fanout(b, put_my_slice);
     wait_all(b);
 }
@@ -125,14 +174,14 @@ static void mesh_allgather(algo_b *b)
     wait_all(b);
 }
 
-/* Reduce my block from everyone's IN into my OUT; DONE tells the peers I stopped reading them. */
+/* Reduce my block from everyone's IN into my OUT; DONE tells the peers I stopped reading them.
+ * ReduceScatterV's block is symbolic: one plan for every count table. */
 static void mesh_reduce_scatter(algo_b *b)
 {
-    const algo_op *op = b->op;
-    uint64_t off = algo_blk_off(op, b->r), len = algo_blk_len(op, b->r);
+    span sp = {0, 0, 0, b->r};
     algo_b_fetch_all(b);
     algo_b_prologue(b);
-    reduce_from_all(b, 0, off, len);
+    reduce_from_all(b, &sp);
     algo_b_epilogue(b, 0);
 }
 
@@ -141,8 +190,9 @@ static void mesh_reduce(algo_b *b)
     uint32_t r = b->r, root = b->op->root;
     algo_b_fetch_rooted(b);
     algo_b_prologue(b);
+    span sp = {0, 0, b->op->count, -1};
     if (r == root)
-        reduce_from_all(b, 0, 0, b->op->count);
+        reduce_from_all(b, &sp);
     algo_b_epilogue(b, 0);
 }
 

@@ -148,9 +148,10 @@ void algo_b_copy_blk(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint32_t
         algo_b_copy(b, s, dst, src, algo_blk_len(b->op, j));
 }
 
-static void push_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint64_t elems)
+static void push_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint64_t elems,
+                        algo_vsym vcount)
 {
-    if (!elems)
+    if (!elems && !vcount.tab)
         return;
     algo_step st = {.kind = ALGO_STEP_REDUCE};
     st.u.reduce.dst = dst;
@@ -159,18 +160,27 @@ static void push_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const
         st.u.reduce.src2 = *src2;
         st.u.reduce.has_src2 = 1;
     }
-    st.u.reduce.count = elems;
+    st.u.reduce.count = vcount.tab ? 0 : elems;
+    st.u.reduce.vcount = vcount;
     algo_b_push(b, s, st);
 }
 
 void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems)
 {
-    push_reduce(b, s, dst, src, NULL, elems);
+    push_reduce(b, s, dst, src, NULL, elems, algo_vs(ALGO_VT_NONE, 0));
 }
 
 void algo_b_reduce3(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_ref src2, uint64_t elems)
 {
-    push_reduce(b, s, dst, src, &src2, elems);
+    push_reduce(b, s, dst, src, &src2, elems, algo_vs(ALGO_VT_NONE, 0));
+}
+
+void algo_b_reduce_blk(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, const algo_ref *src2, uint32_t j)
+{
+    if (algo_counts_symbolic(b->op->coll))
+        push_reduce(b, s, dst, src, src2, 0, algo_vs(ALGO_VT_COUNT, j));
+    else
+        push_reduce(b, s, dst, src, src2, algo_blk_len(b->op, j), algo_vs(ALGO_VT_NONE, 0));
 }
 
 static void sync_step(algo_b *b, uint32_t s, algo_step_kind k, uint32_t peer, uint32_t slot)

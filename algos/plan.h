@@ -179,13 +179,23 @@ typedef struct algo_topo {
     const uint32_t *server_of;
 } algo_topo;
 
+/* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables
+ * (REDUCE_SCATTERV). Both are computed from tables identical on every rank, so every rank reaches
+ * the same verdict when a call does not fit. */
+typedef enum algo_vscratch {
+    ALGO_VSCR_NONE = 0,
+    ALGO_VSCR_MAX_COUNT, /* max_j COUNT[j] elements (one block's accumulator) */
+    ALGO_VSCR_EXTENT,    /* max_j DISPL[j] + COUNT[j] elements (a whole IN's accumulators) */
+} algo_vscratch;
+
 typedef struct algo_plan {
     algo_op op;              /* a copy; op.counts/op.items point into plan-owned memory */
     algo_kind algo;
     char name[32];           /* e.g. "ring", "mesh" */
     uint32_t nstreams;
     algo_step_list streams[ALGO_MAX_STREAMS];
-    uint64_t scratch_bytes;  /* per rank, this plan's need */
+    uint64_t scratch_bytes;  /* per rank, this plan's need (its fixed part, see vscratch) */
+    uint8_t vscratch;        /* algo_vscratch: a need that comes from the call's V tables */
     uint32_t nslots;         /* notify slots per peer used, incl. ALGO_SLOT_PUB */
 } algo_plan;
 
@@ -221,6 +231,10 @@ static inline uint64_t algo_vt_get(const uint64_t *vt, uint32_t nranks, algo_vsy
 {
     return sym.tab ? vt[(size_t)(sym.tab - 1) * nranks + sym.idx] : 0;
 }
+
+/* Scratch bytes one rank's plan needs for the call described by op (whose counts bind the plan's
+ * V tables): max(plan->scratch_bytes, its vscratch need). O(nranks). */
+uint64_t algo_plan_scratch(const algo_plan *plan, const algo_op *op);
 
 /* Added by algos/: true when algo_compile(op, kind) can succeed for this op's collective and
  * in-place flag (AlltoAll(V/VC) in place is not supported by any algorithm yet). */

@@ -52,8 +52,9 @@ static void ring_allreduce(algo_b *b)
 }
 
 /* AllGather(V): my block into my OUT (in place it already is), then n-1 forwarding steps (block
- * refs symbolic for AllGatherV: one plan for every count table). AllGatherV needs no fetch of every peer for its count check: a rank writes only into its right
- * neighbour, which it fetches (and whose tables it compares) first. */
+ * refs symbolic for AllGatherV: one plan for every count table). AllGatherV needs no fetch of
+ * every peer for its count check: a rank writes only into its right neighbour, which it fetches
+ * (and whose tables it compares) first. */
 static void ring_allgather(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, L = LEFT(b), R = RIGHT(b);
@@ -77,7 +78,9 @@ static void ring_allgather(algo_b *b)
 /* ReduceScatter(V) without scratch: at step s rank r reduces its IN block for d = r+s straight
  * into d's OUT, after its right neighbour did the same at step s-1 (so d's OUT is reduced into by
  * d, d-1, d-2, ... one at a time). Step 0 is the rank's own block copied into its OUT. Every step is
- * a shift permutation: bandwidth-optimal like the classic ring, with no transit copies. */
+ * a shift permutation: bandwidth-optimal like the classic ring, with no transit copies. One step
+ * per block, so ReduceScatterV's blocks are symbolic (algo_blk_ref): one plan for every count
+ * table (a zero block moves nothing, its signals still go). */
 static void ring_reduce_scatter(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, L = LEFT(b), R = RIGHT(b);
@@ -85,16 +88,14 @@ static void ring_reduce_scatter(algo_b *b)
     algo_b_fetch_all(b);
     algo_b_prologue(b);
     if (!op->in_place)
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, algo_blk_off(op, r)),
-                    algo_blk_len(op, r));
+        algo_b_copy_blk(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_blk_ref(b, ALGO_BUF_IN, r, r), r);
     if (n == 1)
         return;
     algo_b_signal(b, 0, L, ALGO_SLOT_DATA);
     for (uint32_t s = 1; s < n; s++) {
         uint32_t d = (r + s) % n;
         algo_b_wait(b, 0, R, ALGO_SLOT_DATA);
-        algo_b_reduce(b, 0, algo_b_ref(b, ALGO_BUF_OUT, d, 0), algo_b_ref(b, ALGO_BUF_IN, r, algo_blk_off(op, d)),
-                      algo_blk_len(op, d));
+        algo_b_reduce_blk(b, 0, algo_b_ref(b, ALGO_BUF_OUT, d, 0), algo_blk_ref(b, ALGO_BUF_IN, r, d), NULL, d);
         algo_b_signal(b, 0, L, ALGO_SLOT_DATA);
     }
     algo_b_wait(b, 0, R, ALGO_SLOT_DATA);

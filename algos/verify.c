@@ -234,8 +234,9 @@ static void fill_stats(vsim *s)
             rep->max_rank_steps = steps;
         if (p->nstreams > rep->max_streams)
             rep->max_streams = p->nstreams;
-        if (p->scratch_bytes > rep->max_scratch_bytes)
-            rep->max_scratch_bytes = p->scratch_bytes;
+        uint64_t scratch = algo_plan_scratch(p, &p->op);
+        if (scratch > rep->max_scratch_bytes)
+            rep->max_scratch_bytes = scratch;
         for (uint32_t l = 0; l < ALGO_LINK_COUNT; l++) {
             uint64_t tx = s->tx[r * ALGO_LINK_COUNT + l], rx = s->rx[r * ALGO_LINK_COUNT + l];
             if (tx > rep->max_rank_tx[l])

@@ -56,7 +56,7 @@ static int layout(vsim *s, uint32_t r)
     vspace *sp = &s->sp[r];
     uint64_t d;
     algo_buffer_elems(op, &sp->in_len, &sp->out_len);
-    sp->scr_len = s->plans[r]->scratch_bytes / s->esz;
+    sp->scr_len = algo_plan_scratch(s->plans[r], op) / s->esz; /* with its call's counts */
     int mode = alias(op, &d);
     if ((mode == 1 && !sp->out_len) || (mode == 2 && !sp->in_len))
         mode = 0; /* an empty block aliases nothing */

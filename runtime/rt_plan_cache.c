@@ -1,6 +1,8 @@
 /* Plans cached per communicator by the op's shape: the second call of a shape compiles
- * nothing, whatever its buffers (plans hold symbolic refs only). AlltoAllV(C) plans do not depend
- * on the counts (algo_counts_symbolic), so their key leaves the counts out.
+ * nothing, whatever its buffers (plans hold symbolic refs only). V-op plans (AlltoAllV(C),
+ * AllGatherV, ReduceScatterV) do not depend on the counts (algo_counts_symbolic), so their key
+ * leaves the counts out; a V plan whose scratch need comes from the counts is checked against
+ * HCCL_BUFFSIZE per call (call_fits).
  *
  * The cache is bounded: at most `limit` plans (RT_PLAN_CACHE_DEFAULT, or HCCL_PLAN_CACHE_SIZE),
  * least recently used evicted first. A launch holds its plan (rt_plan_get .. rt_plan_put) until
@@ -228,7 +230,23 @@ static algo_op compile_key(const algo_op *op)
     return k;
 }
 
-HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
+/* A count-independent plan's scratch need for this call's counts (compile checked the fixed
+ * part). The need comes from tables identical on every rank, so every rank refuses the same call. */
+static HcclResult call_fits(const rt_comm *c, const algo_op *op, const algo_plan *plan)
+{
+    if (!plan->vscratch)
+        return HCCL_SUCCESS;
+    uint64_t need = algo_plan_scratch(plan, op);
+    if (need <= c->scratch_bytes)
+        return HCCL_SUCCESS;
+    OH_ERR("algo", "rank %u: %s/%s needs %llu bytes of scratch for these counts but HCCL_BUFFSIZE gives %llu",
+           c->rank, algo_coll_name(op->coll), plan->name, (unsigned long long)need,
+           (unsigned long long)c->scratch_bytes);
+    return HCCL_E_MEMORY;
+}
+
+/* The cached plan for op's shape (held), compiled on a miss. */
+static HcclResult lookup(rt_comm *c, const algo_op *op, const algo_plan **out)
 {
     rt_plan_cache *pc = c->cache;
     uint64_t ch;
@@ -260,6 +278,19 @@ HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
     pc->nplans++;
     trim(pc);
     *out = e->plan;
+    return HCCL_SUCCESS;
+}
+
+HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
+{
+    const algo_plan *plan = NULL;
+    CHECK(lookup(c, op, &plan));
+    HcclResult rc = call_fits(c, op, plan);
+    if (rc != HCCL_SUCCESS) {
+        rt_plan_put(c, plan);
+        return rc;
+    }
+    *out = plan;
     return HCCL_SUCCESS;
 }
 

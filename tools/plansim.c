@@ -163,7 +163,7 @@ static void print_ref(const algo_ref *x)
 static void dump_plan(const algo_plan *p)
 {
     printf("# rank %u plan: %s %s, %u stream(s), %u slots, scratch %llu B\n", p->op.rank, p->name,
-           algo_coll_name(p->op.coll), p->nstreams, p->nslots, (unsigned long long)p->scratch_bytes);
+           algo_coll_name(p->op.coll), p->nstreams, p->nslots, (unsigned long long)algo_plan_scratch(p, &p->op));
     for (uint32_t s = 0; s < p->nstreams; s++)
         for (uint32_t i = 0; i < p->streams[s].nsteps; i++) {
             const algo_step *st = &p->streams[s].steps[i];
@@ -179,8 +179,9 @@ static void dump_plan(const algo_plan *p)
                     printf(" op ");
                     print_ref(&st->u.reduce.src2);
                 }
-                if (st->kind == ALGO_STEP_COPY && st->u.copy.vcount.tab)
-                    printf("  my.%s[%u] elements\n", vtab_name(st->u.copy.vcount.tab), st->u.copy.vcount.idx);
+                algo_vsym vc = st->kind == ALGO_STEP_COPY ? st->u.copy.vcount : st->u.reduce.vcount;
+                if (vc.tab)
+                    printf("  my.%s[%u] elements\n", vtab_name(vc.tab), vc.idx);
                 else if (st->kind == ALGO_STEP_COPY)
                     printf("  %llu B\n", (unsigned long long)st->u.copy.bytes);
                 else

@@ -72,6 +72,41 @@ Test(vops, random_allgatherv_n3, .timeout = 200)
                  "coll_vops random-allgatherv: PASS");
 }
 
+/* ReduceScatterV: 500 calls with random counts (some zero) on 3 ranks, every result checked and no
+ * plan compiled after the first call, for each algorithm that compiles it and in deterministic
+ * mode (mesh's ordered reduction, ring's rank-ordered chain). */
+static void random_rsv(const char *env, const char *what)
+{
+    mr_expect_ok(mr_run_t(env, 3, 150, MR_COLL_VOPS, "random-reducescatterv 500"), what,
+                 "coll_vops random-reducescatterv: PASS");
+}
+
+Test(vops, random_reducescatterv_mesh_n3, .timeout = 200)
+{
+    random_rsv("HCCL_ALGO='level0:NA;level1:fullmesh'", "random-reducescatterv mesh");
+}
+Test(vops, random_reducescatterv_ring_n3, .timeout = 200)
+{
+    random_rsv("HCCL_ALGO='level0:NA;level1:ring'", "random-reducescatterv ring");
+}
+Test(vops, random_reducescatterv_det_mesh_n3, .timeout = 200)
+{
+    random_rsv("HCCL_DETERMINISTIC=1 HCCL_ALGO='level0:NA;level1:fullmesh'",
+               "random-reducescatterv deterministic mesh");
+}
+Test(vops, random_reducescatterv_det_ring_n3, .timeout = 200)
+{
+    random_rsv("HCCL_DETERMINISTIC=1 HCCL_ALGO='level0:NA;level1:ring'", "random-reducescatterv deterministic ring");
+}
+
+/* The ordered chain's scratch need grows with the counts: checked per call, on every rank. */
+Test(vops, reducescatterv_scratch_per_call_n3, .timeout = 150)
+{
+    mr_expect_ok(mr_run_t("HCCL_BUFFSIZE=1 HCCL_EXEC_TIMEOUT=60 HCCL_DETERMINISTIC=1 HCCL_ALGO='level0:NA;level1:ring'",
+                          3, 120, MR_COLL_VOPS, "rsv-scratch"),
+                 "rsv-scratch", "coll_vops rsv-scratch: PASS");
+}
+
 Test(vops, plan_cache_keeps_shapes, .timeout = 150)
 {
     mr_expect_ok(mr_run_t("", 2, 120, MR_COLL_VOPS, "cache-lru 200"), "cache-lru", "coll_vops cache-lru: PASS");

@@ -12,6 +12,14 @@
  *       after the first call, and RSS must not grow between call CALLS/10 and the end.
  *   random-allgatherv CALLS
  *       the same for AllGatherV (counts and gaps drawn per call), every call checked.
+ *   random-reducescatterv CALLS
+ *       the same for ReduceScatterV (int32 sums; some blocks empty, gaps between blocks), every
+ *       call's result and untouched tail checked; run it under HCCL_ALGO / HCCL_DETERMINISTIC to
+ *       cover each algorithm.
+ *   rsv-scratch
+ *       ReduceScatterV whose scratch need (deterministic ring: the whole IN) grows with the counts,
+ *       under HCCL_BUFFSIZE=1: a call needing 2 MiB fails with HCCL_E_MEMORY on every rank, the
+ *       same cached plan then serves a small call correctly.
  *   cache-lru CALLS [evict]
  *       AllReduces alternating between two shapes, queued, then synchronized one by one; with
  *       "evict" (run with HCCL_PLAN_CACHE_SIZE=1) each synchronized call compiles, else none does.
@@ -341,6 +349,117 @@ static int random_allgatherv(prog_env *e, uint32_t calls)
     return bad;
 }
 
+/* ReduceScatterV tables of call it (alike on every rank): some empty blocks, gaps between. */
+static void rsv_tables(uint32_t it, uint32_t n, uint64_t *cnt, uint64_t *dsp)
+{
+    uint64_t s = 0x5c5ull + it, cur = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint64_t x = splitmix(&s);
+        cnt[j] = x % 5 == 0 ? 0 : (x >> 8) % (RMAX + 1);
+        dsp[j] = cur;
+        cur += cnt[j] + splitmix(&s) % (RGAP + 1);
+    }
+}
+
+/* 0 if rank r's OUT holds the sum over ranks of their block r and nothing past it was written. */
+static int rsv_verify(prog_env *e, uint32_t it, const int32_t *got, uint64_t cnt, size_t cap)
+{
+    for (uint64_t i = 0; i < cnt; i++) {
+        uint32_t want = 0;
+        for (uint32_t s = 0; s < e->n; s++)
+            want += (uint32_t)val(it, s, e->rank, i);
+        if (got[i] != (int32_t)want) {
+            printf("FAIL call %u rank %u: element %llu is %d, want %d\n", it, e->rank, (unsigned long long)i, got[i],
+                   (int32_t)want);
+            return 1;
+        }
+    }
+    for (size_t k = cnt; k < cap; k++)
+        if (got[k] != -1) {
+            printf("FAIL call %u rank %u: element %zu past its block was written\n", it, e->rank, k);
+            return 1;
+        }
+    return 0;
+}
+
+static int random_reducescatterv(prog_env *e, uint32_t calls)
+{
+    uint32_t n = e->n, r = e->rank;
+    size_t cap = (size_t)n * (RMAX + RGAP);
+    int32_t *h = xmalloc(cap * sizeof *h);
+    int32_t *sendd = dev_alloc(cap * sizeof *sendd), *recvd = dev_alloc(RMAX * sizeof *recvd);
+    uint64_t cnt[64] = {0}, dsp[64] = {0}, compiles_after_first = 0;
+    int bad = 0;
+    for (uint32_t it = 0; it < calls && !bad; it++) {
+        rsv_tables(it, n, cnt, dsp);
+        memset(h, 0x5a, cap * sizeof *h); /* gaps: whatever they hold must not reach a result */
+        for (uint32_t j = 0; j < n; j++)
+            for (uint64_t i = 0; i < cnt[j]; i++)
+                h[dsp[j] + i] = val(it, r, j, i);
+        to_dev(sendd, h, cap * sizeof *h);
+        ACL_OK(aclrtMemset(recvd, RMAX * sizeof *recvd, 0xff, RMAX * sizeof *recvd));
+        HCCL_OK(HcclReduceScatterV(sendd, cnt, dsp, recvd, cnt[r], HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm,
+                                   e->stream));
+        ACL_OK(aclrtSynchronizeStream(e->stream));
+        to_host(h, recvd, RMAX * sizeof *h);
+        bad |= rsv_verify(e, it, h, cnt[r], RMAX);
+        if (it == 0)
+            compiles_after_first = HcclExtPlanCompileCount();
+    }
+    uint64_t compiles_end = HcclExtPlanCompileCount();
+    printf("rank %u: %u ReduceScatterV calls with random counts: plan compiles %llu after the first call, %llu at "
+           "the end\n", r, calls, (unsigned long long)compiles_after_first, (unsigned long long)compiles_end);
+    if (compiles_end != compiles_after_first) {
+        printf("FAIL rank %u: plans were compiled after the first call\n", r);
+        bad = 1;
+    }
+    dev_free(sendd);
+    dev_free(recvd);
+    free(h);
+    return bad;
+}
+
+/* Under HCCL_BUFFSIZE=1 (MiB) with a plan that accumulates the whole IN in scratch: 2 MiB of
+ * blocks must be refused on every rank before anything moves, and a small call must then work
+ * with the same plan (no new compile: the need is checked per call, not per plan). */
+static int rsv_scratch(prog_env *e)
+{
+    uint32_t n = e->n, r = e->rank;
+    uint64_t cnt[64], dsp[64], big = (2u << 20) / sizeof(int32_t) / n + 1;
+    for (uint32_t j = 0; j < n; j++)
+        cnt[j] = big, dsp[j] = j * big;
+    int32_t *sendd = dev_alloc(n * big * sizeof *sendd), *recvd = dev_alloc(big * sizeof *recvd);
+    HcclResult rc = HcclReduceScatterV(sendd, cnt, dsp, recvd, big, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm,
+                                       e->stream);
+    int bad = rc != HCCL_E_MEMORY;
+    printf("rank %u: ReduceScatterV needing %llu bytes of scratch returned %d (want HCCL_E_MEMORY %d)\n", r,
+           (unsigned long long)(n * big * sizeof(int32_t)), (int)rc, (int)HCCL_E_MEMORY);
+    uint64_t compiles = HcclExtPlanCompileCount();
+    uint32_t it = 1;
+    rsv_tables(it, n, cnt, dsp);
+    int32_t h[64 * (RMAX + RGAP)];
+    memset(h, 0x5a, sizeof h);
+    for (uint32_t j = 0; j < n; j++)
+        for (uint64_t i = 0; i < cnt[j]; i++)
+            h[dsp[j] + i] = val(it, r, j, i);
+    to_dev(sendd, h, sizeof h < n * big * sizeof(int32_t) ? sizeof h : n * big * sizeof(int32_t));
+    ACL_OK(aclrtMemset(recvd, RMAX * sizeof *recvd, 0xff, RMAX * sizeof *recvd));
+    rc = HcclReduceScatterV(sendd, cnt, dsp, recvd, cnt[r], HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, e->stream);
+    if (rc != HCCL_SUCCESS || aclrtSynchronizeStream(e->stream) != ACL_SUCCESS) {
+        printf("FAIL rank %u: the small ReduceScatterV after the refused one failed (%d)\n", r, (int)rc);
+        bad = 1;
+    } else {
+        to_host(h, recvd, RMAX * sizeof *h);
+        bad |= rsv_verify(e, it, h, cnt[r], RMAX);
+    }
+    printf("rank %u: the small call compiled %llu plans (want 0: the refused call's plan is cached)\n", r,
+           (unsigned long long)(HcclExtPlanCompileCount() - compiles));
+    bad |= HcclExtPlanCompileCount() != compiles;
+    dev_free(sendd);
+    dev_free(recvd);
+    return bad;
+}
+
 /* ---- plan cache bound -------------------------------------------------------------------- */
 
 /* CALLS AllReduces alternating between two shapes, first queued without synchronizing, so that
@@ -430,6 +549,11 @@ int main(int argc, char **argv)
     } else if (!strcmp(sc, "random-allgatherv")) {
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 500;
         bad = random_allgatherv(&e, calls ? calls : 1);
+    } else if (!strcmp(sc, "random-reducescatterv")) {
+        uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 500;
+        bad = random_reducescatterv(&e, calls ? calls : 1);
+    } else if (!strcmp(sc, "rsv-scratch")) {
+        bad = rsv_scratch(&e);
     } else if (!strcmp(sc, "cache-lru")) {
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 200;
         bad = cache_lru(&e, calls ? calls : 2, argc > 3 && !strcmp(argv[3], "evict"));

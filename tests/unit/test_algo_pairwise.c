@@ -22,7 +22,12 @@ static bool step_eq(const algo_step *a, const algo_step *b)
         return ref_eq(&a->u.copy.dst, &b->u.copy.dst) && ref_eq(&a->u.copy.src, &b->u.copy.src) &&
                a->u.copy.bytes == b->u.copy.bytes && a->u.copy.vcount.tab == b->u.copy.vcount.tab &&
                a->u.copy.vcount.idx == b->u.copy.vcount.idx;
-    case ALGO_STEP_REDUCE: return false; /* all-to-all never reduces */
+    case ALGO_STEP_REDUCE:
+        return ref_eq(&a->u.reduce.dst, &b->u.reduce.dst) && ref_eq(&a->u.reduce.src, &b->u.reduce.src) &&
+               a->u.reduce.has_src2 == b->u.reduce.has_src2 &&
+               (!a->u.reduce.has_src2 || ref_eq(&a->u.reduce.src2, &b->u.reduce.src2)) &&
+               a->u.reduce.count == b->u.reduce.count && a->u.reduce.vcount.tab == b->u.reduce.vcount.tab &&
+               a->u.reduce.vcount.idx == b->u.reduce.vcount.idx;
     case ALGO_STEP_SIGNAL:
     case ALGO_STEP_WAIT: return a->u.sync.peer == b->u.sync.peer && a->u.sync.slot == b->u.sync.slot;
     case ALGO_STEP_FORK:
@@ -35,7 +40,7 @@ static bool step_eq(const algo_step *a, const algo_step *b)
 /* Steps of two plans are the same (the op copy aside): a cached plan can serve both calls. */
 static bool same_steps(const algo_plan *a, const algo_plan *b)
 {
-    if (a->nstreams != b->nstreams || a->scratch_bytes != b->scratch_bytes)
+    if (a->nstreams != b->nstreams || a->scratch_bytes != b->scratch_bytes || a->vscratch != b->vscratch)
         return false;
     for (uint32_t s = 0; s < a->nstreams; s++) {
         if (a->streams[s].nsteps != b->streams[s].nsteps)
@@ -56,42 +61,99 @@ static void fill_counts(algo_op *op, uint64_t *m, uint64_t *derived, uint32_t mu
     op->ncounts = n * n;
     if (op->coll == ALGO_COLL_ALLTOALLV)
         cr_assert_eq(algo_verify_derive(op, op->rank, op, derived), 0);
-    if (op->coll == ALGO_COLL_ALLGATHERV) { /* [counts, displs] with gaps */
+    if (op->coll == ALGO_COLL_ALLGATHERV || op->coll == ALGO_COLL_REDUCE_SCATTERV) { /* [counts, displs], gaps */
         for (uint32_t j = 0; j < n; j++)
             m[n + j] = j ? m[n + j - 1] + m[j - 1] + j % 2 : 0;
         op->ncounts = 2 * n;
     }
 }
 
-/* AlltoAllV/VC and AllGatherV plans of every algorithm that serves them do not depend on the
- * counts: compiled without counts, or with two different count sets, they are step for step the
- * same (so the runtime caches one plan whatever the counts). */
+/* V-op plans (AlltoAllV/VC, AllGatherV, ReduceScatterV, the latter also deterministic and in
+ * place) of every algorithm that serves them do not depend on the counts: compiled without counts,
+ * or with two different count sets (some zero), they are step for step the same, scratch need
+ * included (so the runtime caches one plan whatever the counts). */
 Test(algo_pairwise, v_plans_independent_of_counts)
 {
     static const algo_kind kinds[] = {ALGO_PAIRWISE, ALGO_MESH, ALGO_RING};
-    static const algo_coll colls[] = {ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC, ALGO_COLL_ALLGATHERV};
+    static const algo_coll colls[] = {ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC, ALGO_COLL_ALLGATHERV,
+                                      ALGO_COLL_REDUCE_SCATTERV};
     static uint64_t m1[9 * 9], m2[9 * 9], c1[4 * 9], c2[4 * 9];
     for (uint32_t n = 1; n <= 9; n++)
         for (size_t k = 0; k < 3; k++)
-            for (size_t c = 0; c < 3; c++) {
-                algo_op op = {.coll = colls[c], .nranks = n, .rank = n / 2, .dtype = HAL_DT_FP32};
-                if (!algo_supports(kinds[k], &op))
-                    continue; /* pairwise: all-to-all only */
-                cr_assert(algo_counts_symbolic(colls[c]));
-                algo_op o1 = op, o2 = op;
-                fill_counts(&o1, m1, c1, 1);
-                fill_counts(&o2, m2, c2, 13);
-                algo_plan *p0 = NULL, *p1 = NULL, *p2 = NULL;
-                cr_assert_eq(algo_compile(&op, NULL, kinds[k], &p0), 0, "%s n=%u without counts",
-                             algo_kind_name(kinds[k]), n);
-                cr_assert_eq(algo_compile(&o1, NULL, kinds[k], &p1), 0);
-                cr_assert_eq(algo_compile(&o2, NULL, kinds[k], &p2), 0);
-                cr_expect(same_steps(p0, p1) && same_steps(p0, p2), "%s %s n=%u: plans depend on the counts",
-                          algo_kind_name(kinds[k]), algo_coll_name(colls[c]), n);
-                algo_plan_free(p0);
-                algo_plan_free(p1);
-                algo_plan_free(p2);
-            }
+            for (size_t c = 0; c < 4; c++)
+                for (int variant = 0; variant < 4; variant++) { /* bit 0: deterministic, bit 1: in place */
+                    bool det = variant & 1, inp = variant & 2;
+                    if ((det || inp) && colls[c] != ALGO_COLL_REDUCE_SCATTERV)
+                        continue; /* only reductions have a deterministic form; a2a has no in-place one */
+                    algo_op op = {.coll = colls[c], .nranks = n, .rank = n / 2, .dtype = HAL_DT_FP32,
+                                  .deterministic = det, .in_place = inp};
+                    if (!algo_supports(kinds[k], &op))
+                        continue; /* pairwise: all-to-all only */
+                    cr_assert(algo_counts_symbolic(colls[c]));
+                    algo_op o1 = op, o2 = op;
+                    fill_counts(&o1, m1, c1, 1);
+                    fill_counts(&o2, m2, c2, 13);
+                    algo_plan *p0 = NULL, *p1 = NULL, *p2 = NULL;
+                    cr_assert_eq(algo_compile(&op, NULL, kinds[k], &p0), 0, "%s n=%u without counts",
+                                 algo_kind_name(kinds[k]), n);
+                    cr_assert_eq(algo_compile(&o1, NULL, kinds[k], &p1), 0);
+                    cr_assert_eq(algo_compile(&o2, NULL, kinds[k], &p2), 0);
+                    cr_expect(same_steps(p0, p1) && same_steps(p0, p2), "%s %s n=%u%s%s: plans depend on the counts",
+                              algo_kind_name(kinds[k]), algo_coll_name(colls[c]), n, det ? " deterministic" : "",
+                              inp ? " in place" : "");
+                    algo_plan_free(p0);
+                    algo_plan_free(p1);
+                    algo_plan_free(p2);
+                }
+}
+
+/* The runtime's way: every rank's plan compiled once without counts, then bound to a call's
+ * counts (here by pointing the plan's op at them, as the launch binds its V tables), verifies
+ * against the reference for two different count sets with zeros, per algorithm and variant. */
+static int verify_bound(algo_kind kind, algo_coll coll, uint32_t n, bool det, bool inp, uint32_t mul)
+{
+    static uint64_t m[9 * 9], derived[9][4 * 9];
+    algo_plan *plans[9] = {0};
+    int rc = 0;
+    for (uint32_t r = 0; r < n && !rc; r++) {
+        algo_op op = {.coll = coll, .nranks = n, .rank = r, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
+                      .deterministic = det, .in_place = inp};
+        rc = algo_compile(&op, NULL, kind, &plans[r]);
+        fill_counts(&op, m, derived[r], mul);
+        if (!rc) {
+            plans[r]->op.counts = op.counts;
+            plans[r]->op.ncounts = op.ncounts;
+        }
+    }
+    algo_verify_report rep = {0};
+    if (!rc)
+        rc = algo_verify_plans(plans, n, NULL, NULL, &rep);
+    if (rc)
+        printf("FAIL %s %s n=%u mul=%u%s%s: rc %d\n%s", algo_kind_name(kind), algo_coll_name(coll), n, mul,
+               det ? " deterministic" : "", inp ? " in place" : "", rc, rep.msg);
+    for (uint32_t r = 0; r < n; r++)
+        algo_plan_free(plans[r]);
+    return rc != 0;
+}
+
+Test(algo_pairwise, v_plans_compiled_without_counts_verify)
+{
+    static const algo_kind kinds[] = {ALGO_PAIRWISE, ALGO_MESH, ALGO_RING};
+    static const algo_coll colls[] = {ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC, ALGO_COLL_ALLGATHERV,
+                                      ALGO_COLL_REDUCE_SCATTERV};
+    int fails = 0;
+    for (uint32_t n = 1; n <= 9; n++)
+        for (size_t k = 0; k < 3; k++)
+            for (size_t c = 0; c < 4; c++)
+                for (int variant = 0; variant < 4; variant++) {
+                    bool det = variant & 1, inp = variant & 2;
+                    algo_op probe = {.coll = colls[c], .nranks = n, .in_place = inp};
+                    if ((det && colls[c] != ALGO_COLL_REDUCE_SCATTERV) || !algo_supports(kinds[k], &probe))
+                        continue;
+                    fails += verify_bound(kinds[k], colls[c], n, det, inp, 1);
+                    fails += verify_bound(kinds[k], colls[c], n, det, inp, 13);
+                }
+    cr_expect_eq(fails, 0, "see the failures above");
 }
 
 Test(algo_pairwise, only_alltoall)

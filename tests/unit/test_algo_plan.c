@@ -31,7 +31,10 @@ Test(algo_plan, bad_ops)
     op = mkop(ALGO_COLL_BROADCAST, 4, 0, 8);
     op.root = 4;
     cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
-    op = mkop(ALGO_COLL_REDUCE_SCATTERV, 4, 0, 8); /* counts missing (AlltoAllV(C)/AllGatherV need none) */
+    uint64_t short_counts[7] = {0};
+    op = mkop(ALGO_COLL_REDUCE_SCATTERV, 4, 0, 8); /* counts given but too few (none at all is fine) */
+    op.counts = short_counts;
+    op.ncounts = 7;
     cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
     op = mkop(ALGO_COLL_ALLREDUCE, 4, 0, UINT64_MAX / 2);
     cr_expect_eq(algo_compile(&op, NULL, ALGO_RING, &p), HAL_E_PARAM);
