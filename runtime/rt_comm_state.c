@@ -34,8 +34,7 @@ HcclResult HcclCommRegCommStateCallback(const char *regName, HcclCommStateCallba
     CHECK_ARG(regName, HCCL_E_PTR, "comm", "HcclCommRegCommStateCallback: regName is NULL");
     size_t len = strnlen(regName, RT_STATE_NAME_MAX + 1);
     CHECK_ARG(len >= 1 && len <= RT_STATE_NAME_MAX, HCCL_E_PARA, "comm",
-              "HcclCommRegCommStateCallback: regName must be 1 to %d bytes (got %s%zu)", RT_STATE_NAME_MAX,
-              len > RT_STATE_NAME_MAX ? "more than " : "", len > RT_STATE_NAME_MAX ? (size_t)RT_STATE_NAME_MAX : len);
+              "HcclCommRegCommStateCallback: regName must be 1 to %d bytes", RT_STATE_NAME_MAX);
     HcclResult rc = HCCL_SUCCESS;
     pthread_mutex_lock(&g_state_lock);
     rt_state_cb **slot = find_slot(regName);
