@@ -8,8 +8,6 @@ static const size_t hal_dt_sizes[HAL_DT_COUNT] = {
     [HAL_DT_UINT16] = 2,  [HAL_DT_UINT32] = 4,  [HAL_DT_FP64] = 8,    [HAL_DT_BF16] = 2,
     [HAL_DT_INT128] = 16, [HAL_DT_HIF8] = 1,    [HAL_DT_FP8E4M3] = 1, [HAL_DT_FP8E5M2] = 1,
     [HAL_DT_FP8E8M0] = 1,
-    /* MXFP8 counts its 8-bit elements; the shared block scales live elsewhere. */
-    [HAL_DT_MXFP8] = 1,
 };
 
 static const char *const hal_dt_names[HAL_DT_COUNT] = {
@@ -18,7 +16,7 @@ static const char *const hal_dt_names[HAL_DT_COUNT] = {
     [HAL_DT_UINT64] = "uint64",   [HAL_DT_UINT8] = "uint8",     [HAL_DT_UINT16] = "uint16",
     [HAL_DT_UINT32] = "uint32",   [HAL_DT_FP64] = "fp64",       [HAL_DT_BF16] = "bf16",
     [HAL_DT_INT128] = "int128",   [HAL_DT_HIF8] = "hif8",       [HAL_DT_FP8E4M3] = "fp8e4m3",
-    [HAL_DT_FP8E5M2] = "fp8e5m2", [HAL_DT_FP8E8M0] = "fp8e8m0", [HAL_DT_MXFP8] = "mxfp8",
+    [HAL_DT_FP8E5M2] = "fp8e5m2", [HAL_DT_FP8E8M0] = "fp8e8m0",
 };
 
 static const char *const hal_op_names[HAL_OP_COUNT] = {
@@ -53,9 +51,8 @@ int hal_reduce_supported(hal_dtype dt, hal_redop op)
         return 0;
     switch (dt) {
     case HAL_DT_HIF8:
-    case HAL_DT_MXFP8:
-        /* HiFloat8's exact encoding is not pinned down publicly enough to round into it, and
-         * MXFP8 elements cannot be combined without their per-block scales: movement only. */
+        /* HiFloat8's exact encoding is not pinned down publicly enough to round into it:
+         * movement only. */
         return 0;
     case HAL_DT_FP8E8M0:
         /* Exponent-only: a product is exact (exponents add), max/min are orderings, but a sum

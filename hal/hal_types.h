@@ -42,8 +42,7 @@ typedef enum hal_dtype {
     HAL_DT_FP8E4M3 = 15,
     HAL_DT_FP8E5M2 = 16,
     HAL_DT_FP8E8M0 = 17,
-    HAL_DT_MXFP8 = 18,
-    HAL_DT_COUNT = 19, /* array bound, not a type */
+    HAL_DT_COUNT = 18, /* array bound, not a type */
 } hal_dtype;
 
 /* Same values as HcclReduceOp. */

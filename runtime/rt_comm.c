@@ -196,6 +196,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_plan_cache_free(c->cache);
     free(c->peers);
     free(c->server_of);
+    free(c->nic_backup);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return HCCL_SUCCESS;

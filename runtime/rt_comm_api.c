@@ -205,6 +205,8 @@ HcclResult HcclCommDestroy(HcclComm comm)
 {
     rt_comm *c = NULL;
     CHECK(rt_comm_get(comm, "HcclCommDestroy", &c));
+    /* DESTROY_PRE sees a live handle (callbacks may still query it), DESTROY_POST a retired one. */
+    rt_comm_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_PRE);
     /* Retiring the handle first refuses every later use, and a second destroy racing this one. */
     CHECK_ARG(rt_handle_retire(c), HCCL_E_PARA, "comm", "HcclCommDestroy: comm %p is being destroyed already", comm);
     pthread_mutex_lock(&c->lock);
@@ -212,7 +214,9 @@ HcclResult HcclCommDestroy(HcclComm comm)
     publish_finalize(c);
     rt_p2p_finalize(c);
     pthread_mutex_unlock(&c->lock);
-    return rt_comm_destroy(c);
+    HcclResult rc = rt_comm_destroy(c);
+    rt_comm_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_POST);
+    return rc;
 }
 
 HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)

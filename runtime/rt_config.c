@@ -63,10 +63,17 @@ static void apply_defaults(rt_comm *c)
     c->entry_log = entry && entry[0] == '1';
     const char *algo = getenv("HCCL_ALGO");
     snprintf(c->algo_spec, sizeof c->algo_spec, "%s", algo ? algo : "");
+    c->op_expansion_mode = HCCL_COMM_DEFAULT_OP_EXPANSION_MODE;
+    c->sq_depth = HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET;
 }
 
+/* The version that added hcclChannelSqDepth. */
+#define RT_CONFIG_SQ_DEPTH_VERSION 11u
+
 /* Copies what the caller's header version holds into a fully defaulted config, so callers
- * compiled against an older (smaller) HcclCommConfig keep working. */
+ * compiled against an older (smaller) HcclCommConfig keep working. A field newer than the
+ * caller's version keeps its default even when size covers it (as CANN does): an old caller's
+ * bytes there are not a setting. */
 static HcclResult read_config(const HcclCommConfig *in, HcclCommConfig *out)
 {
     HcclCommConfigInit(out);
@@ -80,6 +87,27 @@ static HcclResult read_config(const HcclCommConfig *in, HcclCommConfig *out)
     size_t n = h.size < sizeof *out ? h.size : sizeof *out;
     memcpy((char *)out + HCCL_COMM_CONFIG_INFO_BYTES, (const char *)in + HCCL_COMM_CONFIG_INFO_BYTES,
            n - HCCL_COMM_CONFIG_INFO_BYTES);
+    if (h.version < RT_CONFIG_SQ_DEPTH_VERSION)
+        out->hcclChannelSqDepth = HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET;
+    return HCCL_SUCCESS;
+}
+
+/* hcclChannelSqDepth bounds a channel's send queue on CANN (rounded up to a power of two, at
+ * least 16, at most the device's queue depth). The emulator has no send queues, so the value is
+ * checked against the same rules, with 65536 as the emulated device's maximum, and recorded. */
+#define RT_SQ_DEPTH_MIN 16u
+#define RT_SQ_DEPTH_MAX 65536u
+
+static HcclResult apply_sq_depth(rt_comm *c, uint32_t depth)
+{
+    if (depth == HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET)
+        return HCCL_SUCCESS;
+    CHECK_ARG(depth >= 1 && depth <= RT_SQ_DEPTH_MAX, HCCL_E_PARA, "config",
+              "hcclChannelSqDepth=%u is invalid (1-%u, or HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET)", depth, RT_SQ_DEPTH_MAX);
+    uint32_t rounded = RT_SQ_DEPTH_MIN;
+    while (rounded < depth)
+        rounded <<= 1;
+    c->sq_depth = rounded;
     return HCCL_SUCCESS;
 }
 
@@ -104,6 +132,8 @@ HcclResult rt_config_apply(rt_comm *c, const HcclCommConfig *config)
      * emulator runs every plan on the device's stream worker whatever the mode (docs/runtime.md). */
     CHECK_ARG(cfg.hcclOpExpansionMode <= 6, HCCL_E_PARA, "config", "hcclOpExpansionMode=%u is invalid (0-6)",
               cfg.hcclOpExpansionMode);
+    c->op_expansion_mode = cfg.hcclOpExpansionMode;
+    CHECK(apply_sq_depth(c, cfg.hcclChannelSqDepth));
     CHECK_ARG(cfg.aclGraphZeroCopyEnable <= 1, HCCL_E_PARA, "config", "aclGraphZeroCopyEnable=%u is invalid (0 or 1)",
               (unsigned)cfg.aclGraphZeroCopyEnable);
     if (cfg.hcclCommName[0])

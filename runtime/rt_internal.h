@@ -121,6 +121,9 @@ typedef struct rt_comm {
     uint32_t deterministic;
     int32_t exec_timeout_s;
     char algo_spec[HCCL_COMM_ALGO_MAX_LENGTH];
+    uint32_t op_expansion_mode; /* hcclOpExpansionMode as configured (0-6); no effect here */
+    uint32_t sq_depth;        /* hcclChannelSqDepth rounded up, or HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET */
+    bool *nic_backup;         /* [nranks] HcclCommWorkingDevNicSet's record; NULL until first set */
     bool is_sub;
     _Atomic bool failure_reported; /* the "failed earlier" error was logged once (then debug level) */
     struct rt_comm *next;     /* registry of live comms (by name) */
@@ -145,6 +148,8 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
                           const HcclRootInfo *root, rt_comm **out);
 HcclResult rt_comm_destroy(rt_comm *c);
 HcclResult rt_config_apply(rt_comm *c, const HcclCommConfig *config);
+/* Calls every registered HcclCommStateCallback with phase, in registration order (rt_comm_state.c). */
+void rt_comm_state_notify(HcclComm comm, HcclCommStatePhase phase);
 void rt_registry_add(rt_comm *c);
 void rt_registry_remove(rt_comm *c);
 /* Calls fn for every live communicator, under the registry lock. */

@@ -5,7 +5,7 @@
  *   HAL_E_PARAM          unknown dtype or op, NULL data with count > 0, count * size overflowing,
  *                        or buffers that partially overlap (exact aliasing, described below, is fine)
  *   HAL_E_NOT_SUPPORTED  the reduction is not defined for the dtype (see hal_reduce_supported):
- *                        hif8 and mxfp8 with any op, fp8e8m0 with sum
+ *                        hif8 with any op, fp8e8m0 with sum
  *   HAL_OK               otherwise, including count 0 (pointers are then not looked at)
  *
  * Arithmetic (docs/emulator.md, "Reduce kernels", has the full matrix):

@@ -68,11 +68,43 @@ static inline void HcclCommConfigInit(HcclCommConfig *config)
     config->hcclBufferName[0] = '\0';
     config->hcclQos = HCCL_COMM_QOS_CONFIG_NOT_SET;
     config->hcclSymWinMaxMemSizePerRank = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE;
+    config->hcclChannelSqDepth = HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET;
 }
 
 HcclResult HcclCommSuspend(HcclComm comm);
 HcclResult HcclCommResume(HcclComm comm);
 HcclResult HcclCommGetStatus(const char *commId, HcclCommStatus *status);
+
+/* Process-wide communicator state callbacks, called around HcclCommDestroy (and HcclCommResume,
+ * which the emulator does not support): docs/runtime.md, "State callbacks". A NULL cb removes
+ * regName's registration. */
+typedef HcclResult (*HcclCommStateCallback)(HcclComm comm, HcclCommStatePhase state, void *args);
+HcclResult HcclCommRegCommStateCallback(const char *regName, HcclCommStateCallback cb, void *args);
+
+/* Chooses each listed rank's device NIC (primary or backup die). The emulator has no NICs: the
+ * choice is validated and recorded, nothing switches (docs/runtime.md). */
+HcclResult HcclCommWorkingDevNicSet(HcclComm comm, uint32_t *ranks, bool *useBackup, uint32_t nRanks);
+
+typedef enum {
+    HCCL_OP_EXPANSION_MODE_INVALID = -1,
+    HCCL_OP_EXPANSION_MODE_AI_CPU = 0,
+    HCCL_OP_EXPANSION_MODE_AIV = 1,
+    HCCL_OP_EXPANSION_MODE_HOST = 2,
+    HCCL_OP_EXPANSION_MODE_HOST_TS = 3,
+    HCCL_OP_EXPANSION_MODE_CCU_MS = 4,
+    HCCL_OP_EXPANSION_MODE_CCU_SCHED = 5,
+    HCCL_OP_EXPANSION_AIV_ONLY = 6 /* CANN's spelling (no _MODE_) */
+} HcclOpExpansionMode;
+
+typedef enum {
+    HCCL_CONFIG_TYPE_INVALID = -1,
+    HCCL_CONFIG_TYPE_OP_EXPANSION_MODE = 0, /* info: HcclConfigTypeOpExpansionMode, infoLen == its size */
+    HCCL_CONFIG_TYPE_HCCL_ALGO = 1          /* info: char[infoLen], infoLen >= HCCL_COMM_ALGO_MAX_LENGTH */
+} HcclConfigType;
+
+typedef HcclOpExpansionMode HcclConfigTypeOpExpansionMode;
+
+HcclResult HcclConfigGetInfo(HcclComm comm, HcclConfigType cfgType, uint32_t infoLen, void *info);
 HcclResult HcclGroupStart(void);
 HcclResult HcclGroupEnd(void);
 HcclResult HcclGroupStatusGet(bool *isGroupEnabled);

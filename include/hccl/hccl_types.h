@@ -69,7 +69,6 @@ typedef enum {
     HCCL_DATA_TYPE_FP8E4M3 = 15,
     HCCL_DATA_TYPE_FP8E5M2 = 16,
     HCCL_DATA_TYPE_FP8E8M0 = 17,
-    HCCL_DATA_TYPE_MXFP8 = 18,
     HCCL_DATA_TYPE_RESERVED = 255
 } HcclDataType;
 
@@ -99,7 +98,7 @@ typedef struct HcclRootInfoDef {
 
 #define HCCL_COMM_CONFIG_INFO_BYTES 24
 #define HCCL_COMM_CONFIG_MAGIC_WORD 0xf0f0f0f0u
-#define HCCL_COMM_CONFIG_VERSION 10
+#define HCCL_COMM_CONFIG_VERSION 11
 #define HCCL_COMM_DEFAULT_BUFFSIZE 200
 #define HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET 0xffffffffu
 #define HCCL_COMM_DEFAULT_DETERMINISTIC 0
@@ -109,9 +108,11 @@ typedef struct HcclRootInfoDef {
 #define HCCL_COMM_SERVICE_LEVEL_CONFIG_NOT_SET 0xffffffffu
 #define HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET ((int32_t)0xffffffff)
 #define HCCL_COMM_QOS_CONFIG_NOT_SET 0xffffffffu
+#define HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET 0xffffffffu
 #define HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE 16ULL
 
-/* Communicator config (config version 10). The first 24 bytes are an ABI header
+/* Communicator config (config version 11: hcclChannelSqDepth; version 10 ended at
+ * hcclSymWinMaxMemSizePerRank). The first 24 bytes are an ABI header
  * {size_t size; uint32_t magic; uint32_t version; uint64_t reserved} filled by HcclCommConfigInit,
  * so a library reads only the fields a caller's header version had. */
 typedef struct HcclCommConfigDef {
@@ -133,6 +134,7 @@ typedef struct HcclCommConfigDef {
     char hcclBufferName[BUFFER_NAME_MAX_LENGTH];
     uint32_t hcclQos;
     uint64_t hcclSymWinMaxMemSizePerRank;
+    uint32_t hcclChannelSqDepth; /* since version 11 */
 } HcclCommConfig;
 
 typedef enum {
