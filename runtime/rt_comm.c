@@ -144,6 +144,7 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     HcclResult rc = (c->peers && c->server_of && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
     if (rc == HCCL_SUCCESS)
         rc = rt_config_apply(c, config);
+    c->symwin_max_bytes = rt_symwin_limit(config);
     if (rc == HCCL_SUCCESS)
         rc = comm_open_device(c);
     if (rc == HCCL_SUCCESS)
@@ -181,6 +182,10 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_handle_retire(c);
     if (c->magic == RT_COMM_MAGIC)
         rt_registry_remove(c);
+    if (c->handle) {
+        rt_symwin_comm_destroyed(c->handle);
+        rt_comm_register_destroyed(c->handle);
+    }
     if (c->ctrl)
         atomic_store(&c->ctrl->destroyed, 1); /* peers' watchdogs: this rank left on purpose */
     c->magic = 0;
