@@ -70,3 +70,24 @@ Test(hccl_test_like, symmetric_memory_four_ranks)
 {
     expect_clean(4, "-t all -b 8 -e 64K -f 32 -d fp16 -o sum,min -n 1 -w 1 -c 1 -m 1", cases(8, 65536, 32, 1, 2));
 }
+
+/* -p 1: aclprofInit at HCCL_TEST_PROFILING_PATH; every rank leaves a trace naming its ops. */
+Test(hccl_test_like, profiling_writes_traces)
+{
+    char dir[] = "/tmp/oh_hccl_test_prof_XXXXXX", env[256], cmd[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(env, sizeof env, "HCCL_TEST_PROFILING_PATH=%s", dir);
+    unsigned per_rank = cases(8, 64, 8, 1, 1) / NOPS; /* allreduce only */
+    mr_result r = mr_run_t(env, 2, 120, PROG, "-t allreduce -b 8 -e 64 -f 8 -n 1 -w 0 -c 1 -p 1");
+    cr_expect_eq(r.status, 0);
+    cr_expect_eq(count_lines(r.out, "check_result success"), per_rank * 2);
+    free(r.out);
+    snprintf(cmd, sizeof cmd, "grep -l '\"name\":\"HcclAllReduce\"' %s/*.json | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int traces = 0;
+    cr_assert(p && fscanf(p, "%d", &traces) == 1);
+    pclose(p);
+    cr_expect_eq(traces, 2, "one trace per rank naming HcclAllReduce, found %d", traces);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
