@@ -204,6 +204,9 @@ HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const 
  * on c's device; then *verdict says whether [p, p + bytes) is activated memory (logged if not). */
 bool rt_mem_range_check(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes,
                         HcclResult *verdict);
+/* Ranges live while the process has a communicator on their device (CANN's reference count). */
+void rt_mem_range_comm_created(const rt_comm *c);
+void rt_mem_range_comm_destroyed(const rt_comm *c);
 /* Symmetric windows and HcclCommRegister (rt_symwin.c, rt_comm_register.c): the per-communicator
  * entries, dropped at destroy; the window size limit a config gives. */
 uint64_t rt_symwin_limit(const HcclCommConfig *config);

@@ -3,7 +3,9 @@
  * symmetric windows".
  *
  * As in CANN, a range set through one communicator is visible to every communicator of the
- * process on that device, so the registry is process-wide, keyed by device. A collective whose
+ * process on that device, so the registry is process-wide, keyed by device; like CANN's address
+ * manager (reference-counted by communicators) it is dropped, activations and all, when the last
+ * communicator of the process on that device is destroyed. A collective whose
  * buffer lies in a set range is accepted only if the buffer lies in activated memory (one
  * activation or several adjacent ones); a buffer in a reserved part nobody activated is refused.
  * Every misuse is HCCL_E_PARA with one log line, as CANN's ZeroCopyMemoryAgent returns. The
@@ -35,6 +37,13 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static rt_mem_range *g_ranges;
 static _Atomic uint32_t g_nranges; /* collectives skip the registry while it is 0 */
 
+typedef struct rt_dev_comms {
+    hal_device_handle dev;
+    uint32_t live; /* communicators of this process on dev */
+    struct rt_dev_comms *next;
+} rt_dev_comms;
+static rt_dev_comms *g_devs;
+
 static bool same_dev(const hal_device_handle *a, const hal_device_handle *b)
 {
     return a->server_key == b->server_key && a->device_id == b->device_id;
@@ -43,6 +52,58 @@ static bool same_dev(const hal_device_handle *a, const hal_device_handle *b)
 static bool overlaps(const char *a, size_t an, const char *b, size_t bn)
 {
     return a < b + bn && b < a + an;
+}
+
+/* Counts c among its device's communicators (once c is fully created). */
+void rt_mem_range_comm_created(const rt_comm *c)
+{
+    pthread_mutex_lock(&g_mu);
+    rt_dev_comms *d = g_devs;
+    while (d && !same_dev(&d->dev, &c->dev_handle))
+        d = d->next;
+    if (!d && (d = calloc(1, sizeof *d)) != NULL) {
+        d->dev = c->dev_handle;
+        d->next = g_devs;
+        g_devs = d;
+    }
+    if (d)
+        d->live++;
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void free_range(rt_mem_range *r)
+{
+    while (r->active) {
+        rt_active *a = r->active;
+        r->active = a->next;
+        free(a);
+    }
+    free(r);
+}
+
+/* The last communicator of the device is gone: so are the device's ranges. */
+void rt_mem_range_comm_destroyed(const rt_comm *c)
+{
+    pthread_mutex_lock(&g_mu);
+    rt_dev_comms **dp = &g_devs;
+    while (*dp && !same_dev(&(*dp)->dev, &c->dev_handle))
+        dp = &(*dp)->next;
+    rt_dev_comms *d = *dp;
+    if (d && --d->live == 0) {
+        *dp = d->next;
+        free(d);
+        for (rt_mem_range **pp = &g_ranges; *pp;) {
+            rt_mem_range *r = *pp;
+            if (same_dev(&r->dev, &c->dev_handle)) {
+                *pp = r->next;
+                atomic_fetch_sub(&g_nranges, 1);
+                free_range(r);
+            } else {
+                pp = &r->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
 }
 
 /* The set range of c's device that contains [p, p + n) (n >= 1), or NULL. Lock held. */

@@ -161,3 +161,23 @@ Test(hccl_mem_range, deactivate_while_in_flight)
     cr_expect_eq(HcclCommDeactivateCommMemory(g.comm, g.va), HCCL_SUCCESS);
     cr_expect_eq(HcclCommUnsetMemoryRange(g.comm, g.va), HCCL_SUCCESS);
 }
+
+/* As CANN's address manager: a range lives while the process has a communicator on its device. */
+Test(hccl_mem_range, ranges_go_with_the_last_communicator)
+{
+    int32_t dev = 0;
+    HcclComm other = NULL;
+    cr_assert_eq(HcclCommSetMemoryRange(g.comm, g.va, 3 * g.gran, 0, 0), HCCL_SUCCESS);
+    cr_assert_eq(HcclCommInitAll(1, &dev, &other), HCCL_SUCCESS);
+    cr_expect_eq(HcclCommActivateCommMemory(other, g.va, g.gran, 0, g.chunk[0], 0), HCCL_SUCCESS,
+                 "a range set through one communicator serves the others");
+    cr_assert_eq(HcclCommDestroy(other), HCCL_SUCCESS);
+    cr_expect_eq(HcclCommDeactivateCommMemory(g.comm, g.va), HCCL_SUCCESS, "still there with g.comm alive");
+    cr_assert_eq(HcclCommActivateCommMemory(g.comm, g.va, g.gran, 0, g.chunk[0], 0), HCCL_SUCCESS);
+    cr_assert_eq(HcclCommDestroy(g.comm), HCCL_SUCCESS);
+    cr_assert_eq(HcclCommInitAll(1, &dev, &g.comm), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+    cr_expect_eq(HcclCommUnsetMemoryRange(g.comm, g.va), HCCL_E_PARA, "dropped with the last communicator");
+    cr_expect_eq(allreduce(g.va + g.gran, g.va + 2 * g.gran, 16), HCCL_SUCCESS, "plain address space again");
+    cr_assert_eq(aclrtSynchronizeStream(g.stream), ACL_SUCCESS);
+}
