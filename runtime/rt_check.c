@@ -26,6 +26,9 @@ HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const 
         return HCCL_SUCCESS;
     CHECK_ARG(p, HCCL_E_PTR, "check", "%s: rank %u: %s is NULL (%llu bytes needed)", api, c->rank, what,
               (unsigned long long)bytes);
+    HcclResult verdict;
+    if (rt_mem_range_check(c, api, what, p, bytes, &verdict)) /* VMM memory set for zero copy */
+        return verdict;
     hal_device_handle owner;
     uint64_t after = 0;
     CHECK_ARG(c->hal->mem_lookup(p, &owner, &after) == HAL_OK, HCCL_E_PARA, "check",

@@ -144,6 +144,7 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     HcclResult rc = (c->peers && c->server_of && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
     if (rc == HCCL_SUCCESS)
         rc = rt_config_apply(c, config);
+    c->symwin_max_bytes = rt_symwin_limit(config);
     if (rc == HCCL_SUCCESS)
         rc = comm_open_device(c);
     if (rc == HCCL_SUCCESS)
@@ -168,6 +169,7 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     default_name(c, root, name);
     c->magic = RT_COMM_MAGIC;
     rt_registry_add(c);
+    rt_mem_range_comm_created(c);
     rt_watchdog_start();
     OH_INFO("comm", "rank %u of %u: communicator %s ready", rank, nranks, c->name);
     *out = c;
@@ -179,8 +181,14 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
 HcclResult rt_comm_destroy(rt_comm *c)
 {
     rt_handle_retire(c);
-    if (c->magic == RT_COMM_MAGIC)
+    if (c->magic == RT_COMM_MAGIC) {
         rt_registry_remove(c);
+        rt_mem_range_comm_destroyed(c);
+    }
+    if (c->handle) {
+        rt_symwin_comm_destroyed(c->handle);
+        rt_comm_register_destroyed(c->handle);
+    }
     if (c->ctrl)
         atomic_store(&c->ctrl->destroyed, 1); /* peers' watchdogs: this rank left on purpose */
     c->magic = 0;

@@ -125,6 +125,7 @@ typedef struct rt_comm {
     uint32_t sq_depth;        /* hcclChannelSqDepth rounded up, or HCCL_COMM_SQ_DEPTH_CONFIG_NOT_SET */
     bool *nic_backup;         /* [nranks] HcclCommWorkingDevNicSet's record; NULL until first set */
     bool is_sub;
+    uint64_t symwin_max_bytes; /* hcclSymWinMaxMemSizePerRank in bytes (rt_symwin.c) */
     _Atomic bool failure_reported; /* the "failed earlier" error was logged once (then debug level) */
     struct rt_comm *next;     /* registry of live comms (by name) */
 } rt_comm;
@@ -204,6 +205,18 @@ typedef struct rt_call {
 HcclResult rt_launch(rt_comm *c, rt_call *call);
 /* A buffer a call touches must be memory of this rank's device with `bytes` left in its allocation. */
 HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes);
+/* Registered VMM ranges (rt_mem_range.c): true if p lies in a range set by HcclCommSetMemoryRange
+ * on c's device; then *verdict says whether [p, p + bytes) is activated memory (logged if not). */
+bool rt_mem_range_check(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes,
+                        HcclResult *verdict);
+/* Ranges live while the process has a communicator on their device (CANN's reference count). */
+void rt_mem_range_comm_created(const rt_comm *c);
+void rt_mem_range_comm_destroyed(const rt_comm *c);
+/* Symmetric windows and HcclCommRegister (rt_symwin.c, rt_comm_register.c): the per-communicator
+ * entries, dropped at destroy; the window size limit a config gives. */
+uint64_t rt_symwin_limit(const HcclCommConfig *config);
+void rt_symwin_comm_destroyed(HcclComm comm);
+void rt_comm_register_destroyed(HcclComm comm);
 /* HCCL_SUCCESS while the communicator is healthy, else its recorded error (logged in full once). */
 HcclResult rt_comm_failed(rt_comm *c, const char *api);
 /* Validates and launches a collective (shared by every public entry point). */

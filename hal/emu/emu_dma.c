@@ -287,6 +287,7 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
 {
     if (n == 0)
         return HAL_OK;
+    emu_vmm_sync_imports(); /* peers' VMM mappings, before touching their memory */
     if (n == 1 && (descs[0].kind == HAL_DMA_COPY ? descs[0].bytes : descs[0].count * hal_dtype_size(descs[0].dtype)) <
                       DMA_INLINE_BYTES) { /* the common small case: no allocation */
         dma_piece p;

@@ -100,6 +100,8 @@ typedef struct emu_region {
     bool owned;          /* opened here (heap allocator valid) */
     hal_device_handle handle;
     struct hal_device *dev; /* owned: the device */
+    uint64_t vmm_seen;   /* import: generation of the owner's VMM table mirrored here (emu_vmm_share.c) */
+    struct emu_vmm_mirror *vmm_mirror; /* import: the owner's mappings applied in this process */
 } emu_region;
 
 /* Maps a new region for device `id` owned by this process (memfd + MAP_FIXED_NOREPLACE). */
@@ -257,6 +259,15 @@ hal_result emu_vmm_map(void *va, size_t size, size_t offset, hal_phys_mem *pm);
 hal_result emu_vmm_unmap(void *va);
 /* Drops the VMM bookkeeping of a device being closed (its memory goes with the region). */
 void emu_vmm_forget_device(hal_device *dev);
+/* VMM mappings seen by other processes (emu_vmm_share.c): the owner lists each mapping
+ * {va, size, memfd offset} in its control area; a process that imported the device applies the
+ * list to its own view of the region before it runs DMA, so peers' copies into a mapped range land
+ * in the physical chunk, as in the owner. */
+void emu_vmm_share_add(const emu_region *r, const void *va, size_t size, uint64_t file_off);
+void emu_vmm_share_remove(const emu_region *r, const void *va);
+void emu_vmm_sync_imports(void);
+/* Frees an import's mirror bookkeeping (its mappings go with the region's munmap). */
+void emu_vmm_mirror_free(emu_region *r);
 
 hal_result emu_stream_create(hal_device *dev, hal_stream **s);
 hal_result emu_stream_destroy(hal_stream *s);

@@ -66,6 +66,7 @@ hal_result emu_region_create(uint32_t id, emu_region **out)
         g_regions[id] = NULL;
         munmap(stale->base, stale->size);
         close(stale->fd);
+        emu_vmm_mirror_free(stale);
         free(stale);
     }
     hal_result rc = g_regions[id] ? HAL_E_INTERNAL : region_map(id, fd, EMU_REGION_SIZE, &r->base);
@@ -101,6 +102,7 @@ void emu_region_destroy(emu_region *r)
     emu_regions_unlock();
     munmap(r->base, r->size);
     close(r->fd);
+    emu_vmm_mirror_free(r);
     free(r);
 }
 
@@ -150,6 +152,7 @@ void emu_region_release(emu_region *r)
     if (last) {
         munmap(r->base, r->size);
         close(r->fd);
+        emu_vmm_mirror_free(r);
         free(r);
     }
 }

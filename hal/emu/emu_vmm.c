@@ -4,9 +4,9 @@
  * (page-aligned) heap allocation. Mapping a chunk into a reservation remaps the device memfd at
  * the chunk's file offset onto the reserved addresses (MAP_FIXED), so the range aliases the
  * chunk's pages in this process: contents live in the chunk and survive remapping elsewhere;
- * unmap restores the range's own pages. Limitation: a peer process that imported the device sees
- * the reservation's own pages at those addresses, not the chunk, so VMM memory is not zero-copy
- * shareable across processes yet (it is across devices of one process). */
+ * unmap restores the range's own pages. Other processes of the server that imported the device
+ * apply the same mappings to their view before they run DMA (emu_vmm_share.c), so VMM memory is
+ * zero-copy shareable across processes as across devices of one process. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +174,7 @@ hal_result emu_vmm_map(void *va, size_t size, size_t offset, hal_phys_mem *pm)
         char *base = pm->dev->region->base;
         rc = remap(pm->dev, v, size, (uint64_t)(pm->chunk - base) + offset);
         if (rc == HAL_OK) {
+            emu_vmm_share_add(pm->dev->region, v, size, (uint64_t)(pm->chunk - base) + offset);
             *m = (vmm_mapping){v, size, pm, r, g_maps};
             g_maps = m;
             pm->maps++;
@@ -195,6 +196,7 @@ hal_result emu_vmm_unmap(void *va)
             continue;
         hal_device *dev = m->pm->dev;
         rc = remap(dev, m->va, m->size, (uint64_t)(m->va - (char *)dev->region->base)); /* own pages back */
+        emu_vmm_share_remove(dev->region, m->va);
         *pp = m->next;
         m->pm->maps--;
         free(m);

@@ -109,6 +109,23 @@ HcclResult HcclGroupStart(void);
 HcclResult HcclGroupEnd(void);
 HcclResult HcclGroupStatusGet(bool *isGroupEnabled);
 
+/* --- Registered memory (zero copy on VMM memory) and symmetric windows: CANN's hccl_comm.h.
+ * HcclCommRegister, HcclCommDeregister and HcclCommExchangeMem are CANN's hccl_ex.h calls that
+ * torch_npu resolves with dlsym. docs/runtime.md, "Registered memory and symmetric windows". */
+HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr, size_t size, size_t alignment, uint64_t flags);
+HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr);
+HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr, size_t size, size_t offset,
+                                      aclrtDrvMemHandle handle, uint64_t flags);
+HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr);
+HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr, uint64_t size, HcclCommSymWindow *winHandle,
+                                  uint32_t flag);
+HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle);
+HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size, HcclCommSymWindow *winHandle, size_t *offset);
+HcclResult HcclCommRegister(HcclComm comm, void *addr, uint64_t size, void **handle, uint32_t flag);
+HcclResult HcclCommDeregister(HcclComm comm, void *handle);
+HcclResult HcclCommExchangeMem(HcclComm comm, void *windowHandle, uint32_t *peerRanks, uint32_t peerRankNum);
+/* --- end of registered memory */
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,8 @@
 # Install test: installs the build tree into a temporary prefix, checks the layout and that the
 # shared libraries export only public names, then builds the basics sample as a user would (once
 # with pkg-config, once with -lacl_rt, once as a CMake project with find_package) and runs each
-# with the installed hcclrun, plus an installed perf tool. Usage: check_install.sh BUILD_DIR SOURCE_DIR
+# with the installed hcclrun, plus an installed perf tool, plus our hccl_test reproduction
+# (tests/progs/hccl_test_like.c) linked as CANN's hccl_test links (-lhccl -lacl_rt -lmsprofiler). Usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
@@ -56,4 +57,17 @@ expect_ok "find_package(OpenHCCL) build" "$tmp/consumer/consumer"
 
 out=$(run2 "$prefix/bin/all_reduce_perf" -b 8 -e 1K -f 4 -n 2 -w 1) || fail "installed all_reduce_perf: $out"
 echo "installed all_reduce_perf: ran on 2 ranks"
+
+# hccl_test's build: -lhccl -lacl_rt -lmsprofiler against the prefix; every op checked, then zero copy.
+cc -o "$tmp/hccl_test_like" "$src/tests/progs/hccl_test_like.c" -I"$prefix/include" -L"$libdir" \
+  -lhccl -lacl_rt -lmsprofiler -Wl,-rpath,"$libdir"
+expect_checked() {
+  local what=$1 out; shift
+  out=$(run2 "$tmp/hccl_test_like" "$@") || fail "$what: exit status $? ($out)"
+  ! grep -qi 'error\|check_result fail' <<<"$out" || fail "$what: error lines: $out"
+  grep -q 'check_result success' <<<"$out" || fail "$what: no checked result: $out"
+  echo "$what: $(grep -c 'check_result success' <<<"$out") results checked on 2 ranks"
+}
+expect_checked "hccl_test_like (-lhccl -lacl_rt -lmsprofiler)" -t all -b 8 -e 1K -f 8 -d fp32,int8 -o sum,max -n 1 -w 1 -c 1
+expect_checked "hccl_test_like -z 1" -t all -b 1K -e 64K -f 64 -d fp32 -o sum -n 1 -w 1 -c 1 -z 1
 echo "install test: PASS"
