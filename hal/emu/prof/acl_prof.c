@@ -169,15 +169,25 @@ static uint64_t config_devices(const aclprofConfig *c)
     return m;
 }
 
+/* The part Start and Stop share: the config is valid, aclprofInit ran and the recorder exists.
+ * Takes g_mu (the caller releases it, whatever the result) and gives the config's device mask. */
+static aclError begin_locked(const aclprofConfig *config, const char *api, const hal_trace_api **t, uint64_t *devs)
+{
+    aclError rc = config_check(config, api);
+    pthread_mutex_lock(&g_mu);
+    if (rc == ACL_SUCCESS) {
+        *t = recorder();
+        rc = precheck(*t, api, true);
+    }
+    *devs = rc == ACL_SUCCESS ? config_devices(config) : 0;
+    return rc;
+}
+
 aclError aclprofStart(const aclprofConfig *profilerConfig)
 {
-    aclError rc = config_check(profilerConfig, __func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    pthread_mutex_lock(&g_mu);
-    const hal_trace_api *t = recorder();
-    rc = precheck(t, __func__, true);
-    uint64_t devs = rc == ACL_SUCCESS ? config_devices(profilerConfig) : 0;
+    const hal_trace_api *t = NULL;
+    uint64_t devs = 0;
+    aclError rc = begin_locked(profilerConfig, __func__, &t, &devs);
     if (rc == ACL_SUCCESS && (g_started & devs))
         rc = fail(ACL_ERROR_PROF_ALREADY_RUN, __func__, "a device of the config is collecting already");
     if (rc == ACL_SUCCESS && devs) {
@@ -194,13 +204,9 @@ aclError aclprofStart(const aclprofConfig *profilerConfig)
 
 aclError aclprofStop(const aclprofConfig *profilerConfig)
 {
-    aclError rc = config_check(profilerConfig, __func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    pthread_mutex_lock(&g_mu);
-    const hal_trace_api *t = recorder();
-    rc = precheck(t, __func__, true);
-    uint64_t devs = rc == ACL_SUCCESS ? config_devices(profilerConfig) : 0;
+    const hal_trace_api *t = NULL;
+    uint64_t devs = 0;
+    aclError rc = begin_locked(profilerConfig, __func__, &t, &devs);
     if (rc == ACL_SUCCESS && (g_started & devs) != devs)
         rc = fail(ACL_ERROR_PROF_NOT_RUN, __func__, "a device of the config was not started");
     if (rc == ACL_SUCCESS && devs)
