@@ -34,7 +34,8 @@ check_exports "$libdir/libascendcl.so" '^acl'
 check_exports "$libdir/libmsprofiler.so" '^aclprof'
 
 export HCCL_EMU_NAMESPACE="install-test-$$"
-run2() { "$prefix/bin/hcclrun" -n 2 --timeout 60 "$@" 2>&1; }
+runn() { local n=$1; shift; "$prefix/bin/hcclrun" -n "$n" --timeout 120 "$@" 2>&1; }
+run2() { runn 2 "$@"; }
 expect_ok() {
   local what=$1 out; shift
   out=$(run2 "$@") || fail "$what: exit status $? ($out)"
@@ -58,16 +59,19 @@ expect_ok "find_package(OpenHCCL) build" "$tmp/consumer/consumer"
 out=$(run2 "$prefix/bin/all_reduce_perf" -b 8 -e 1K -f 4 -n 2 -w 1) || fail "installed all_reduce_perf: $out"
 echo "installed all_reduce_perf: ran on 2 ranks"
 
-# hccl_test's build: -lhccl -lacl_rt -lmsprofiler against the prefix; every op checked, then zero copy.
+# hccl_test's build: -lhccl -lacl_rt -lmsprofiler against the prefix; every op checked on 2 and 4 ranks,
+# with zero copy (-z 1) and symmetric memory (-m 1).
 cc -o "$tmp/hccl_test_like" "$src/tests/progs/hccl_test_like.c" -I"$prefix/include" -L"$libdir" \
   -lhccl -lacl_rt -lmsprofiler -Wl,-rpath,"$libdir"
 expect_checked() {
-  local what=$1 out; shift
-  out=$(run2 "$tmp/hccl_test_like" "$@") || fail "$what: exit status $? ($out)"
+  local what=$1 n=$2 out; shift 2
+  out=$(runn "$n" "$tmp/hccl_test_like" "$@") || fail "$what: exit status $? ($out)"
   ! grep -qi 'error\|check_result fail' <<<"$out" || fail "$what: error lines: $out"
   grep -q 'check_result success' <<<"$out" || fail "$what: no checked result: $out"
-  echo "$what: $(grep -c 'check_result success' <<<"$out") results checked on 2 ranks"
+  echo "$what: $(grep -c 'check_result success' <<<"$out") results checked on $n ranks"
 }
-expect_checked "hccl_test_like (-lhccl -lacl_rt -lmsprofiler)" -t all -b 8 -e 1K -f 8 -d fp32,int8 -o sum,max -n 1 -w 1 -c 1
-expect_checked "hccl_test_like -z 1" -t all -b 1K -e 64K -f 64 -d fp32 -o sum -n 1 -w 1 -c 1 -z 1
+expect_checked "hccl_test_like (-lhccl -lacl_rt -lmsprofiler)" 2 -t all -b 8 -e 1K -f 8 -d fp32,int8 -o sum,max -n 1 -w 1 -c 1
+expect_checked "hccl_test_like -z 1" 2 -t all -b 1K -e 64K -f 64 -d fp32 -o sum -n 1 -w 1 -c 1 -z 1
+expect_checked "hccl_test_like" 4 -t all -b 8 -e 4K -f 64 -d fp32 -o sum -n 1 -w 1 -c 1
+expect_checked "hccl_test_like -m 1" 4 -t all -b 1K -e 64K -f 64 -d fp32 -o sum -n 1 -w 1 -c 1 -m 1
 echo "install test: PASS"
