@@ -14,7 +14,9 @@ foreach(coll all_reduce all_gather reduce_scatter broadcast reduce scatter allto
   install(TARGETS ${coll}_perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endforeach()
 
-set(OH_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/OpenHCCL)
+# Package files under share/: CMake and pkg-config search <prefix>/share on every distribution, while
+# lib64 is not searched on multiarch ones (Debian).
+set(OH_CMAKE_DIR ${CMAKE_INSTALL_DATADIR}/cmake/OpenHCCL)
 install(EXPORT OpenHCCLTargets NAMESPACE OpenHCCL:: DESTINATION ${OH_CMAKE_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/OpenHCCLConfig.cmake.in
   ${CMAKE_BINARY_DIR}/OpenHCCLConfig.cmake INSTALL_DESTINATION ${OH_CMAKE_DIR})
@@ -25,10 +27,10 @@ install(FILES ${CMAKE_BINARY_DIR}/OpenHCCLConfig.cmake ${CMAKE_BINARY_DIR}/OpenH
 
 # Relocatable: the prefix is found from where the .pc file lies, so `cmake --install --prefix X`
 # into any folder gives working files.
-file(RELATIVE_PATH OH_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+file(RELATIVE_PATH OH_PC_TO_PREFIX /p/${CMAKE_INSTALL_DATADIR}/pkgconfig /p)
 foreach(pc hccl ascendcl msprofiler)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_BINARY_DIR}/${pc}.pc @ONLY)
-  install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_DATADIR}/pkgconfig)
 endforeach()
 
 # A Debian package of the same tree: cpack -G DEB in the build folder.

@@ -14,9 +14,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name libhccl.so -print -quit)")
 [ -n "$libdir" ] || fail "no libhccl.so installed"
-for f in "$libdir/libascendcl.so" "$libdir/libacl_rt.so" "$libdir/libmsprofiler.so" "$libdir/pkgconfig/hccl.pc" \
-         "$libdir/pkgconfig/ascendcl.pc" "$libdir/pkgconfig/msprofiler.pc" "$prefix/include/acl/acl_prof.h" \
-         "$libdir/cmake/OpenHCCL/OpenHCCLConfig.cmake" \
+for f in "$libdir/libascendcl.so" "$libdir/libacl_rt.so" "$libdir/libmsprofiler.so" "$prefix/share/pkgconfig/hccl.pc" \
+         "$prefix/share/pkgconfig/ascendcl.pc" "$prefix/share/pkgconfig/msprofiler.pc" "$prefix/include/acl/acl_prof.h" \
+         "$prefix/share/cmake/OpenHCCL/OpenHCCLConfig.cmake" "$prefix/lib64/libhccl.so" \
          "$prefix/include/acl/acl.h" "$prefix/include/hccl/hccl.h" "$prefix/include/hccl/hccl_ext.h" \
          "$prefix/bin/hcclrun" "$prefix/bin/all_reduce_perf" "$prefix/bin/alltoallv_perf"; do
   [ -e "$f" ] || fail "missing after install: ${f#"$prefix"/}"
@@ -43,7 +43,7 @@ expect_ok() {
   echo "$what: OK on 2 ranks"
 }
 
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+export PKG_CONFIG_PATH=$prefix/share/pkgconfig
 # shellcheck disable=SC2046
 cc -o "$tmp/basics_pc" "$src/samples/basics/main.c" $(pkg-config --cflags --libs hccl) -Wl,-rpath,"$libdir"
 expect_ok "pkg-config build" "$tmp/basics_pc"
