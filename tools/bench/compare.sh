@@ -14,9 +14,14 @@
 #
 # MPI is optional: Debian's openmpi-bin + libopenmpi-dev (mpicc, mpirun). Without them the MPI
 # columns print "-". Open MPI runs on shared memory only (pml ob1, btl self,vader: no network),
-# unbound, oversubscribed (more ranks than cores).
+# unbound, oversubscribed (more ranks than cores), and by default with mpi_yield_when_idle 1: a rank
+# waiting for a descheduled peer gives its core away, as OpenHCCL's blocking waits do (Open MPI
+# turns this on by itself only when it sees more ranks than cores; on a machine shared with other
+# work, busy polling at N=2 costs it milliseconds per call). -y 0 keeps Open MPI's default.
 #
-# Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-B build]
+# Env: MPICC, MPIRUN_BIN (default mpicc, mpirun).
+# Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
+#                               [-B build]
 # Run time: about 5 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 
@@ -26,21 +31,26 @@ NS="2 4 8"
 COLLS="allreduce allgather reducescatter broadcast alltoall"
 TRIALS=3
 TIMEOUT=300
+YIELD=1
+# Sizes and iterations per launch: small + 64 KiB, 1 MiB, 64 MiB (rows 1-4 of a trial's file).
+RANGES=("-b SMALL -e 64K -f FACTOR -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50" "-b 64M -e 64M -w 2 -n 5")
 
 usage() {
     sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
     exit 2
 }
 
-while getopts "n:c:t:B:h" opt; do
+while getopts "n:c:t:y:B:h" opt; do
     case $opt in
     n) NS=$OPTARG ;;
     c) COLLS=$OPTARG ;;
     t) TRIALS=$OPTARG ;;
+    y) YIELD=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     *) usage ;;
     esac
 done
+[[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
 for n in $NS; do
     [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
@@ -76,18 +86,22 @@ HCCLRUN=$BUILD/tools/hcclrun
 MEMCPY=$BUILD/tools/bench/memcpy_bw
 
 MPIBENCH=""
-if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+MPICC=${MPICC:-mpicc}
+MPIRUN_BIN=${MPIRUN_BIN:-mpirun}
+if command -v "$MPICC" >/dev/null && command -v "$MPIRUN_BIN" >/dev/null; then
     MPIBENCH=$BUILD/tools/bench/mpi_coll_bench
     src=$ROOT/tools/bench/mpi_coll_bench.c
     if [[ ! -x $MPIBENCH || $src -nt $MPIBENCH ]]; then
         mkdir -p "$(dirname "$MPIBENCH")"
-        mpicc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$MPIBENCH" "$src" || { echo "compare.sh: mpicc failed" >&2; exit 2; }
+        "$MPICC" -O2 -std=gnu11 -Wall -Wextra -Werror -o "$MPIBENCH" "$src" || { echo "compare.sh: mpicc failed" >&2; exit 2; }
     fi
-    MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader)
+    # shellcheck disable=SC2054 # "self,vader" is one mpirun argument
+    MPIRUN=("$MPIRUN_BIN" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader)
     [[ $(id -u) -eq 0 ]] && MPIRUN+=(--allow-run-as-root)
-    MPI_VERSION=$(mpirun --version 2>/dev/null | head -1)
+    ((YIELD)) && MPIRUN+=(--mca mpi_yield_when_idle 1)
+    MPI_VERSION=$("$MPIRUN_BIN" --version 2>/dev/null | head -1)
 else
-    echo "# Open MPI not found (mpicc/mpirun): the MPI columns are skipped."
+    echo "# Open MPI not found ($MPICC / $MPIRUN_BIN): the MPI columns are skipped (\"-\")."
     echo "# To compare, install it:  sudo apt-get install -y openmpi-bin libopenmpi-dev"
 fi
 
@@ -95,31 +109,37 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # ---- one trial ----------------------------------------------------------------------------------
-# Writes "<size> <time_us> <busbw>" rows to $out for: small and 64 KiB (many iterations), then
-# 1 MiB and 64 MiB (few). OpenHCCL: out-of-place half, in place for broadcast (its only form).
+# Writes "<size> <time_us> <busbw>" rows to $out for small, 64 KiB, 1 MiB and 64 MiB (RANGES).
+# OpenHCCL: the out-of-place half; in place for broadcast (its only form).
 small_size() { # coll n
     case $1 in allreduce | broadcast) echo 8 ;; *) echo $((16 * $2)) ;; esac
 }
 
+range_args() { # index coll n
+    local s
+    s=$(small_size "$2" "$3")
+    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/" -e "s/FACTOR/$((65536 / s))/"
+}
+
 run_oh() { # coll n out
-    local prog=$BUILD/tools/perf/$(perf_name "$1")_perf s
-    s=$(small_size "$1" "$2")
+    local prog i
+    prog=$BUILD/tools/perf/$(perf_name "$1")_perf
     : >"$3"
-    for range in "-b $s -e 64K -f $((65536 / s)) -w 10 -n 100" "-b 1M -e 64M -f 64 -w 3 -n 10"; do
-        # shellcheck disable=SC2086
-        timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $range -a 3 -c 0 -m 0 2>>"$WORK/errors" |
+    for i in "${!RANGES[@]}"; do
+        # shellcheck disable=SC2046
+        timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $(range_args "$i" "$1" "$2") -a 3 -c 0 -m 0 \
+            2>>"$WORK/errors" |
             sed -n 's/^\[rank 0\] //p' | awk '!/^#/ { t = $6; b = $8; if (t == "N/A") { t = $10; b = $12 }
                                                 print $1, t, b }' >>"$3"
     done
 }
 
 run_mpi() { # coll n out
-    local s
-    s=$(small_size "$1" "$2")
+    local i
     : >"$3"
-    for range in "-b $s -e 64K -f $((65536 / s)) -w 10 -n 100" "-b 1M -e 64M -f 64 -w 3 -n 10"; do
-        # shellcheck disable=SC2086
-        timeout $TIMEOUT "${MPIRUN[@]}" -n "$2" "$MPIBENCH" -c "$1" $range 2>>"$WORK/errors" |
+    for i in "${!RANGES[@]}"; do
+        # shellcheck disable=SC2046
+        timeout $TIMEOUT "${MPIRUN[@]}" -n "$2" "$MPIBENCH" -c "$1" $(range_args "$i" "$1" "$2") 2>>"$WORK/errors" |
             awk '!/^#/ { print $1, $3, $5 }' >>"$3"
     done
 }
@@ -134,14 +154,14 @@ memcpy_ref() {
 median_of() { # glob row field
     local vals
     # shellcheck disable=SC2086
-    vals=$(for f in $1; do awk -v r="$2" -v c="$3" 'NR == r { print $c }' "$f"; done | sort -g)
+    vals=$(for f in $1; do [[ -f $f ]] && awk -v r="$2" -v c="$3" 'NR == r { print $c }' "$f"; done | sort -g)
     [[ -z $vals ]] && { echo "-"; return; }
     echo "$vals" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 
 spread_of() { # glob row
     # shellcheck disable=SC2086
-    for f in $1; do awk -v r="$2" 'NR == r { print $2 }' "$f"; done | sort -g |
+    for f in $1; do [[ -f $f ]] && awk -v r="$2" 'NR == r { print $2 }' "$f"; done | sort -g |
         awk '{ v[NR] = $1 } END { if (NR && v[1] > 0) printf "%.1f", v[NR] / v[1]; else print "-" }'
 }
 
@@ -166,9 +186,9 @@ done
 MEM_END=$(memcpy_ref)
 
 echo
-echo "| coll | N | small B | small us OpenHCCL | Open MPI | ratio | OpenHCCL spread | 64 KiB us OpenHCCL | Open MPI | ratio |" \
+echo "| coll | N | small B | small us OpenHCCL | Open MPI | ratio | spread | 64 KiB us OpenHCCL | Open MPI | ratio | spread |" \
      "1 MiB busbw OpenHCCL | Open MPI | ratio | 64 MiB busbw OpenHCCL | Open MPI | ratio |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $COLLS; do
     for n in $NS; do
         row="| $c | $n | $(small_size "$c" "$n")"
@@ -177,14 +197,15 @@ for c in $COLLS; do
             oh=$(median_of "$WORK/oh.$c.$n.*" "$r" "$field")
             mpi=$(median_of "$WORK/mpi.$c.$n.*" "$r" "$field")
             row="$row | $oh | $mpi | $(ratio "$oh" "$mpi")"
-            ((r == 1)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" 1)"
+            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r")"
         done
         echo "$row |"
     done
 done
 echo
+[[ -z $MPIBENCH ]] && echo "# Open MPI columns skipped: no $MPICC / $MPIRUN_BIN (apt-get install -y openmpi-bin libopenmpi-dev)"
 echo "# latency ratio = OpenHCCL / Open MPI time (lower is better); busbw ratio = OpenHCCL / Open MPI (higher is better)"
-echo "# OpenHCCL spread = slowest / fastest trial of the small size (issue #8: within 2x)"
+echo "# spread = OpenHCCL's slowest / fastest trial at that size (issue #8: within 2x)"
 echo "# host memcpy 64 MiB at start: $MEM_START"
 echo "# host memcpy 64 MiB at end:   $MEM_END"
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); run time $(($(date +%s) - START)) s"
