@@ -1,7 +1,9 @@
 /* emu_bench: the emulator's performance numbers (not a test; nothing is asserted).
  *   DMA copy into a peer device's memory (two devices, two processes) vs memcpy of the same
- *   buffers; DMA reduce-copy fp32/bf16 sum vs memcpy; cross-process notify round trip; enqueue
- *   cost of an async task. Usage: emu_bench [round_trips]   (env as for the emulator) */
+ *   buffers; DMA reduce-copy fp32/bf16 sum vs memcpy; then the per-op overhead table: enqueue cost
+ *   of a host task and of a DMA, host -> idle worker hand-off, task to task on a busy worker,
+ *   worker -> host wake-up in stream_sync, cross-process notify wake-up and round trip
+ *   (docs/perf.md "Per-op overhead"). Usage: emu_bench [round_trips]   (env as for the emulator) */
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ typedef struct hello {
 
 static const hal_ops *H;
 static int g_trips = 10000;
+enum { PACED_TRIPS = 1000 }; /* trips after 200 us idle: the waiter has gone to sleep */
+static int g_from_child = -1; /* pipe the child sends its wake-up stamps on */
 
 static double now_s(void)
 {
@@ -67,6 +71,21 @@ static hal_device *meet(int id, int rfd, int wfd, hello *peer, hal_notify **mine
     return d;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double *g_ts;
+static int g_ts_n;
+
+static void stamp(void *arg)
+{
+    (void)arg;
+    g_ts[g_ts_n++] = now_s();
+}
+
 static void child(int rfd, int wfd)
 {
     hello peer;
@@ -75,11 +94,15 @@ static void child(int rfd, int wfd)
     hal_device *d = meet(1, rfd, wfd, &peer, &mine, &theirs, &buf);
     hal_stream *s;
     OK(H->stream_create(d, &s));
-    for (int i = 0; i < g_trips; i++) {
+    int trips = g_trips + PACED_TRIPS;
+    g_ts = calloc((size_t)trips, sizeof *g_ts);
+    for (int i = 0; i < trips; i++) { /* stamp: when this stream woke from the parent's record */
         OK(H->notify_wait(mine, s, 0, NULL));
+        OK(H->host_func_async(s, stamp, NULL));
         OK(H->notify_record(theirs, s));
     }
     OK(H->stream_sync(s, -1));
+    xfer(wfd, g_ts, (size_t)trips * sizeof *g_ts, 1);
     char b;
     xfer(rfd, &b, 1, 0); /* parent done with our memory */
     OK(H->device_close(d));
@@ -140,39 +163,16 @@ static void bench_reduce(hal_stream *s, void *src, void *peer_buf)
     }
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+/* ---- per-op overhead ------------------------------------------------------------------------ */
 
-static double *g_ts;
-static int g_ts_n;
-
-static void stamp(void *arg)
+/* Sorts v and prints one table row: median, p99 and mean in microseconds. */
+static void row(const char *what, double *v, int n)
 {
-    (void)arg;
-    g_ts[g_ts_n++] = now_s();
-}
-
-static void bench_pingpong(hal_stream *s, hal_notify *mine, hal_notify *theirs)
-{
-    g_ts = calloc((size_t)g_trips + 1, sizeof *g_ts);
-    double *lat = calloc((size_t)g_trips, sizeof *lat);
-    OK(H->host_func_async(s, stamp, NULL));
-    for (int i = 0; i < g_trips; i++) {
-        OK(H->notify_record(theirs, s));
-        OK(H->notify_wait(mine, s, 0, NULL));
-        OK(H->host_func_async(s, stamp, NULL));
-    }
-    OK(H->stream_sync(s, -1));
-    for (int i = 0; i < g_trips; i++)
-        lat[i] = (g_ts[i + 1] - g_ts[i]) * 1e6;
-    qsort(lat, (size_t)g_trips, sizeof *lat, cmp_d);
-    printf("cross-process notify round trip (%d trips): median %.2f us, p99 %.2f us\n", g_trips,
-           lat[g_trips / 2], lat[(int)(g_trips * 0.99)]);
-    free(lat);
-    free(g_ts);
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    printf("  %-58s %9.2f %9.2f %9.2f\n", what, v[n / 2] * 1e6, v[(int)(n * 0.99)] * 1e6, sum / n * 1e6);
 }
 
 static void nop(void *arg)
@@ -185,33 +185,127 @@ static void gate_fn(void *arg)
     sem_wait(arg);
 }
 
-static void bench_enqueue(hal_device *d)
+/* Seconds per enqueue call (each call timed alone) while a gate task holds the stream. */
+static void enqueue_costs(hal_stream *s, double *v, int n)
 {
-    enum { N = 100000 };
-    hal_stream *s;
-    OK(H->stream_create(d, &s));
     sem_t gate;
     sem_init(&gate, 0, 0);
-    OK(H->host_func_async(s, gate_fn, &gate)); /* holds the stream: we time enqueue only */
-    double t0 = now_s();
-    for (int i = 0; i < N; i++)
+    OK(H->host_func_async(s, gate_fn, &gate));
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
         OK(H->host_func_async(s, nop, NULL));
-    double t = now_s() - t0;
+        v[i] = now_s() - t0;
+    }
     sem_post(&gate);
     OK(H->stream_sync(s, -1));
-    printf("enqueue cost of host_func_async (stream held back): %.0f ns per task\n", t / N * 1e9);
-    OK(H->host_func_async(s, gate_fn, &gate));
+    row("enqueue a host task (stream held back)", v, n);
     static char a[64], b[64];
     hal_dma_desc desc = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(a), .src = hal_ref_ptr(b), .bytes = 64};
-    t0 = now_s();
-    for (int i = 0; i < N; i++)
+    OK(H->host_func_async(s, gate_fn, &gate));
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
         OK(H->dma_batch(s, &desc, 1));
-    t = now_s() - t0;
+        v[i] = now_s() - t0;
+    }
     sem_post(&gate);
     OK(H->stream_sync(s, -1));
-    printf("enqueue cost of a 1-descriptor dma_batch (stream held back): %.0f ns per task\n", t / N * 1e9);
+    row("enqueue a 64 B 1-descriptor DMA (stream held back)", v, n);
     sem_destroy(&gate);
+}
+
+/* Host -> idle worker: from before the enqueue to the task's start; worker -> host: from the
+ * task's start to stream_sync's return. The worker is parked (100 us idle) before each op. */
+static void handoff_costs(hal_stream *s, double *v, double *w, int n)
+{
+    g_ts = calloc((size_t)n, sizeof *g_ts);
+    g_ts_n = 0;
+    for (int i = 0; i < n; i++) {
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        double t0 = now_s();
+        OK(H->host_func_async(s, stamp, NULL));
+        OK(H->stream_sync(s, -1));
+        double t1 = now_s();
+        v[i] = g_ts[i] - t0;
+        w[i] = t1 - g_ts[i];
+    }
+    row("hand-off host -> idle worker (enqueue to task start)", v, n);
+    row("wake-up worker -> host in stream_sync (task to return)", w, n);
+    free(g_ts);
+}
+
+/* Task to task on a running worker: n stamp tasks queued behind a gate, then released. */
+static void worker_costs(hal_stream *s, double *v, int n)
+{
+    sem_t gate;
+    sem_init(&gate, 0, 0);
+    g_ts = calloc((size_t)n + 1, sizeof *g_ts);
+    g_ts_n = 0;
+    OK(H->host_func_async(s, gate_fn, &gate));
+    for (int i = 0; i <= n; i++)
+        OK(H->host_func_async(s, stamp, NULL));
+    sem_post(&gate);
+    OK(H->stream_sync(s, -1));
+    for (int i = 0; i < n; i++)
+        v[i] = g_ts[i + 1] - g_ts[i];
+    row("task to task on a busy worker (queued host tasks)", v, n);
+    free(g_ts);
+    sem_destroy(&gate);
+}
+
+/* Ping-pong with the child: our stamp, record its notify, wait for ours. One way: our stamp to
+ * the child's stamp right after its wait returned (CLOCK_MONOTONIC is system wide). First
+ * back to back (the waiter is still polling), then PACED_TRIPS trips 200 us apart (it sleeps). */
+static void notify_costs(hal_stream *s, hal_notify *mine, hal_notify *theirs, double *v)
+{
+    int trips = g_trips + PACED_TRIPS;
+    g_ts = calloc((size_t)trips + 1, sizeof *g_ts);
+    g_ts_n = 0;
+    double *peer = calloc((size_t)trips, sizeof *peer);
+    OK(H->host_func_async(s, stamp, NULL));
+    for (int i = 0; i < g_trips; i++) {
+        OK(H->notify_record(theirs, s));
+        OK(H->notify_wait(mine, s, 0, NULL));
+        OK(H->host_func_async(s, stamp, NULL));
+    }
+    OK(H->stream_sync(s, -1));
+    for (int i = 0; i < PACED_TRIPS; i++) {
+        nanosleep(&(struct timespec){0, 200000}, NULL);
+        OK(H->host_func_async(s, stamp, NULL));
+        OK(H->notify_record(theirs, s));
+        OK(H->notify_wait(mine, s, 0, NULL));
+        OK(H->stream_sync(s, -1));
+    }
+    xfer(g_from_child, peer, (size_t)trips * sizeof *peer, 0);
+    for (int i = 0; i < g_trips; i++)
+        v[i] = peer[i] - g_ts[i];
+    row("cross-process notify wake-up, waiter polling (back to back)", v, g_trips);
+    for (int i = 0; i < g_trips; i++)
+        v[i] = g_ts[i + 1] - g_ts[i];
+    row("cross-process notify round trip (back to back)", v, g_trips);
+    for (int i = 0; i < PACED_TRIPS; i++) /* our stamps g_trips+1.. pair with the child's g_trips.. */
+        v[i] = peer[g_trips + i] - g_ts[g_trips + 1 + i];
+    row("cross-process notify wake-up, waiter asleep (200 us idle)", v, PACED_TRIPS);
+    free(peer);
+    free(g_ts);
+}
+
+static void bench_overhead(hal_device *d, hal_stream *xs, hal_notify *mine, hal_notify *theirs)
+{
+    enum { N = 20000, K = 2000 };
+    int most = g_trips > N ? g_trips : N;
+    double *v = calloc((size_t)most, sizeof *v), *w = calloc((size_t)K, sizeof *w);
+    hal_stream *s;
+    OK(H->stream_create(d, &s));
+    printf("per-op overhead (%d enqueues, %d hand-offs, %d + %d notify trips; clock reads included)\n", N, K,
+           g_trips, (int)PACED_TRIPS);
+    printf("  %-58s %9s %9s %9s\n", "op", "median us", "p99 us", "mean us");
+    enqueue_costs(s, v, N);
+    handoff_costs(s, v, w, K);
+    worker_costs(s, v, N);
+    notify_costs(xs, mine, theirs, v);
     OK(H->stream_destroy(s));
+    free(v);
+    free(w);
 }
 
 int main(int argc, char **argv)
@@ -243,8 +337,8 @@ int main(int argc, char **argv)
     printf("emu_bench: %u DMA engines per device, %ld online CPUs\n", info.dma_engines, sysconf(_SC_NPROCESSORS_ONLN));
     bench_copy(s, buf, peer.buf);
     bench_reduce(s, buf, peer.buf);
-    bench_pingpong(s, mine, theirs);
-    bench_enqueue(d);
+    g_from_child = c2p[0];
+    bench_overhead(d, s, mine, theirs);
     char b = 1;
     xfer(p2c[1], &b, 1, 1);
     int st;

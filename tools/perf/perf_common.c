@@ -1,32 +1,17 @@
-/* Flags, size sweep, timing and the nccl-tests-style report shared by every *_perf program.
- *
- *   -b minbytes (8)  -e maxbytes (32M)  -f stepfactor | -i stepbytes (1M)  -n iters (20)
- *   -w warmup iters (5)  -c check iters (1; 0 = no check, #wrong N/A)  -d dtype|all (float)
- *   -o sum|prod|max|min|all (sum)  -r root|all (0)  -p npus per node (accepted, informational)
- *   -m 0|1: measure single-thread memcpy of each size as a reference (1)
- * Time: ACL timeline events around `iters` back-to-back calls on the stream, averaged over
- * ranks. Rank 0 prints. Exit status 1 if any element was wrong or a call failed. */
+/* Size sweep, timing and the nccl-tests-style report shared by every *_perf program (flags:
+ * perf_args.c).
+ * Time as nccl-tests: after a barrier, `iters` back-to-back calls, one synchronize, host clock
+ * (with -z 1 a synchronize after every call); ACL timeline events around the same loop give the
+ * device time printed at the end of the row. Both are combined over ranks per -a (default: the
+ * slowest rank). Rank 0 prints. Exit status 1 if any element was wrong, 2 on an error. */
 #include "perf_int.h"
 
-#include <getopt.h>
 #include <hccl/hccl_ext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-typedef struct perf_args {
-    size_t minb, maxb, stepb;
-    double factor;
-    int iters, warmup, check, memcpy_ref;
-    HcclDataType dts[12];
-    int ndts;
-    HcclReduceOp ops[4];
-    int nops;
-    int root; /* -1 = all */
-    int npus;
-} perf_args;
 
 #define PERF_OK(call)                                                                              \
     do {                                                                                           \
@@ -36,72 +21,6 @@ typedef struct perf_args {
             exit(2);                                                                               \
         }                                                                                          \
     } while (0)
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'G': case 'g': v *= 1024.0;  /* fall through */
-    case 'M': case 'm': v *= 1024.0;  /* fall through */
-    case 'K': case 'k': v *= 1024.0; break;
-    default: break;
-    }
-    return (size_t)v;
-}
-
-static void usage(const char *prog)
-{
-    fprintf(stderr, "usage: hcclrun -n N %s [-b minbytes] [-e maxbytes] [-f factor | -i stepbytes] [-n iters] "
-            "[-w warmup] [-c checkiters] [-d dtype|all] [-o sum|prod|max|min|all] [-r root|all] [-p npus] [-m 0|1]\n",
-            prog);
-    exit(2);
-}
-
-static void parse(int argc, char **argv, perf_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->minb = a->maxb = 32u << 20;
-    a->stepb = 1u << 20;
-    a->iters = 20, a->warmup = 5, a->check = 1, a->memcpy_ref = 1;
-    a->dts[a->ndts++] = HCCL_DATA_TYPE_FP32;
-    a->ops[a->nops++] = HCCL_REDUCE_SUM;
-    static const char *const opn[] = {"sum", "prod", "max", "min"};
-    int c;
-    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:d:o:r:p:m:h")) != -1) {
-        switch (c) {
-        case 'b': a->minb = parse_size(optarg); break;
-        case 'e': a->maxb = parse_size(optarg); break;
-        case 'f': a->factor = atof(optarg); break;
-        case 'i': a->stepb = parse_size(optarg); break;
-        case 'n': a->iters = atoi(optarg); break;
-        case 'w': a->warmup = atoi(optarg); break;
-        case 'c': a->check = atoi(optarg); break;
-        case 'p': a->npus = atoi(optarg); break;
-        case 'm': a->memcpy_ref = atoi(optarg); break;
-        case 'r': a->root = !strcmp(optarg, "all") ? -1 : atoi(optarg); break;
-        case 'd':
-            a->ndts = 0;
-            if (!strcmp(optarg, "all"))
-                for (int i = 0; i < 12; i++)
-                    a->dts[a->ndts++] = perf_all_dtypes[i];
-            else if (!perf_dtype_parse(optarg, &a->dts[a->ndts++]))
-                usage(argv[0]);
-            break;
-        case 'o':
-            a->nops = 0;
-            for (int i = 0; i < 4; i++)
-                if (!strcmp(optarg, "all") || !strcmp(optarg, opn[i]))
-                    a->ops[a->nops++] = (HcclReduceOp)i;
-            if (!a->nops)
-                usage(argv[0]);
-            break;
-        default: usage(argv[0]);
-        }
-    }
-    if (a->iters < 1 || a->minb > a->maxb || (a->factor != 0 && a->factor <= 1.0) || (!a->factor && !a->stepb))
-        usage(argv[0]);
-}
 
 static double now_s(void)
 {
@@ -116,21 +35,40 @@ static void barrier(const perf_env *e)
     PERF_OK(aclrtSynchronizeStream(e->stream));
 }
 
-/* Sum of one double per rank (for averaging times and adding up wrong counts). */
-static double sum_ranks(const perf_env *e, double v)
+/* Element-wise reduction of `n` doubles over ranks (sum, min or max). */
+static void reduce_ranks(const perf_env *e, double *v, uint64_t n, HcclReduceOp op)
 {
     void *d = NULL;
-    PERF_OK(aclrtMalloc(&d, sizeof v, ACL_MEM_MALLOC_HUGE_FIRST));
-    PERF_OK(aclrtMemcpy(d, sizeof v, &v, sizeof v, ACL_MEMCPY_HOST_TO_DEVICE));
-    PERF_OK(HcclAllReduce(d, d, 1, HCCL_DATA_TYPE_FP64, HCCL_REDUCE_SUM, e->comm, e->stream));
+    size_t bytes = n * sizeof *v;
+    PERF_OK(aclrtMalloc(&d, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    PERF_OK(aclrtMemcpy(d, bytes, v, bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    PERF_OK(HcclAllReduce(d, d, n, HCCL_DATA_TYPE_FP64, op, e->comm, e->stream));
     PERF_OK(aclrtSynchronizeStream(e->stream));
-    PERF_OK(aclrtMemcpy(&v, sizeof v, d, sizeof v, ACL_MEMCPY_DEVICE_TO_HOST));
-    aclrtFree(d);
-    return v;
+    PERF_OK(aclrtMemcpy(v, bytes, d, bytes, ACL_MEMCPY_DEVICE_TO_HOST));
+    PERF_OK(aclrtFree(d));
 }
 
-/* Mean time of one call in microseconds, averaged over ranks; <0 if a call failed. */
-static double time_point(const perf_env *e, const perf_args *a, perf_point *p)
+/* Combines this rank's times per -a; rank 0 (the printer) gets the result. */
+static void combine_ranks(const perf_env *e, perf_avg mode, double *t, uint64_t n)
+{
+    switch (mode) {
+    case PERF_AVG_RANK0: break; /* only rank 0 prints: its own value is the answer */
+    case PERF_AVG_MEAN:
+        reduce_ranks(e, t, n, HCCL_REDUCE_SUM);
+        for (uint64_t i = 0; i < n; i++)
+            t[i] /= e->n;
+        break;
+    case PERF_AVG_MIN: reduce_ranks(e, t, n, HCCL_REDUCE_MIN); break;
+    case PERF_AVG_MAX: reduce_ranks(e, t, n, HCCL_REDUCE_MAX); break;
+    }
+}
+
+/* Host-clock and device-event time of one call in microseconds, combined over ranks per -a. */
+typedef struct perf_time {
+    double host_us, dev_us; /* dev_us < 0: no event time */
+} perf_time;
+
+static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p)
 {
     aclrtEvent start, end;
     PERF_OK(aclrtCreateEventWithFlag(&start, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC));
@@ -142,20 +80,25 @@ static double time_point(const perf_env *e, const perf_args *a, perf_point *p)
     barrier(e);
     double t0 = now_s();
     PERF_OK(aclrtRecordEvent(start, e->stream));
-    for (int i = 0; i < a->iters && !bad; i++)
+    for (int i = 0; i < a->iters && !bad; i++) {
         bad = perf_call(e, p) != HCCL_SUCCESS;
+        if (a->blocking && !bad)
+            bad = aclrtSynchronizeStream(e->stream) != ACL_SUCCESS;
+    }
     PERF_OK(aclrtRecordEvent(end, e->stream));
     bad |= aclrtSynchronizeEvent(end) != ACL_SUCCESS;
-    double host_us = (now_s() - t0) * 1e6;
+    double t[2] = {(now_s() - t0) * 1e6 / a->iters, -1};
     float ms = 0;
-    double us = aclrtEventElapsedTime(&ms, start, end) == ACL_SUCCESS ? ms * 1e3 : host_us;
-    aclrtDestroyEvent(start);
-    aclrtDestroyEvent(end);
+    if (aclrtEventElapsedTime(&ms, start, end) == ACL_SUCCESS)
+        t[1] = (double)ms * 1e3 / a->iters;
+    PERF_OK(aclrtDestroyEvent(start));
+    PERF_OK(aclrtDestroyEvent(end));
     if (bad) {
         fprintf(stderr, "rank %u: %s_perf: a call failed\n", e->rank, perf_name(p->kind));
-        exit(1);
+        exit(2);
     }
-    return sum_ranks(e, us / a->iters) / e->n;
+    combine_ranks(e, a->average, t, 2);
+    return (perf_time){t[0], t[1]};
 }
 
 /* Wrong elements summed over ranks after `check` checked runs. */
@@ -169,7 +112,9 @@ static double check_point(const perf_env *e, const perf_args *a, perf_point *p)
         PERF_OK(aclrtSynchronizeStream(e->stream));
         wrong += perf_check(e, p);
     }
-    return sum_ranks(e, (double)wrong);
+    double w = (double)wrong;
+    reduce_ranks(e, &w, 1, HCCL_REDUCE_SUM);
+    return w;
 }
 
 typedef struct totals {
@@ -178,23 +123,25 @@ typedef struct totals {
     double wrong;
 } totals;
 
-static void run_half(const perf_env *e, const perf_args *a, perf_point *p, totals *t)
+/* Times, checks and prints one half of a row; returns the device time (-1: none). */
+static double run_half(const perf_env *e, const perf_args *a, perf_point *p, totals *t)
 {
     perf_alloc(e, p);
-    double us = time_point(e, a, p);
+    perf_time tm = time_point(e, a, p);
     double wrong = a->check ? check_point(e, a, p) : -1;
     perf_release(p);
-    double algbw = perf_alg_bytes(p->kind, p->count, p->es, e->n) / 1e9 / (us * 1e-6);
+    double algbw = perf_alg_bytes(p->kind, p->count, p->es, e->n) / 1e9 / (tm.host_us * 1e-6);
     double busbw = algbw * perf_bus_factor(p->kind, e->n);
     t->bw_sum += busbw;
     t->bw_count++;
     t->wrong += wrong > 0 ? wrong : 0;
-    if (e->rank != 0)
-        return;
-    char w[32] = "N/A";
-    if (wrong >= 0)
-        snprintf(w, sizeof w, "%.0f", wrong);
-    printf("  %8.2f  %6.2f  %6.2f  %6s", us, algbw, busbw, w);
+    if (e->rank == 0) {
+        char w[32] = "N/A";
+        if (wrong >= 0)
+            snprintf(w, sizeof w, "%.0f", wrong);
+        printf("  %8.2f  %6.2f  %6.2f  %6s", tm.host_us, algbw, busbw, w);
+    }
+    return tm.dev_us;
 }
 
 static void na_half(const perf_env *e)
@@ -203,7 +150,8 @@ static void na_half(const perf_env *e)
         printf("  %8s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
 }
 
-/* One row: out of place then in place. */
+/* One row: out of place, in place, then the device-event times of both (appended at the end so
+ * the nccl-tests columns keep their positions). */
 static void run_row(const perf_env *e, const perf_args *a, perf_point *p, size_t bytes, totals *t)
 {
     perf_sizes(p->kind, bytes, p->es, e->n, &p->count, &p->send_elems, &p->recv_elems);
@@ -213,16 +161,24 @@ static void run_row(const perf_env *e, const perf_args *a, perf_point *p, size_t
                perf_dtype_name(p->dt), perf_reduces(p->kind) ? (const char *[]){"sum", "prod", "max", "min"}[p->op]
                                                              : "none",
                perf_rooted(p->kind) ? (int)p->root : -1);
+    double dev[2] = {-1, -1};
     for (int ip = 0; ip < 2; ip++) {
         p->inplace = ip == 1;
         bool has = ip ? perf_has_inplace(p->kind) : perf_has_outofplace(p->kind);
         if (has)
-            run_half(e, a, p, t);
+            dev[ip] = run_half(e, a, p, t);
         else
             na_half(e);
     }
-    if (e->rank == 0)
-        printf("\n");
+    if (e->rank != 0)
+        return;
+    for (int ip = 0; ip < 2; ip++) {
+        if (dev[ip] >= 0)
+            printf("  %8.2f", dev[ip]);
+        else
+            printf("  %8s", "N/A");
+    }
+    printf("\n");
 }
 
 /* Single-thread host memcpy of `bytes`, GB/s (rank 0 only; the others wait in a barrier). */
@@ -266,11 +222,14 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
            a->factor ? a->factor : (double)a->stepb, a->factor ? "factor" : "bytes", a->warmup, a->iters, a->check);
     printf("#\n#  Rank %2u Pid %6d on %10s device %2u (and %u more ranks)\n#\n", e->rank, (int)getpid(), host,
            e->rank, e->n - 1);
-    printf("#%75s%35s\n", "out-of-place", "in-place");
-    printf("#%11s  %12s  %8s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %6s  %6s  %6s\n", "size", "count", "type", "redop",
-           "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-    printf("#%11s  %12s  %8s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
-           "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    printf("# time: host clock of %s, %s over ranks (-a %d); devtime: ACL timeline events around the same "
+           "loop\n#\n", a->blocking ? "calls with a synchronize after each (-z 1)" : "back-to-back calls (-z 0)",
+           perf_avg_name(a->average), (int)a->average);
+    printf("#%75s%35s%20s\n", "out-of-place", "in-place", "devtime");
+    printf("#%11s  %12s  %8s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %8s\n", "size", "count", "type",
+           "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "oop", "ip");
+    printf("#%11s  %12s  %8s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %8s\n", "(B)", "(elements)", "",
+           "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
 }
 
 static void memcpy_section(const perf_env *e, const perf_args *a)
@@ -293,7 +252,7 @@ int perf_main(perf_kind kind, int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     perf_args a;
-    parse(argc, argv, &a);
+    perf_parse_args(argc, argv, &a);
     perf_env e;
     uint32_t lr, ln;
     HcclRootInfo root;
@@ -307,6 +266,11 @@ int perf_main(perf_kind kind, int argc, char **argv)
         fprintf(stderr, "sendrecv_perf needs at least 2 ranks\n");
         return 2;
     }
+    if (perf_rooted(kind) && a.root >= (int)e.n) {
+        fprintf(stderr, "%s_perf: bad value %d for -r: the root must be below the %u ranks, or all\n",
+                perf_name(kind), a.root, e.n);
+        return 2;
+    }
     header(&e, &a, kind);
     totals t = {0, 0, 0};
     int nops = perf_reduces(kind) ? a.nops : 1;
@@ -314,7 +278,7 @@ int perf_main(perf_kind kind, int argc, char **argv)
         for (int o = 0; o < nops; o++)
             for (uint32_t r = 0; r < (perf_rooted(kind) && a.root < 0 ? e.n : 1); r++) {
                 perf_point p = {kind, a.dts[d], perf_dtype_size(a.dts[d]), a.ops[o],
-                                a.root < 0 ? r : (uint32_t)a.root % e.n, false, 0, 0, 0, NULL, NULL, NULL, NULL};
+                                a.root < 0 ? r : (uint32_t)a.root, false, 0, 0, 0, NULL, NULL, NULL, NULL};
                 for (size_t b = a.minb; b <= a.maxb; b = next_size(&a, b)) {
                     run_row(&e, &a, &p, b, &t);
                     if (next_size(&a, b) == b)

@@ -18,6 +18,27 @@ typedef struct perf_env {
     aclrtStream stream;
 } perf_env;
 
+/* How -a combines one time per rank into the printed one (nccl-tests' values). */
+typedef enum { PERF_AVG_RANK0 = 0, PERF_AVG_MEAN = 1, PERF_AVG_MIN = 2, PERF_AVG_MAX = 3 } perf_avg;
+
+typedef struct perf_args {
+    size_t minb, maxb, stepb;
+    double factor;          /* 0: additive step stepb */
+    int iters, warmup, check, memcpy_ref;
+    perf_avg average;       /* -a, default max (nccl-tests: average) */
+    int blocking;           /* -z 1: synchronize after every call */
+    HcclDataType dts[12];
+    int ndts;
+    HcclReduceOp ops[4];
+    int nops;
+    int root;               /* -1 = all */
+    int npus;
+} perf_args;
+
+/* Parses argv into a (defaults as docs/perf.md); prints what is wrong and exits 2 on a bad flag. */
+void perf_parse_args(int argc, char **argv, perf_args *a);
+const char *perf_avg_name(perf_avg m);
+
 /* One benchmark point: the buffers and parameters of every call of one row half. */
 typedef struct perf_point {
     perf_kind kind;

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# compare.sh: OpenHCCL's perf tools side by side with Open MPI on this machine (issue #8's table).
+#
+# For every N and collective it runs build/tools/perf/<coll>_perf under hcclrun and
+# tools/bench/mpi_coll_bench.c under mpirun at the same sizes, both timed as nccl-tests does
+# (after a barrier, back-to-back calls, one synchronize, host clock, the slowest rank: -a 3),
+# each launched `trials` times, the median trial kept; then prints one table:
+#   small / 64 KiB: latency (us) of OpenHCCL and Open MPI, ratio OpenHCCL / MPI (lower is better)
+#   1 MiB / 64 MiB: busbw (GB/s, nccl-tests factors), ratio OpenHCCL / MPI (higher is better)
+# "small" is the smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank
+# (16*N B) for allgather, reducescatter and alltoall (nccl-tests rounds per-rank blocks down to
+# 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB,
+# measured at the start and at the end of the same run.
+#
+# MPI is optional: Debian's openmpi-bin + libopenmpi-dev (mpicc, mpirun). Without them the MPI
+# columns print "-". Open MPI runs on shared memory only (pml ob1, btl self,vader: no network),
+# unbound, oversubscribed (more ranks than cores), and by default with mpi_yield_when_idle 1: a rank
+# waiting for a descheduled peer gives its core away, as OpenHCCL's blocking waits do (Open MPI
+# turns this on by itself only when it sees more ranks than cores; on a machine shared with other
+# work, busy polling at N=2 costs it milliseconds per call). -y 0 keeps Open MPI's default.
+#
+# Env: MPICC, MPIRUN_BIN (default mpicc, mpirun).
+# Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
+#                               [-B build]
+# Run time: about 5 minutes for the defaults on a 2-core machine (docs/perf.md).
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$ROOT/build
+NS="2 4 8"
+COLLS="allreduce allgather reducescatter broadcast alltoall"
+TRIALS=3
+TIMEOUT=300
+YIELD=1
+# Sizes and iterations per launch: small + 64 KiB, 1 MiB, 64 MiB (rows 1-4 of a trial's file).
+RANGES=("-b SMALL -e 64K -f FACTOR -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50" "-b 64M -e 64M -w 2 -n 5")
+
+usage() {
+    sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+while getopts "n:c:t:y:B:h" opt; do
+    case $opt in
+    n) NS=$OPTARG ;;
+    c) COLLS=$OPTARG ;;
+    t) TRIALS=$OPTARG ;;
+    y) YIELD=$OPTARG ;;
+    B) BUILD=$OPTARG ;;
+    *) usage ;;
+    esac
+done
+[[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
+[[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
+for n in $NS; do
+    [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
+done
+
+perf_name() {
+    case $1 in
+    allreduce) echo all_reduce ;;
+    allgather) echo all_gather ;;
+    reducescatter) echo reduce_scatter ;;
+    broadcast) echo broadcast ;;
+    alltoall) echo alltoall ;;
+    *) echo "compare.sh: unknown collective '$1' (allreduce allgather reducescatter broadcast alltoall)" >&2
+       exit 2 ;;
+    esac
+}
+for c in $COLLS; do perf_name "$c" >/dev/null || exit 2; done
+
+# ---- build what is missing ----------------------------------------------------------------------
+targets="hcclrun memcpy_bw"
+for c in $COLLS; do targets="$targets $(perf_name "$c")_perf"; done
+need_build=0
+for t in $targets; do
+    [[ -x $(find "$BUILD/tools" -name "$t" -type f 2>/dev/null | head -1) ]] || need_build=1
+done
+if ((need_build)); then
+    echo "# building $targets in $BUILD"
+    [[ -f $BUILD/CMakeCache.txt ]] || cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 2
+    # shellcheck disable=SC2086
+    cmake --build "$BUILD" -j2 --target $targets >/dev/null || { echo "compare.sh: build failed" >&2; exit 2; }
+fi
+HCCLRUN=$BUILD/tools/hcclrun
+MEMCPY=$BUILD/tools/bench/memcpy_bw
+
+MPIBENCH=""
+MPICC=${MPICC:-mpicc}
+MPIRUN_BIN=${MPIRUN_BIN:-mpirun}
+if command -v "$MPICC" >/dev/null && command -v "$MPIRUN_BIN" >/dev/null; then
+    MPIBENCH=$BUILD/tools/bench/mpi_coll_bench
+    src=$ROOT/tools/bench/mpi_coll_bench.c
+    if [[ ! -x $MPIBENCH || $src -nt $MPIBENCH ]]; then
+        mkdir -p "$(dirname "$MPIBENCH")"
+        "$MPICC" -O2 -std=gnu11 -Wall -Wextra -Werror -o "$MPIBENCH" "$src" || { echo "compare.sh: mpicc failed" >&2; exit 2; }
+    fi
+    # shellcheck disable=SC2054 # "self,vader" is one mpirun argument
+    MPIRUN=("$MPIRUN_BIN" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader)
+    [[ $(id -u) -eq 0 ]] && MPIRUN+=(--allow-run-as-root)
+    ((YIELD)) && MPIRUN+=(--mca mpi_yield_when_idle 1)
+    MPI_VERSION=$("$MPIRUN_BIN" --version 2>/dev/null | head -1)
+else
+    echo "# Open MPI not found ($MPICC / $MPIRUN_BIN): the MPI columns are skipped (\"-\")."
+    echo "# To compare, install it:  sudo apt-get install -y openmpi-bin libopenmpi-dev"
+fi
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# ---- one trial ----------------------------------------------------------------------------------
+# Writes "<size> <time_us> <busbw>" rows to $out for small, 64 KiB, 1 MiB and 64 MiB (RANGES).
+# OpenHCCL: the out-of-place half; in place for broadcast (its only form).
+small_size() { # coll n
+    case $1 in allreduce | broadcast) echo 8 ;; *) echo $((16 * $2)) ;; esac
+}
+
+range_args() { # index coll n
+    local s
+    s=$(small_size "$2" "$3")
+    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/" -e "s/FACTOR/$((65536 / s))/"
+}
+
+run_oh() { # coll n out
+    local prog i
+    prog=$BUILD/tools/perf/$(perf_name "$1")_perf
+    : >"$3"
+    for i in "${!RANGES[@]}"; do
+        # shellcheck disable=SC2046
+        timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $(range_args "$i" "$1" "$2") -a 3 -c 0 -m 0 \
+            2>>"$WORK/errors" |
+            sed -n 's/^\[rank 0\] //p' | awk '!/^#/ { t = $6; b = $8; if (t == "N/A") { t = $10; b = $12 }
+                                                print $1, t, b }' >>"$3"
+    done
+}
+
+run_mpi() { # coll n out
+    local i
+    : >"$3"
+    for i in "${!RANGES[@]}"; do
+        # shellcheck disable=SC2046
+        timeout $TIMEOUT "${MPIRUN[@]}" -n "$2" "$MPIBENCH" -c "$1" $(range_args "$i" "$1" "$2") 2>>"$WORK/errors" |
+            awk '!/^#/ { print $1, $3, $5 }' >>"$3"
+    done
+}
+
+memcpy_ref() {
+    echo "$("$MEMCPY" -t 1 -s 64M) ; $("$MEMCPY" -t 2 -s 64M)"
+}
+
+# ---- report helpers -----------------------------------------------------------------------------
+# Row r (1-4) of every trial file matching the glob: field f (2 time, 3 busbw) -> median, and the
+# slowest/fastest spread of the time.
+median_of() { # glob row field
+    local vals
+    # shellcheck disable=SC2086
+    vals=$(for f in $1; do [[ -f $f ]] && awk -v r="$2" -v c="$3" 'NR == r { print $c }' "$f"; done | sort -g)
+    [[ -z $vals ]] && { echo "-"; return; }
+    echo "$vals" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
+spread_of() { # glob row
+    # shellcheck disable=SC2086
+    for f in $1; do [[ -f $f ]] && awk -v r="$2" 'NR == r { print $2 }' "$f"; done | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR && v[1] > 0) printf "%.1f", v[NR] / v[1]; else print "-" }'
+}
+
+ratio() { # a b
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+# ---- run ----------------------------------------------------------------------------------------
+START=$(date +%s)
+echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept"
+echo "# machine: $(nproc) CPUs, $(uname -srm), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "# MPI: ${MPI_VERSION:-none} ${MPIBENCH:+(${MPIRUN[*]})}"
+MEM_START=$(memcpy_ref)
+for n in $NS; do
+    for c in $COLLS; do
+        for ((t = 1; t <= TRIALS; t++)); do
+            run_oh "$c" "$n" "$WORK/oh.$c.$n.$t"
+            [[ -n $MPIBENCH ]] && run_mpi "$c" "$n" "$WORK/mpi.$c.$n.$t"
+        done
+    done
+done
+MEM_END=$(memcpy_ref)
+
+echo
+echo "| coll | N | small B | small us OpenHCCL | Open MPI | ratio | spread | 64 KiB us OpenHCCL | Open MPI | ratio | spread |" \
+     "1 MiB busbw OpenHCCL | Open MPI | ratio | 64 MiB busbw OpenHCCL | Open MPI | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for c in $COLLS; do
+    for n in $NS; do
+        row="| $c | $n | $(small_size "$c" "$n")"
+        for r in 1 2 3 4; do
+            field=$((r <= 2 ? 2 : 3))
+            oh=$(median_of "$WORK/oh.$c.$n.*" "$r" "$field")
+            mpi=$(median_of "$WORK/mpi.$c.$n.*" "$r" "$field")
+            row="$row | $oh | $mpi | $(ratio "$oh" "$mpi")"
+            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r")"
+        done
+        echo "$row |"
+    done
+done
+echo
+[[ -z $MPIBENCH ]] && echo "# Open MPI columns skipped: no $MPICC / $MPIRUN_BIN (apt-get install -y openmpi-bin libopenmpi-dev)"
+echo "# latency ratio = OpenHCCL / Open MPI time (lower is better); busbw ratio = OpenHCCL / Open MPI (higher is better)"
+echo "# spread = OpenHCCL's slowest / fastest trial at that size (issue #8: within 2x)"
+echo "# host memcpy 64 MiB at start: $MEM_START"
+echo "# host memcpy 64 MiB at end:   $MEM_END"
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); run time $(($(date +%s) - START)) s"
+if [[ -s $WORK/errors ]]; then
+    echo "# errors (first lines):"
+    head -5 "$WORK/errors" | sed 's/^/#   /'
+fi
