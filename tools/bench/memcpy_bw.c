@@ -6,6 +6,7 @@
  *   memcpy_bw [-t threads (2)] [-s bytes, K/M/G suffix (64M)] [-r repetitions (7)]
  *
  * Output: "memcpy threads T size S GB/s X" (one line). */
+#include "../common/size_arg.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -49,16 +50,8 @@ static long parse_long(const char *what, const char *s, long lo, long hi)
 
 static size_t parse_size(const char *s)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'G': case 'g': v *= 1024.0;  /* fall through */
-    case 'M': case 'm': v *= 1024.0;  /* fall through */
-    case 'K': case 'k': v *= 1024.0; end++; break;
-    default: break;
-    }
-    if (errno || end == s || *end || !(v >= 4096) || v > 1e12)
+    double v;
+    if (!size_arg_parse(s, 4096, 1e12, &v))
         die("-s (bytes >= 4096, K/M/G suffix)", s);
     return (size_t)v;
 }

@@ -8,6 +8,7 @@
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]
  *
  * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments. */
+#include "../common/size_arg.h"
 #include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -43,16 +44,8 @@ static void fail(const char *what, const char *val)
 
 static size_t parse_size(const char *what, const char *s)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'G': case 'g': v *= 1024.0;  /* fall through */
-    case 'M': case 'm': v *= 1024.0;  /* fall through */
-    case 'K': case 'k': v *= 1024.0; end++; break;
-    default: break;
-    }
-    if (errno || end == s || *end || !(v >= 0) || v > 1e15)
+    double v;
+    if (!size_arg_parse(s, 0, 1e15, &v))
         fail(what, s);
     return (size_t)v;
 }

@@ -1,6 +1,7 @@
 /* Command-line flags of the perf tools (nccl-tests' names, docs/perf.md "Flags").
  * Every value is parsed strictly: a bad value names the flag, the value and what is accepted,
  * then the tool exits with status 2. */
+#include "../common/size_arg.h"
 #include "perf_int.h"
 
 #include <errno.h>
@@ -43,16 +44,8 @@ static int parse_int(char flag, const char *s, long lo, long hi, const char *wan
 /* Bytes with an optional K/M/G suffix (powers of 1024). */
 static size_t parse_size(char flag, const char *s)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'G': case 'g': v *= 1024.0;  /* fall through */
-    case 'M': case 'm': v *= 1024.0;  /* fall through */
-    case 'K': case 'k': v *= 1024.0; end++; break;
-    default: break;
-    }
-    if (errno || end == s || *end || !(v >= 0) || v > 1e15)
+    double v;
+    if (!size_arg_parse(s, 0, 1e15, &v))
         bad(flag, s, "a byte count >= 0 with an optional K, M or G suffix");
     return (size_t)v;
 }
