@@ -4,9 +4,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 #include "runtime/rt_internal.h"
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 #define RT_COMM_MAGIC 0x434f4d4du
 

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 #include "runtime/ranktable.h"
 #include "runtime/rt_internal.h"
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 #include "hccl/hccl_ext.h"
 
 HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,

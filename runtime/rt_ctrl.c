@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 #include "runtime/rt_internal.h"
 
 static size_t align64(size_t n)

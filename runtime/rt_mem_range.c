@@ -13,7 +13,7 @@
  * activated buffers are bound and addressed by peers directly, like any device memory. */
 #include <stdlib.h>
 
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 #define MOD "memrange"
 

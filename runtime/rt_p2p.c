@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "runtime/rt_internal.h"
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 /* One requested item and the API it came from (named in errors). */
 typedef struct rt_p2p_req {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 int rt_p2p_publish_task(void *arg, char *msg, size_t len)
 {

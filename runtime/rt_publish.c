@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 #include "runtime/rt_internal.h"
 
 #define RT_SUBCOMM_NOT_MEMBER 0xFFFFFFFFull

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "hal/hal_trace.h"
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 /* The recorder's active flag; until first resolved, a flag that is set, so that the first hook
  * takes the slow path once and resolves it (to the recorder's flag, or to a zero). */

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 bool rt_vop_is_a2a(const rt_launch_ctx *ctx)
 {

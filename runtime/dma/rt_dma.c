@@ -3,7 +3,7 @@
  * complete as one task, so stream order is kept). On hardware a descriptor is one engine's work,
  * so this split is what spreads a transfer; the emulator may cut pieces further to balance its
  * CPU threads, which is its own business. */
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 
 #define RT_DMA_SPLIT_MIN (1u << 20) /* below this one engine is faster than the hand-off */
 #define RT_DMA_MAX_PIECES 8

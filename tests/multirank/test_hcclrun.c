@@ -5,8 +5,8 @@
 #include <hccl/hccl_comm.h>
 #include <hccl/hccl_ext.h>
 
-#include "runtime/bootstrap.h"
-#include "runtime/store.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/bootstrap/store.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
 #include <hccl/hccl_comm.h>
 #include <hccl/hccl_ext.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * rendezvous driven by a rank table. Files are written to a temp dir by each test. */
 #include <criterion/criterion.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 #include "runtime/ranktable.h"
 
 #include <pthread.h>

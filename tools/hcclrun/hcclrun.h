@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- store server (store_server.c): protocol in runtime/store.h ---- */
+/* ---- store server (store_server.c): protocol in runtime/bootstrap/store.h ---- */
 typedef struct hr_store hr_store;
 /* Listens on 127.0.0.1 with an ephemeral port; NULL (after printing why) on failure. */
 hr_store *hr_store_open(uint32_t *port);

@@ -1,11 +1,11 @@
 /* hcclrun's key-value store: single-threaded, non-blocking, served from hcclrun's poll loop.
- * One request per connection (see runtime/store.h); a GET for a missing key parks until a SET
+ * One request per connection (see runtime/bootstrap/store.h); a GET for a missing key parks until a SET
  * of that key arrives or its client gives up and disconnects. */
 #define _GNU_SOURCE /* accept4 */
 #include "hcclrun.h"
 
-#include "runtime/bootstrap.h"
-#include "runtime/store.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/bootstrap/store.h"
 
 #include <errno.h>
 #include <stdio.h>

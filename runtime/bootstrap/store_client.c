@@ -1,8 +1,8 @@
 /* Client of hcclrun's key-value store (see store.h): one short connection per request. */
-#include "runtime/store.h"
+#include "runtime/bootstrap/store.h"
 
 #include "common/oh_log.h"
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include <errno.h>
 #include <stdio.h>

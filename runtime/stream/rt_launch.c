@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_launch.h"
+#include "runtime/stream/rt_launch.h"
 #include "runtime/rt_trace.h"
 
 rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan)

@@ -3,8 +3,8 @@
 #include <hccl/hccl_ext.h>
 
 #include "common/oh_log.h"
-#include "runtime/bootstrap.h"
-#include "runtime/store.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/bootstrap/store.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -1,6 +1,6 @@
 /* Root info: what HcclRootInfo carries, and the two ways a root comes to exist (HcclGetRootInfo,
  * or rank 0 of a rank table). */
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include "common/oh_log.h"
 #include "runtime/ranktable.h"

@@ -6,7 +6,7 @@
  * blobs. On the first inconsistency, a vanished rank, or the deadline, it sends every rank the same
  * error message instead, so all ranks fail together, each with the full story. */
 #define _GNU_SOURCE /* accept4 */
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include "common/oh_log.h"
 

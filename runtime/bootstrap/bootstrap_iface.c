@@ -1,6 +1,6 @@
 /* Which local address the root listens on. CANN's priority: HCCL_IF_IP > HCCL_SOCKET_IFNAME >
  * non-docker, non-loopback interfaces (by name) > docker > loopback, in HCCL_SOCKET_FAMILY. */
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include "common/oh_log.h"
 

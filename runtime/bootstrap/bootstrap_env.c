@@ -1,6 +1,6 @@
 /* The bootstrap's environment variables, with CANN's names and meanings. Bad values are reported
  * once, naming the variable, instead of being silently replaced. */
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include "common/oh_log.h"
 

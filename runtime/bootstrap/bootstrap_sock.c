@@ -1,7 +1,7 @@
 /* Socket helpers for the bootstrap and the store client: every fd is non-blocking and every wait is
  * a poll() bounded by an absolute deadline, so a dead or silent peer costs at most the timeout and
  * an idle wait never burns a core. */
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Rank side of the rendezvous: connect to the root, send hello + blob, receive the verdict. */
-#include "runtime/bootstrap.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 #include "common/oh_log.h"
 
