@@ -88,6 +88,27 @@ typedef int (*hal_task_fn)(void *arg, char *msg, size_t msg_len);
 /* A plain host function (compute stand-in, callbacks): cannot fail the stream. */
 typedef void (*hal_host_fn)(void *arg);
 
+/* A stream program: a short list of device instructions that runs as ONE task of its stream (one
+ * queue entry, one hand-off to the executor), in order. The first failing instruction fails the
+ * stream (sticky error, as a failing task) and ends the program. The array, the descriptors and
+ * arguments it points to, and the notifies it names must stay valid until the program has run (the
+ * caller learns it from an event recorded after it): nothing is copied at launch. */
+typedef enum hal_insn_kind {
+    HAL_INSN_DMA = 0,        /* u.dma: a DMA batch, as dma_batch */
+    HAL_INSN_NOTIFY_RECORD,  /* u.notify: as notify_record */
+    HAL_INSN_NOTIFY_WAIT,    /* u.notify: as notify_wait (timeout_ms 0 = the default) */
+    HAL_INSN_FN,             /* u.fn: as task_async */
+} hal_insn_kind;
+
+typedef struct hal_insn {
+    uint8_t kind; /* hal_insn_kind */
+    union {
+        struct { const hal_dma_desc *descs; uint32_t n; } dma;
+        struct { hal_notify *n; uint32_t timeout_ms; const volatile uint32_t *abort_flag; } notify;
+        struct { hal_task_fn fn; void *arg; } fn;
+    } u;
+} hal_insn;
+
 enum hal_event_flags {
     HAL_EVENT_TIMING = 1u << 0,    /* record a timestamp (for elapsed_time) */
     HAL_EVENT_WAIT_UNRECORDED_BLOCKS = 1u << 1, /* a wait on a never-recorded event blocks until a record
@@ -175,6 +196,9 @@ typedef struct hal_ops {
     hal_result (*memset_async)(hal_stream *s, void *dst, int value, size_t bytes);
     hal_result (*task_async)(hal_stream *s, hal_task_fn fn, void *arg);
     hal_result (*host_func_async)(hal_stream *s, hal_host_fn fn, void *arg);
+    /* Enqueues a stream program (see hal_insn). Optional: NULL when the backend has no program
+     * executor; callers then enqueue the instructions one task each (same semantics, more tasks). */
+    hal_result (*prog_launch)(hal_stream *s, const hal_insn *insns, uint32_t n);
 
     /* --- events (same device) --- */
     hal_result (*event_create)(hal_device *dev, uint32_t flags, hal_event **e);
@@ -229,7 +253,7 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 2u
+#define HAL_ABI_VERSION 3u
 
 /* The backend chosen for this process: HCCL_HAL=emu|ascend (default emu). libhccl only. */
 const hal_ops *hal_get(void);

@@ -229,6 +229,11 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky);
 void emu_event_run_wait(hal_stream *s, emu_task *t);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
+/* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
+ * resolved default) and record; a failure fails stream s. */
+void emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
+                        bool reset);
+void emu_notify_do_record(hal_stream *s, const hal_notify *n);
 void emu_notify_put(struct hal_notify *n);
 
 /* Freeing leftovers at device close. */

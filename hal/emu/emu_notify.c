@@ -240,13 +240,13 @@ static void fail_stale(hal_stream *s, const hal_notify *n)
                     n->index, n->owner.device_id, n->gen);
 }
 
-static void notify_run_wait(hal_stream *s, emu_task *t)
+void emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
+                        bool reset)
 {
-    hal_notify *n = t->u.nt.n;
     emu_notify_slot *slot = n->slot;
     uint64_t start = emu_now_ns(), spin_end = start + emu_cfg()->spin_ns;
     for (unsigned i = 1; emu_cfg()->spin_ns; i++) { /* brief poll before sleeping: low latency */
-        take_result tr = notify_take(n, t->u.nt.reset);
+        take_result tr = notify_take(n, reset);
         if (tr == TAKE_STALE)
             fail_stale(s, n);
         if (tr != TAKE_NONE)
@@ -255,14 +255,14 @@ static void notify_run_wait(hal_stream *s, emu_task *t)
         if (i % 64 == 0 && emu_now_ns() >= spin_end)
             break;
     }
-    uint64_t deadline = t->u.nt.timeout_ms ? start + t->u.nt.timeout_ms * 1000000ull : 0;
+    uint64_t deadline = timeout_ms ? start + timeout_ms * 1000000ull : 0;
     for (;;) {
-        take_result tr = notify_take(n, t->u.nt.reset);
+        take_result tr = notify_take(n, reset);
         if (tr == TAKE_STALE)
             fail_stale(s, n);
         if (tr != TAKE_NONE)
             return;
-        if (t->u.nt.abort && *t->u.nt.abort) {
+        if (abort_flag && *abort_flag) {
             emu_stream_fail(s, HAL_E_ABORTED, "wait on notify %u (device %u) aborted", n->index, n->owner.device_id);
             return;
         }
@@ -289,7 +289,7 @@ static void notify_run_wait(hal_stream *s, emu_task *t)
 
 /* count += 1 in n's generation. A stale generation means the owner destroyed the notify (a peer
  * left): the signal has nobody to reach and is dropped, never counted for the slot's new owner. */
-static void notify_run_record(hal_stream *s, const hal_notify *n)
+void emu_notify_do_record(hal_stream *s, const hal_notify *n)
 {
     emu_notify_slot *slot = n->slot;
     uint64_t w = atomic_load(&slot->word);
@@ -312,10 +312,10 @@ static void notify_run_record(hal_stream *s, const hal_notify *n)
 void emu_notify_run(hal_stream *s, emu_task *t)
 {
     if (t->kind == EMU_T_NOTIFY_WAIT) {
-        notify_run_wait(s, t);
+        emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.reset);
         return;
     }
-    notify_run_record(s, t->u.nt.n);
+    emu_notify_do_record(s, t->u.nt.n);
 }
 
 _Static_assert(EMU_NOTIFY_OFFSET + (uint64_t)EMU_MAX_NOTIFIES * sizeof(emu_notify_slot) <= EMU_CTRL_SIZE,
