@@ -12,6 +12,7 @@
 
 static const hal_ops *g_hal;
 static pthread_once_t g_hal_once = PTHREAD_ONCE_INIT;
+static hal_ops g_emu_unrolled; /* the emulator's table without stream programs (HCCL_EMU_NO_PROG) */
 
 extern const hal_ops *aclExtGetEmuHal(uint32_t abi_version) __attribute__((weak));
 
@@ -25,6 +26,15 @@ static const hal_ops *emu_backend(void)
     if (!ops)
         OH_ERR("hal", "HCCL_HAL=emu: the emulator in the loaded libascendcl.so does not offer HAL version %u: "
                "libhccl.so and libascendcl.so come from different builds", HAL_ABI_VERSION);
+    /* HCCL_EMU_NO_PROG=1: the emulator as a backend without a program executor (prog_launch NULL),
+     * so the runtime submits one task per instruction, as it must on such a backend: tests run
+     * that path on the emulator, and it is a fallback when chasing a suspected executor bug. */
+    const char *no_prog = getenv("HCCL_EMU_NO_PROG");
+    if (ops && no_prog && *no_prog && strcmp(no_prog, "0") != 0) {
+        g_emu_unrolled = *ops;
+        g_emu_unrolled.prog_launch = NULL;
+        ops = &g_emu_unrolled;
+    }
     return ops;
 }
 

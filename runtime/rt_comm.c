@@ -194,6 +194,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     c->magic = 0;
     /* Nothing the device still reads (plans, bindings, control blocks) may be freed under it. */
     rt_launch_reclaim(c, true);
+    rt_launch_pool_free(c);
     rt_streams_teardown(c);
     rt_notify_teardown(c);
     if (c->scratch)

@@ -82,7 +82,7 @@ static algo_p2p_item *to_algo_items(const rt_p2p_req *reqs, uint32_t n)
 
 static rt_p2p_item *to_launch_items(rt_launch_ctx *ctx, const rt_p2p_req *reqs, uint32_t n)
 {
-    rt_p2p_item *it = calloc(n ? n : 1, sizeof *it);
+    rt_p2p_item *it = rt_launch_ctx_items(ctx, n); /* the pooled context's memory */
     for (uint32_t i = 0; it && i < n; i++) {
         const HcclSendRecvItem *r = &reqs[i].item;
         it[i] = (rt_p2p_item){.ctx = ctx, .peer = r->remoteRank, .is_send = r->sendRecvType == HCCL_SEND,
@@ -132,15 +132,14 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
     rt_launch_reclaim(c, false);
     const algo_plan *plan = NULL;
     CHECK(rt_plan_get(c, op, &plan));
-    rt_launch_ctx *ctx = rt_launch_ctx_new(c, plan);
+    rt_launch_ctx *ctx = rt_launch_ctx_get(c, plan);
     if (!ctx) {
         rt_plan_put(c, plan);
         return HCCL_E_MEMORY;
     }
     ctx->plan_held = true;
-    ctx->p2p_items = to_launch_items(ctx, reqs, n);
-    if (!ctx->p2p_items) {
-        rt_launch_ctx_free(ctx);
+    if (!to_launch_items(ctx, reqs, n)) {
+        rt_launch_ctx_put(ctx);
         return HCCL_E_MEMORY;
     }
     fill_sig(ctx, reqs, n);
@@ -148,7 +147,7 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
     if (rc == HCCL_SUCCESS)
         rc = assign_ordinals(c, ctx->p2p_items, n);
     if (rc != HCCL_SUCCESS) {
-        rt_launch_ctx_free(ctx);
+        rt_launch_ctx_put(ctx);
         return rc;
     }
     return rt_launch_ctx_enqueue(c, ctx, s);

@@ -182,6 +182,7 @@ typedef enum emu_task_kind {
     EMU_T_EVENT_WAIT,
     EMU_T_NOTIFY_RECORD,
     EMU_T_NOTIFY_WAIT,
+    EMU_T_PROG,        /* a stream program: the caller's hal_insn array (emu_prog.c) */
 } emu_task_kind;
 
 typedef struct emu_task {
@@ -194,6 +195,7 @@ typedef struct emu_task {
         struct { hal_host_fn fn; void *arg; } host;
         struct { struct hal_event *e; uint64_t seq; } ev;
         struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; bool reset; } nt;
+        struct { const hal_insn *insns; uint32_t n; } prog;
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
     emu_trace_tag trace_tag;     /* op step it belongs to (filled at push while tracing) */
@@ -225,6 +227,10 @@ hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms);
 /* --- task bodies run by the worker (emu_tasks.c, emu_event.c, emu_notify.c) --- */
 void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky);
 void emu_task_free(emu_task *t);
+/* Checks a DMA descriptor before its addresses are known (kind, dtype, op); i names it in the log. */
+hal_result emu_dma_check(const hal_dma_desc *d, uint32_t i);
+/* Runs a program's instructions in order; the first failure fails s and ends it (emu_prog.c). */
+void emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n);
 void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky);
 void emu_event_run_wait(hal_stream *s, emu_task *t);
 void emu_event_put(struct hal_event *e);
@@ -287,6 +293,7 @@ hal_result emu_dma_batch(hal_stream *s, const hal_dma_desc *descs, uint32_t n);
 hal_result emu_memset_async(hal_stream *s, void *dst, int value, size_t bytes);
 hal_result emu_task_async(hal_stream *s, hal_task_fn fn, void *arg);
 hal_result emu_host_func_async(hal_stream *s, hal_host_fn fn, void *arg);
+hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n);
 
 hal_result emu_event_create(hal_device *dev, uint32_t flags, struct hal_event **e);
 hal_result emu_event_destroy(struct hal_event *e);

@@ -34,6 +34,7 @@ const hal_ops emu_hal_ops = {
     .memset_async = emu_memset_async,
     .task_async = emu_task_async,
     .host_func_async = emu_host_func_async,
+    .prog_launch = emu_prog_launch,
     .event_create = emu_event_create,
     .event_destroy = emu_event_destroy,
     .event_record = emu_event_record,

@@ -58,6 +58,9 @@ static void task_run(hal_stream *s, emu_task *t, hal_result sticky)
     case EMU_T_NOTIFY_WAIT:
         emu_notify_run(s, t);
         break;
+    case EMU_T_PROG:
+        emu_prog_run(s, t->u.prog.insns, t->u.prog.n);
+        break;
     default:
         break;
     }
@@ -77,7 +80,7 @@ void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky)
 }
 
 /* Checks descriptors that can be checked before their addresses are known. */
-static hal_result dma_check(const hal_dma_desc *d, uint32_t i)
+hal_result emu_dma_check(const hal_dma_desc *d, uint32_t i)
 {
     if (d->kind == HAL_DMA_COPY)
         return HAL_OK;
@@ -102,7 +105,7 @@ hal_result emu_dma_batch(hal_stream *s, const hal_dma_desc *descs, uint32_t n)
     if (!s || (n && !descs))
         return HAL_E_PARAM;
     for (uint32_t i = 0; i < n; i++) {
-        hal_result rc = dma_check(&descs[i], i);
+        hal_result rc = emu_dma_check(&descs[i], i);
         if (rc != HAL_OK)
             return rc;
     }

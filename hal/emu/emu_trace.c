@@ -178,6 +178,9 @@ static void task_payload(const emu_task *t, emu_trace_rec *r)
     case EMU_T_NOTIFY_WAIT:
         r->u.task.aux = emu_notify_id(t->u.nt.n);
         break;
+    case EMU_T_PROG:
+        r->u.task.aux = t->u.prog.n;
+        break;
     }
 }
 

@@ -137,7 +137,7 @@ static const char *task_name(uint8_t kind)
     static const char *const names[] = {
         [EMU_T_DMA] = "dma", [EMU_T_MEMSET] = "memset", [EMU_T_FN] = "device_func",
         [EMU_T_HOST] = "host_func", [EMU_T_EVENT_RECORD] = "event_record", [EMU_T_EVENT_WAIT] = "event_wait",
-        [EMU_T_NOTIFY_RECORD] = "notify_record", [EMU_T_NOTIFY_WAIT] = "notify_wait",
+        [EMU_T_NOTIFY_RECORD] = "notify_record", [EMU_T_NOTIFY_WAIT] = "notify_wait", [EMU_T_PROG] = "program",
     };
     return kind < sizeof names / sizeof names[0] && names[kind] ? names[kind] : "task";
 }
@@ -157,6 +157,8 @@ static void put_task_args(writer *w, const emu_trace_rec *r)
         fprintf(f, ",\"notify\":%" PRIu64, r->u.task.aux);
     else if (r->task == EMU_T_EVENT_RECORD || r->task == EMU_T_EVENT_WAIT)
         fprintf(f, ",\"event\":\"0x%" PRIx64 "\"", r->u.task.aux);
+    else if (r->task == EMU_T_PROG)
+        fprintf(f, ",\"instructions\":%" PRIu64, r->u.task.aux);
     const emu_trace_tag *g = &r->u.task.tag;
     if (g->op) {
         fprintf(f, ",\"op\":%u,\"step\":", g->op);

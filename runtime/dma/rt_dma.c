@@ -1,12 +1,11 @@
-/* DMA task construction: binds a plan's symbolic refs to this call's addresses and splits large
- * transfers across the device's DMA engines (one HAL batch: the pieces run in parallel and
- * complete as one task, so stream order is kept). On hardware a descriptor is one engine's work,
+/* DMA instruction construction: binds a plan's symbolic refs to this call's addresses and splits
+ * large transfers across the device's DMA engines (one DMA instruction of the launch's program,
+ * rt_prog.c: the pieces run in parallel and complete as one, so stream order is kept). On hardware a descriptor is one engine's work,
  * so this split is what spreads a transfer; the emulator may cut pieces further to balance its
  * CPU threads, which is its own business. */
 #include "runtime/stream/rt_launch.h"
 
 #define RT_DMA_SPLIT_MIN (1u << 20) /* below this one engine is faster than the hand-off */
-#define RT_DMA_MAX_PIECES 8
 
 /* p2p: vdispl names an item of the launch (plan.h); its buffers are this call's, never the plan's. */
 hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r)
@@ -66,9 +65,8 @@ static void piece_range(uint64_t total, uint32_t n, uint32_t i, uint64_t *start,
     *len = base + (i < extra ? 1 : 0);
 }
 
-hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *step)
+uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d)
 {
-    hal_dma_desc d[RT_DMA_MAX_PIECES];
     bool is_copy = step->kind == ALGO_STEP_COPY;
     const algo_ref *dst = is_copy ? &step->u.copy.dst : &step->u.reduce.dst;
     const algo_ref *src = is_copy ? &step->u.copy.src : &step->u.reduce.src;
@@ -76,7 +74,7 @@ hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *ste
     uint64_t unit = is_copy ? 1 : ctx->esize;
     uint64_t total = step_total(ctx, step);
     if (total == 0)
-        return HAL_OK; /* also an empty V block, whose displacements may point anywhere */
+        return 0; /* also an empty V block, whose displacements may point anywhere */
     uint32_t n = pieces_for(total * unit, ctx->c->dma_engines);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t start, len;
@@ -96,5 +94,5 @@ hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *ste
         d[i].dtype = ctx->plan->op.dtype;
         d[i].op = ctx->plan->op.redop;
     }
-    return ctx->c->hal->dma_batch(s, d, n);
+    return n;
 }

@@ -1,4 +1,4 @@
-/* One launch of a plan: the bindings its tasks read on the device, and its lifetime. */
+/* One launch of a plan: the bindings and instructions the device reads, and their lifetime. */
 #ifndef RT_LAUNCH_H
 #define RT_LAUNCH_H
 
@@ -25,31 +25,79 @@ typedef struct rt_p2p_item {
     void *peer_buf;            /* sends: the receiver's buffer, bound by FETCH */
 } rt_p2p_item;
 
+/* Where one instruction of a launch came from: its plan stream and step (the trace tags of an
+ * unrolled launch, logs) and, for a DMA instruction, its first descriptor in ctx->descs. */
+typedef struct rt_insn_src {
+    uint32_t step;
+    uint32_t desc;
+    uint8_t stream;
+} rt_insn_src;
+
+typedef enum rt_seg_kind { RT_SEG_PROG = 0, RT_SEG_RECORD, RT_SEG_WAIT } rt_seg_kind;
+
+/* One submission of a launch, in submission order (rt_prog.c): a program (consecutive steps of one
+ * plan stream up to a FORK/JOIN), or an event record / stream wait between streams (FORK, JOIN). */
+typedef struct rt_seg {
+    uint8_t kind;      /* rt_seg_kind */
+    uint8_t stream;    /* plan stream it goes to: 0 the launch's stream, k the slave stream k */
+    uint32_t step;     /* RECORD/WAIT: the FORK/JOIN step of stream 0 (trace tag) */
+    uint32_t first, n; /* PROG: insns[first, first + n) */
+    hal_event *ev;     /* RECORD/WAIT */
+} rt_seg;
+
 struct rt_launch_ctx {
     rt_comm *c;
     const algo_plan *plan;
     uint64_t seq;              /* collective seq, or 0 for p2p (per-item ordinals below) */
     rt_sig sig;
     bool p2p;
-    hal_event *done;           /* recorded after the last task: reclaim when complete */
+    hal_event *done;           /* recorded after the last task: reclaim when complete (kept when pooled) */
     hal_stream *stream;        /* the stream the launch was issued on */
-    rt_launch_ctx *next;       /* comm's in-flight list */
+    rt_launch_ctx *next;       /* comm's in-flight list, or its pool of free contexts */
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
     void **vbase;              /* [nranks]: peer OUT + its recv displacement for me (ALLTOALLV) */
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
     bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
-    uint64_t *vmatrix;         /* AlltoAllVC: [nranks*nranks] this call's count matrix (checks) */
+    uint64_t *vmatrix;         /* AlltoAllVC: [nranks*nranks] this call's count matrix (checks), else NULL */
+    uint64_t *vmatrix_mem;     /* its memory, kept when pooled */
     uint64_t vhash;            /* AlltoAllVC: hash of the whole count matrix */
-    bool plan_held;            /* plan came from rt_plan_get: rt_launch_ctx_free releases it */
-    rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p) */
+    bool plan_held;            /* plan came from rt_plan_get: putting the context back releases it */
+    rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p; rt_launch_ctx_items) */
+    uint32_t p2p_cap;
     rt_fetch_arg *fetch;       /* [nranks] */
     uint32_t trace_op;         /* id in the timeline trace, 0 when not traced (rt_trace.h) */
+    /* The launch as device instructions (rt_prog.c), built before the op takes its seq and read
+     * by the device until `done` completes. The arrays keep their memory when the context goes
+     * back to the pool, so they end up sized for the largest plan the communicator launched. */
+    hal_insn *insns;
+    rt_insn_src *isrc;         /* [ninsns], parallel to insns */
+    uint32_t ninsns, insns_cap, isrc_cap;
+    hal_dma_desc *descs;
+    uint32_t ndescs, descs_cap;
+    rt_seg *segs;
+    uint32_t nsegs, segs_cap;
 };
 
-rt_launch_ctx *rt_launch_ctx_new(rt_comm *c, const algo_plan *plan);
-void rt_launch_ctx_free(rt_launch_ctx *ctx);
+/* A launch context for plan, from the communicator's pool (or new), bindings reset; NULL when out
+ * of memory. Caller holds c->lock. */
+rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan);
+/* Back to the pool once the device is done with it (its plan released if held). c->lock held. */
+void rt_launch_ctx_put(rt_launch_ctx *ctx);
+/* p2p: room for n items in ctx->p2p_items (zeroed); NULL when out of memory. */
+rt_p2p_item *rt_launch_ctx_items(rt_launch_ctx *ctx, uint32_t n);
+/* Frees the pooled contexts and their events (communicator destroy, after every launch was reclaimed). */
+void rt_launch_pool_free(rt_comm *c);
+/* Grows *arr (elements of size elem) to hold at least need; false when out of memory. */
+bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* The launch's instructions and submissions from its plan (rt_prog.c): bindings must be set
+ * (bind_self, p2p items); nothing is submitted. HAL_E_PARAM for a malformed plan (logged). */
+hal_result rt_prog_build(rt_launch_ctx *ctx);
+/* Submits what rt_prog_build made, on ctx->stream and the slave streams: one program per segment
+ * where the backend runs programs, else (or while the timeline trace records) one task each. */
+hal_result rt_prog_submit(rt_launch_ctx *ctx);
 
 /* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the
  * entries no pair of them exchanges (rt_publish.c). */
@@ -77,16 +125,19 @@ int rt_p2p_recv_task(void *arg, char *msg, size_t len);
 /* runtime/dma: a p2p ref (vdispl = item index): the item's own buffer or the peer's for it. */
 hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 
-/* runtime/dma: turns a COPY/REDUCE step into DMA descriptors bound to this launch. */
-hal_result rt_dma_submit(rt_launch_ctx *ctx, hal_stream *s, const algo_step *step);
+/* runtime/dma: turns a COPY/REDUCE step into DMA descriptors bound to this launch, written to d
+ * (room for RT_DMA_MAX_PIECES); returns how many (0: nothing to move). */
+#define RT_DMA_MAX_PIECES 8
+uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
 /* Binds a symbolic ref: direct for own/static buffers, indirect through ctx for peers' IN/OUT. */
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r);
 
-/* Allocates what a launch needs before it takes a sequence number (slave streams, its completion
- * event): a failure here leaves the communicator usable. The caller frees ctx on failure. */
+/* Allocates and builds what a launch needs before it takes a sequence number (slave streams, its
+ * completion event, its instructions): a failure here leaves the communicator usable. Bindings
+ * must be set. The caller puts ctx back on failure. */
 HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx);
 /* Enqueues a prepared context on s, ordered after the communicator's previous launch (caller holds
- * c->lock); on failure frees ctx and fails the communicator (its seq is taken). */
+ * c->lock); on failure puts ctx back and fails the communicator (its seq is taken). */
 HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 
 /* Pending launches: reclaim the finished ones; wait for all (destroy). */

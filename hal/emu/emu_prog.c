@@ -1,0 +1,108 @@
+/* Stream programs (hal.h, hal_insn): a list of instructions that runs as ONE task of its stream,
+ * so a plan step costs an interpreter step instead of a queue entry and a hand-off to the worker.
+ * The task points at the caller's array (nothing is copied: the caller keeps it alive until an
+ * event recorded after the program completes). Instructions run in order on the thread that runs
+ * the task; the first failure fails the stream (sticky, as a failing task) and ends the program,
+ * and a stream that failed before the program skips it whole (emu_tasks.c). */
+#include "common/oh_log.h"
+#include "hal/emu/emu_internal.h"
+
+static hal_result insn_check(const hal_insn *in, uint32_t i)
+{
+    switch (in->kind) {
+    case HAL_INSN_DMA:
+        if (in->u.dma.n && !in->u.dma.descs)
+            break;
+        for (uint32_t k = 0; k < in->u.dma.n; k++) {
+            hal_result rc = emu_dma_check(&in->u.dma.descs[k], k);
+            if (rc != HAL_OK)
+                return rc;
+        }
+        return HAL_OK;
+    case HAL_INSN_NOTIFY_RECORD:
+    case HAL_INSN_NOTIFY_WAIT:
+        if (in->u.notify.n)
+            return HAL_OK;
+        break;
+    case HAL_INSN_FN:
+        if (in->u.fn.fn)
+            return HAL_OK;
+        break;
+    default:
+        OH_ERR("emu", "prog_launch: instruction %u has unknown kind %u", i, (unsigned)in->kind);
+        return HAL_E_PARAM;
+    }
+    OH_ERR("emu", "prog_launch: instruction %u (kind %u) has a NULL operand", i, (unsigned)in->kind);
+    return HAL_E_PARAM;
+}
+
+hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n)
+{
+    if (!s || (n && !insns))
+        return HAL_E_PARAM;
+    for (uint32_t i = 0; i < n; i++) {
+        hal_result rc = insn_check(&insns[i], i);
+        if (rc != HAL_OK)
+            return rc;
+    }
+    emu_task *t = emu_task_new(EMU_T_PROG);
+    if (!t)
+        return HAL_E_NOMEM;
+    t->u.prog.insns = insns;
+    t->u.prog.n = n;
+    return emu_stream_push(s, t);
+}
+
+/* As a task function's failure: its code if it is a HAL code, else HAL_E_INTERNAL. */
+static bool run_fn(hal_stream *s, const hal_insn *in)
+{
+    char msg[EMU_MSG_LEN] = "";
+    int rc = in->u.fn.fn(in->u.fn.arg, msg, sizeof msg);
+    if (rc == 0)
+        return true;
+    msg[sizeof msg - 1] = 0;
+    hal_result code = rc > 0 && rc <= HAL_E_INTERNAL ? (hal_result)rc : HAL_E_INTERNAL;
+    emu_stream_fail(s, code, "%s", msg[0] ? msg : "task function failed");
+    return false;
+}
+
+/* The notify bodies report a failure by failing the stream. */
+static bool stream_ok(hal_stream *s)
+{
+    hal_result rc = emu_stream_query(s);
+    return rc == HAL_OK || rc == HAL_E_NOT_READY;
+}
+
+static bool run_insn(hal_stream *s, const hal_insn *in)
+{
+    switch (in->kind) {
+    case HAL_INSN_DMA: {
+        char msg[EMU_MSG_LEN] = "";
+        hal_result rc = emu_dma_run(&s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
+        if (rc != HAL_OK)
+            emu_stream_fail(s, rc, "%s", msg);
+        return rc == HAL_OK;
+    }
+    case HAL_INSN_NOTIFY_RECORD:
+        emu_notify_do_record(s, in->u.notify.n);
+        return stream_ok(s);
+    case HAL_INSN_NOTIFY_WAIT: {
+        uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
+        emu_notify_do_wait(s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, in->u.notify.abort_flag,
+                           false);
+        return stream_ok(s);
+    }
+    case HAL_INSN_FN:
+        return run_fn(s, in);
+    default:
+        emu_stream_fail(s, HAL_E_PARAM, "program instruction of unknown kind %u", (unsigned)in->kind);
+        return false;
+    }
+}
+
+void emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!run_insn(s, &insns[i]))
+            return;
+}

@@ -1,0 +1,135 @@
+/* Launch contexts, pooled per communicator: a reclaimed context keeps its memory (per-rank
+ * bindings, instruction and descriptor arrays, p2p items) and its completion event, and serves the
+ * next launch. In steady state a launch allocates nothing and creates no HAL object. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/stream/rt_launch.h"
+
+/* Free contexts kept per communicator: enough for every launch in flight of a busy loop; more
+ * (a burst of unsynchronized launches) are freed when they come back. */
+#define RT_CTX_POOL_MAX 64
+
+bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    uint32_t n = *cap ? *cap : 16;
+    while (n < need)
+        n = n > UINT32_MAX / 2 ? need : n * 2;
+    void *p = realloc(*arr, (size_t)n * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = n;
+    return true;
+}
+
+/* One block: the context, then its per-rank arrays (pointer-aligned first). */
+static rt_launch_ctx *ctx_alloc(rt_comm *c)
+{
+    uint32_t n = c->nranks;
+    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
+                   n * sizeof(rt_fetch_arg);
+    rt_launch_ctx *ctx = calloc(1, bytes);
+    if (!ctx)
+        return NULL;
+    char *p = (char *)(ctx + 1);
+    ctx->base = (void **)p, p += 3 * n * sizeof(void *);
+    ctx->vbase = (void **)p, p += n * sizeof(void *);
+    ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
+    ctx->fetch = (rt_fetch_arg *)p;
+    for (uint32_t r = 0; r < n; r++) {
+        ctx->fetch[r].ctx = ctx;
+        ctx->fetch[r].peer = r;
+    }
+    ctx->c = c;
+    return ctx;
+}
+
+static void ctx_destroy(rt_launch_ctx *ctx)
+{
+    if (ctx->done)
+        ctx->c->hal->event_destroy(ctx->done);
+    free(ctx->vmatrix_mem);
+    free(ctx->p2p_items);
+    free(ctx->insns);
+    free(ctx->isrc);
+    free(ctx->descs);
+    free(ctx->segs);
+    free(ctx);
+}
+
+rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
+{
+    rt_launch_ctx *ctx = c->ctx_pool;
+    if (ctx) {
+        c->ctx_pool = ctx->next;
+        c->ctx_pooled--;
+    } else if (!(ctx = ctx_alloc(c))) {
+        return NULL;
+    }
+    uint32_t n = c->nranks;
+    /* AlltoAllVC keeps this call's whole matrix for the checks (rt_vcheck.c). */
+    ctx->vmatrix = NULL;
+    if (plan->op.coll == ALGO_COLL_ALLTOALLVC) {
+        if (!ctx->vmatrix_mem && !(ctx->vmatrix_mem = calloc((size_t)n * n, sizeof(uint64_t)))) {
+            rt_launch_ctx_put(ctx);
+            return NULL;
+        }
+        ctx->vmatrix = ctx->vmatrix_mem;
+    }
+    ctx->plan = plan;
+    ctx->esize = hal_dtype_size(plan->op.dtype);
+    ctx->seq = 0;
+    memset(&ctx->sig, 0, sizeof ctx->sig);
+    ctx->p2p = ctx->vop = ctx->plan_held = false;
+    ctx->stream = NULL;
+    ctx->next = NULL;
+    ctx->vhash = 0;
+    ctx->trace_op = 0;
+    ctx->ninsns = ctx->ndescs = ctx->nsegs = 0;
+    /* Peers' IN/OUT are bound by FETCH; clear the last launch's so nothing stale is ever read. */
+    memset(ctx->base, 0, 2 * (size_t)n * sizeof(void *));
+    memset(ctx->vbase, 0, (size_t)n * sizeof(void *));
+    for (uint32_t r = 0; r < n; r++)
+        ctx->base[2 * n + r] = c->peers[r].scratch;
+    ctx->base[2 * n + c->rank] = c->scratch;
+    return ctx;
+}
+
+void rt_launch_ctx_put(rt_launch_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    rt_comm *c = ctx->c;
+    if (ctx->plan_held)
+        rt_plan_put(c, ctx->plan);
+    ctx->plan_held = false;
+    ctx->plan = NULL;
+    if (c->ctx_pooled >= RT_CTX_POOL_MAX) {
+        ctx_destroy(ctx);
+        return;
+    }
+    ctx->next = c->ctx_pool;
+    c->ctx_pool = ctx;
+    c->ctx_pooled++;
+}
+
+rt_p2p_item *rt_launch_ctx_items(rt_launch_ctx *ctx, uint32_t n)
+{
+    if (!rt_grow((void **)&ctx->p2p_items, &ctx->p2p_cap, n ? n : 1, sizeof *ctx->p2p_items))
+        return NULL;
+    memset(ctx->p2p_items, 0, (size_t)(n ? n : 1) * sizeof *ctx->p2p_items);
+    return ctx->p2p_items;
+}
+
+void rt_launch_pool_free(rt_comm *c)
+{
+    while (c->ctx_pool) {
+        rt_launch_ctx *ctx = c->ctx_pool;
+        c->ctx_pool = ctx->next;
+        ctx_destroy(ctx);
+    }
+    c->ctx_pooled = 0;
+}

@@ -1,0 +1,274 @@
+/* A launch as device instructions. rt_prog_build turns the plan's steps into hal_insn entries
+ * (one code path) and cuts them into segments: consecutive steps of one plan stream up to a FORK
+ * or JOIN form one program; FORK/JOIN stay event records and waits between programs, and a slave
+ * stream's list becomes its own program. rt_prog_submit then submits each program either as ONE
+ * task (hal prog_launch) or, where the backend has no program executor (or while the timeline
+ * trace records, so that every step stays its own timed task, docs/tracing.md), one task per
+ * instruction, with the same semantics. Arrays live in the launch context until it is reclaimed. */
+#include "runtime/rt_trace.h"
+#include "runtime/stream/rt_launch.h"
+
+/* What the builder tracks across steps. */
+typedef struct prog_builder {
+    rt_launch_ctx *ctx;
+    hal_event *mark; /* an event recorded on stream 0 with nothing queued there since (FORK reuses it) */
+} prog_builder;
+
+static uint32_t wait_timeout_ms(const rt_comm *c)
+{
+    if (c->exec_timeout_s == 0)
+        return UINT32_MAX; /* 0 = never time out, as CANN */
+    uint64_t ms = (uint64_t)c->exec_timeout_s * 1000u;
+    return ms > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)ms;
+}
+
+/* Waits poll the communicator's abort word (an _Atomic uint32_t: same layout as a plain one). */
+static const volatile uint32_t *rt_abort_flag(rt_comm *c)
+{
+    return (const volatile uint32_t *)(void *)&c->ctrl->abort;
+}
+
+static uint32_t map_slot(const rt_launch_ctx *ctx, uint32_t slot)
+{
+    return (ctx->p2p && slot == ALGO_SLOT_PUB) ? RT_SLOT_P2P_PUB : slot;
+}
+
+static hal_insn *push_insn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, uint8_t kind)
+{
+    uint32_t need = ctx->ninsns + 1;
+    if (!rt_grow((void **)&ctx->insns, &ctx->insns_cap, need, sizeof *ctx->insns))
+        return NULL;
+    if (!rt_grow((void **)&ctx->isrc, &ctx->isrc_cap, need, sizeof *ctx->isrc))
+        return NULL;
+    ctx->isrc[ctx->ninsns] = (rt_insn_src){step, 0, (uint8_t)stream};
+    hal_insn *in = &ctx->insns[ctx->ninsns++];
+    in->kind = kind;
+    return in;
+}
+
+static hal_result push_notify(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, bool wait, hal_notify *n)
+{
+    hal_insn *in = push_insn(ctx, stream, step, wait ? HAL_INSN_NOTIFY_WAIT : HAL_INSN_NOTIFY_RECORD);
+    if (!in)
+        return HAL_E_NOMEM;
+    in->u.notify.n = n;
+    in->u.notify.timeout_ms = wait ? wait_timeout_ms(ctx->c) : 0;
+    in->u.notify.abort_flag = wait ? rt_abort_flag(ctx->c) : NULL;
+    return HAL_OK;
+}
+
+static hal_result push_fn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, hal_task_fn fn, void *arg)
+{
+    hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_FN);
+    if (!in)
+        return HAL_E_NOMEM;
+    in->u.fn.fn = fn;
+    in->u.fn.arg = arg;
+    return HAL_OK;
+}
+
+static hal_result push_seg(rt_launch_ctx *ctx, rt_seg g)
+{
+    if (!rt_grow((void **)&ctx->segs, &ctx->segs_cap, ctx->nsegs + 1, sizeof *ctx->segs))
+        return HAL_E_NOMEM;
+    ctx->segs[ctx->nsegs++] = g;
+    return HAL_OK;
+}
+
+static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
+{
+    if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + RT_DMA_MAX_PIECES, sizeof *ctx->descs))
+        return HAL_E_NOMEM;
+    uint32_t n = rt_dma_build(ctx, st, &ctx->descs[ctx->ndescs]);
+    if (n == 0)
+        return HAL_OK; /* nothing to move (an empty V block) */
+    hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_DMA);
+    if (!in)
+        return HAL_E_NOMEM;
+    ctx->isrc[ctx->ninsns - 1].desc = ctx->ndescs;
+    in->u.dma.descs = NULL; /* set once the descriptor array stops growing (rt_prog_build) */
+    in->u.dma.n = n;
+    ctx->ndescs += n;
+    return HAL_OK;
+}
+
+static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
+{
+    rt_comm *c = ctx->c;
+    uint32_t peer = st->u.sync.peer, slot = map_slot(ctx, st->u.sync.slot);
+    if (peer >= c->nranks || peer == c->rank || slot >= RT_SLOTS)
+        return HAL_E_PARAM;
+    if (st->kind == ALGO_STEP_SIGNAL)
+        return push_notify(ctx, stream, step, false, c->peers[peer].to_peer[slot]);
+    CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[slot]));
+    if (!ctx->p2p || slot != ALGO_SLOT_P2P_DATA)
+        return HAL_OK;
+    /* A p2p receive: was the signal the sender's data, or its HcclCommDestroy? */
+    if (st->u.sync.item >= ctx->plan->op.nitems)
+        return HAL_E_PARAM;
+    return push_fn(ctx, stream, step, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
+}
+
+static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
+{
+    rt_comm *c = ctx->c;
+    uint32_t peer = st->u.fetch.peer, item = st->u.fetch.item;
+    if (peer >= c->nranks || peer == c->rank || (ctx->p2p && item >= ctx->plan->op.nitems))
+        return HAL_E_PARAM;
+    CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
+    if (ctx->p2p)
+        return push_fn(ctx, stream, step, rt_p2p_fetch_task, &ctx->p2p_items[item]);
+    return push_fn(ctx, stream, step, rt_fetch_task, &ctx->fetch[peer]);
+}
+
+static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
+{
+    switch (st->kind) {
+    case ALGO_STEP_COPY:
+    case ALGO_STEP_REDUCE:
+        return build_dma(ctx, stream, step, st);
+    case ALGO_STEP_SIGNAL:
+    case ALGO_STEP_WAIT:
+        return build_sync(ctx, stream, step, st);
+    case ALGO_STEP_PUBLISH:
+        return push_fn(ctx, stream, step, ctx->p2p ? rt_p2p_publish_task : rt_publish_task, ctx);
+    case ALGO_STEP_FETCH:
+        return build_fetch(ctx, stream, step, st);
+    default:
+        return HAL_E_PARAM;
+    }
+}
+
+/* Ends the open program of `stream` (instructions from *first on), if it has any. */
+static hal_result close_prog(prog_builder *b, uint32_t stream, uint32_t *first)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    if (ctx->ninsns == *first)
+        return HAL_OK;
+    CHECK(push_seg(ctx, (rt_seg){.kind = RT_SEG_PROG, .stream = (uint8_t)stream, .first = *first,
+                                 .n = ctx->ninsns - *first}));
+    *first = ctx->ninsns;
+    if (stream == 0)
+        b->mark = NULL;
+    return HAL_OK;
+}
+
+static hal_result build_list(prog_builder *b, uint32_t stream);
+
+/* FORK{k}: the slave waits for stream 0's progress so far (an event recorded there: the one a
+ * FORK just before recorded, if nothing came since), runs its list, and records its join event. */
+static hal_result build_fork(prog_builder *b, uint32_t k, uint32_t step)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    rt_comm *c = ctx->c;
+    if (k == 0 || k >= ctx->plan->nstreams)
+        return HAL_E_PARAM;
+    if (!b->mark) {
+        CHECK(push_seg(ctx, (rt_seg){.kind = RT_SEG_RECORD, .stream = 0, .step = step, .ev = c->fork_ev[k]}));
+        b->mark = c->fork_ev[k];
+    }
+    CHECK(push_seg(ctx, (rt_seg){.kind = RT_SEG_WAIT, .stream = (uint8_t)k, .step = step, .ev = b->mark}));
+    CHECK(build_list(b, k));
+    return push_seg(ctx, (rt_seg){.kind = RT_SEG_RECORD, .stream = (uint8_t)k, .step = step, .ev = c->join_ev[k]});
+}
+
+static hal_result build_fork_join(prog_builder *b, uint32_t stream, uint32_t step, const algo_step *st)
+{
+    uint32_t k = st->u.fork.stream;
+    if (stream != 0)
+        return HAL_E_PARAM; /* only stream 0 forks and joins (plan.h) */
+    if (st->kind == ALGO_STEP_FORK)
+        return build_fork(b, k, step);
+    if (k == 0 || k >= b->ctx->plan->nstreams)
+        return HAL_E_PARAM;
+    b->mark = NULL;
+    return push_seg(b->ctx, (rt_seg){.kind = RT_SEG_WAIT, .stream = 0, .step = step, .ev = b->ctx->c->join_ev[k]});
+}
+
+static hal_result build_list(prog_builder *b, uint32_t stream)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    const algo_step_list *l = &ctx->plan->streams[stream];
+    uint32_t first = ctx->ninsns;
+    for (uint32_t i = 0; i < l->nsteps; i++) {
+        const algo_step *st = &l->steps[i];
+        bool fj = st->kind == ALGO_STEP_FORK || st->kind == ALGO_STEP_JOIN;
+        hal_result rc = fj ? close_prog(b, stream, &first) : HAL_OK;
+        if (rc == HAL_OK)
+            rc = fj ? build_fork_join(b, stream, i, st) : build_step(ctx, stream, i, st);
+        if (fj)
+            first = ctx->ninsns; /* a slave's list was built in between */
+        if (rc != HAL_OK) {
+            OH_ERR("launch", "rank %u: building step %u (kind %u) of stream %u of %s/%s failed: %s", ctx->c->rank,
+                   i, st->kind, stream, algo_coll_name(ctx->plan->op.coll), ctx->plan->name, hal_result_name(rc));
+            return rc;
+        }
+    }
+    return close_prog(b, stream, &first);
+}
+
+hal_result rt_prog_build(rt_launch_ctx *ctx)
+{
+    ctx->ninsns = ctx->ndescs = ctx->nsegs = 0;
+    prog_builder b = {ctx, NULL};
+    hal_result rc = build_list(&b, 0);
+    if (rc != HAL_OK)
+        return rc;
+    for (uint32_t i = 0; i < ctx->ninsns; i++) /* the descriptor array has its final address now */
+        if (ctx->insns[i].kind == HAL_INSN_DMA)
+            ctx->insns[i].u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
+    return HAL_OK;
+}
+
+/* One instruction as a task of its own (the same semantics as inside a program). */
+static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
+{
+    switch (in->kind) {
+    case HAL_INSN_DMA:
+        return c->hal->dma_batch(s, in->u.dma.descs, in->u.dma.n);
+    case HAL_INSN_NOTIFY_RECORD:
+        return c->hal->notify_record(in->u.notify.n, s);
+    case HAL_INSN_NOTIFY_WAIT:
+        return c->hal->notify_wait(in->u.notify.n, s, in->u.notify.timeout_ms, in->u.notify.abort_flag);
+    case HAL_INSN_FN:
+        return c->hal->task_async(s, in->u.fn.fn, in->u.fn.arg);
+    default:
+        return HAL_E_PARAM;
+    }
+}
+
+static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g, bool unroll)
+{
+    rt_comm *c = ctx->c;
+    if (!unroll)
+        return c->hal->prog_launch(s, &ctx->insns[g->first], g->n);
+    for (uint32_t i = g->first; i < g->first + g->n; i++) {
+        rt_trace_step(ctx, ctx->isrc[i].stream, ctx->isrc[i].step);
+        CHECK(submit_insn(c, s, &ctx->insns[i]));
+    }
+    return HAL_OK;
+}
+
+hal_result rt_prog_submit(rt_launch_ctx *ctx)
+{
+    rt_comm *c = ctx->c;
+    bool unroll = !c->hal->prog_launch || ctx->trace_op;
+    for (uint32_t i = 0; i < ctx->nsegs; i++) {
+        const rt_seg *g = &ctx->segs[i];
+        hal_stream *s = g->stream ? c->slaves[g->stream] : ctx->stream;
+        hal_result rc;
+        if (g->kind == RT_SEG_PROG) {
+            rc = submit_prog(ctx, s, g, unroll);
+        } else {
+            rt_trace_step(ctx, 0, g->step);
+            rc = g->kind == RT_SEG_RECORD ? c->hal->event_record(g->ev, s) : c->hal->stream_wait_event(s, g->ev);
+        }
+        if (rc != HAL_OK) {
+            OH_ERR("launch", "rank %u: submitting part %u of %u (kind %u, plan stream %u) of %s/%s failed: %s",
+                   c->rank, i, ctx->nsegs, g->kind, g->stream, algo_coll_name(ctx->plan->op.coll), ctx->plan->name,
+                   hal_result_name(rc));
+            return rc;
+        }
+    }
+    return HAL_OK;
+}
