@@ -120,3 +120,12 @@ Test(selected, per_op_n3)
         }
     free(r.out);
 }
+
+/* HCCL_EMU_NO_PROG=1: the emulator without its program executor, so the runtime submits every
+ * instruction of a launch as a task of its own (the path a backend without prog_launch takes):
+ * the same results, for every collective and point to point (auto: mesh, p2p) and for ring. */
+Test(unrolled, auto_n4, .timeout = 300) { check_env("HCCL_EMU_NO_PROG=1", "auto", 4, "all", "--counts 0,1,7,65539"); }
+Test(unrolled, ring_n3, .timeout = 300)
+{
+    check_env("HCCL_EMU_NO_PROG=1", "ring", 3, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes int8,fp16,fp32,int64");
+}
