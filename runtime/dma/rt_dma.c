@@ -47,6 +47,11 @@ static uint64_t step_total(const rt_launch_ctx *ctx, const algo_step *step)
     return is_copy ? step->u.copy.bytes : step->u.reduce.count;
 }
 
+uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step)
+{
+    return step_total(ctx, step) * (step->kind == ALGO_STEP_COPY ? 1 : ctx->esize);
+}
+
 static uint32_t pieces_for(uint64_t bytes, uint32_t engines)
 {
     if (engines <= 1 || bytes < 2ull * RT_DMA_SPLIT_MIN)

@@ -129,6 +129,8 @@ hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
  * (room for RT_DMA_MAX_PIECES); returns how many (0: nothing to move). */
 #define RT_DMA_MAX_PIECES 8
 uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
+/* Bytes a COPY/REDUCE step moves in this launch. */
+uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);
 /* Binds a symbolic ref: direct for own/static buffers, indirect through ctx for peers' IN/OUT. */
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r);
 

@@ -8,10 +8,18 @@
 #include "runtime/rt_trace.h"
 #include "runtime/stream/rt_launch.h"
 
+/* A slave list that only copies, reduces and signals, moving at most this much, runs inline in
+ * stream 0's program at its FORK: waking a slave stream's worker and joining it back costs more
+ * than such copies gain from running in parallel (docs/runtime.md). Such a list cannot block, so
+ * running it at the FORK is one of the orders the plan allows (its steps and stream 0's between
+ * FORK and JOIN are unordered; the verifier proves plans race-free under every order). */
+#define RT_INLINE_SLAVE_BYTES (256u << 10)
+
 /* What the builder tracks across steps. */
 typedef struct prog_builder {
     rt_launch_ctx *ctx;
-    hal_event *mark; /* an event recorded on stream 0 with nothing queued there since (FORK reuses it) */
+    hal_event *mark;  /* an event recorded on stream 0 with nothing queued there since (FORK reuses it) */
+    uint32_t inlined; /* bit k: slave k's list ran inline at its FORK; its JOIN is then a no-op */
 } prog_builder;
 
 static uint32_t wait_timeout_ms(const rt_comm *c)
@@ -172,17 +180,51 @@ static hal_result build_fork(prog_builder *b, uint32_t k, uint32_t step)
     return push_seg(ctx, (rt_seg){.kind = RT_SEG_RECORD, .stream = (uint8_t)k, .step = step, .ev = c->join_ev[k]});
 }
 
-static hal_result build_fork_join(prog_builder *b, uint32_t stream, uint32_t step, const algo_step *st)
+static bool inlinable(const rt_launch_ctx *ctx, uint32_t k)
 {
+    if (k == 0 || k >= ctx->plan->nstreams)
+        return false;
+    const algo_step_list *l = &ctx->plan->streams[k];
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < l->nsteps; i++) {
+        const algo_step *st = &l->steps[i];
+        if (st->kind == ALGO_STEP_SIGNAL)
+            continue;
+        if (st->kind != ALGO_STEP_COPY && st->kind != ALGO_STEP_REDUCE)
+            return false;
+        bytes += rt_dma_step_bytes(ctx, st);
+        if (bytes > RT_INLINE_SLAVE_BYTES)
+            return false;
+    }
+    return true;
+}
+
+/* FORK/JOIN of stream 0; *first: the start of stream 0's open program. */
+static hal_result build_fork_join(prog_builder *b, uint32_t stream, uint32_t step, const algo_step *st,
+                                  uint32_t *first)
+{
+    rt_launch_ctx *ctx = b->ctx;
     uint32_t k = st->u.fork.stream;
-    if (stream != 0)
+    if (stream != 0 || k == 0 || k >= ctx->plan->nstreams)
         return HAL_E_PARAM; /* only stream 0 forks and joins (plan.h) */
-    if (st->kind == ALGO_STEP_FORK)
-        return build_fork(b, k, step);
-    if (k == 0 || k >= b->ctx->plan->nstreams)
-        return HAL_E_PARAM;
+    bool fork = st->kind == ALGO_STEP_FORK;
+    if (fork && inlinable(ctx, k)) {
+        b->inlined |= 1u << k;
+        const algo_step_list *l = &ctx->plan->streams[k];
+        for (uint32_t i = 0; i < l->nsteps; i++)
+            CHECK(build_step(ctx, k, i, &l->steps[i]));
+        return HAL_OK;
+    }
+    if (!fork && (b->inlined & (1u << k)))
+        return HAL_OK;
+    CHECK(close_prog(b, stream, first));
+    if (fork) {
+        CHECK(build_fork(b, k, step));
+        *first = ctx->ninsns; /* the slave's list was built in between */
+        return HAL_OK;
+    }
     b->mark = NULL;
-    return push_seg(b->ctx, (rt_seg){.kind = RT_SEG_WAIT, .stream = 0, .step = step, .ev = b->ctx->c->join_ev[k]});
+    return push_seg(ctx, (rt_seg){.kind = RT_SEG_WAIT, .stream = 0, .step = step, .ev = ctx->c->join_ev[k]});
 }
 
 static hal_result build_list(prog_builder *b, uint32_t stream)
@@ -193,11 +235,7 @@ static hal_result build_list(prog_builder *b, uint32_t stream)
     for (uint32_t i = 0; i < l->nsteps; i++) {
         const algo_step *st = &l->steps[i];
         bool fj = st->kind == ALGO_STEP_FORK || st->kind == ALGO_STEP_JOIN;
-        hal_result rc = fj ? close_prog(b, stream, &first) : HAL_OK;
-        if (rc == HAL_OK)
-            rc = fj ? build_fork_join(b, stream, i, st) : build_step(ctx, stream, i, st);
-        if (fj)
-            first = ctx->ninsns; /* a slave's list was built in between */
+        hal_result rc = fj ? build_fork_join(b, stream, i, st, &first) : build_step(ctx, stream, i, st);
         if (rc != HAL_OK) {
             OH_ERR("launch", "rank %u: building step %u (kind %u) of stream %u of %s/%s failed: %s", ctx->c->rank,
                    i, st->kind, stream, algo_coll_name(ctx->plan->op.coll), ctx->plan->name, hal_result_name(rc));
@@ -210,7 +248,7 @@ static hal_result build_list(prog_builder *b, uint32_t stream)
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     ctx->ninsns = ctx->ndescs = ctx->nsegs = 0;
-    prog_builder b = {ctx, NULL};
+    prog_builder b = {ctx, NULL, 0};
     hal_result rc = build_list(&b, 0);
     if (rc != HAL_OK)
         return rc;
