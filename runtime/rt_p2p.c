@@ -70,10 +70,14 @@ static HcclResult check_self_pairs(rt_comm *c, const rt_p2p_req *reqs, uint32_t 
     return HCCL_SUCCESS;
 }
 
-/* The plan's shape: directions, peers and sizes in bytes (so mixed dtypes share one plan). */
-static algo_p2p_item *to_algo_items(const rt_p2p_req *reqs, uint32_t n)
+/* Items of a call this small are described on the stack: a Send or Recv allocates nothing. */
+#define RT_P2P_STACK_ITEMS 16
+
+/* The plan's shape: directions, peers and sizes in bytes (so mixed dtypes share one plan), in
+ * `stack` when it fits. */
+static algo_p2p_item *to_algo_items(const rt_p2p_req *reqs, uint32_t n, algo_p2p_item *stack)
 {
-    algo_p2p_item *pi = calloc(n ? n : 1, sizeof *pi);
+    algo_p2p_item *pi = n <= RT_P2P_STACK_ITEMS ? stack : calloc(n, sizeof *pi);
     for (uint32_t i = 0; pi && i < n; i++)
         pi[i] = (algo_p2p_item){reqs[i].item.sendRecvType == HCCL_SEND, reqs[i].item.remoteRank, req_bytes(&reqs[i]),
                                 0};
@@ -156,7 +160,8 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
 static HcclResult launch(rt_comm *c, const rt_p2p_req *reqs, uint32_t n, hal_stream *s)
 {
     CHECK(check_self_pairs(c, reqs, n));
-    algo_p2p_item *pi = to_algo_items(reqs, n);
+    algo_p2p_item stack[RT_P2P_STACK_ITEMS];
+    algo_p2p_item *pi = to_algo_items(reqs, n, stack);
     if (!pi)
         return HCCL_E_MEMORY;
     algo_op op = {.coll = ALGO_COLL_SENDRECV, .nranks = c->nranks, .rank = c->rank, .dtype = HAL_DT_INT8,
@@ -164,7 +169,8 @@ static HcclResult launch(rt_comm *c, const rt_p2p_req *reqs, uint32_t n, hal_str
     pthread_mutex_lock(&c->lock);
     HcclResult rc = launch_locked(c, &op, reqs, n, s);
     pthread_mutex_unlock(&c->lock);
-    free(pi);
+    if (pi != stack)
+        free(pi);
     return rc;
 }
 
@@ -204,13 +210,15 @@ static HcclResult submit(HcclComm comm, const rt_p2p_req *reqs, uint32_t n, aclr
 HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum, HcclComm comm, aclrtStream stream)
 {
     CHECK_ARG(sendRecvInfo || itemNum == 0, HCCL_E_PTR, "p2p", "HcclBatchSendRecv: sendRecvInfo is NULL");
-    rt_p2p_req *reqs = calloc(itemNum ? itemNum : 1, sizeof *reqs);
+    rt_p2p_req stack[RT_P2P_STACK_ITEMS] = {0};
+    rt_p2p_req *reqs = itemNum <= RT_P2P_STACK_ITEMS ? stack : calloc(itemNum, sizeof *reqs);
     if (!reqs)
         return HCCL_E_MEMORY;
     for (uint32_t i = 0; i < itemNum; i++)
         reqs[i] = (rt_p2p_req){sendRecvInfo[i], HCCL_CMD_BATCH_SEND_RECV};
     HcclResult rc = submit(comm, reqs, itemNum, stream, "HcclBatchSendRecv");
-    free(reqs);
+    if (reqs != stack)
+        free(reqs);
     return rc;
 }
 
