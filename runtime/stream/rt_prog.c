@@ -10,10 +10,12 @@
 
 /* A slave list that only copies, reduces and signals, moving at most this much, runs inline in
  * stream 0's program at its FORK: waking a slave stream's worker and joining it back costs more
- * than such copies gain from running in parallel (docs/runtime.md). Such a list cannot block, so
- * running it at the FORK is one of the orders the plan allows (its steps and stream 0's between
- * FORK and JOIN are unordered; the verifier proves plans race-free under every order). */
-#define RT_INLINE_SLAVE_BYTES (256u << 10)
+ * than such copies gain from running in parallel (docs/runtime.md: on 2 cores inlining was never
+ * slower up to 4 MiB; 1 MiB keeps parallel slave copies for large transfers on bigger machines).
+ * Such a list cannot block, so running it at the FORK is one of the orders the plan allows (its
+ * steps and stream 0's between FORK and JOIN are unordered; the verifier checks plans race-free
+ * under every order). */
+#define RT_INLINE_SLAVE_BYTES (1u << 20)
 
 /* What the builder tracks across steps. */
 typedef struct prog_builder {
