@@ -219,6 +219,25 @@ static void check_end_rule(vsim *s)
     }
 }
 
+/* Full end (plan.h, INBOX): every rank's end is ordered after every rank's PUBLISH. Eager plans
+ * must have it (the next eager call reuses the inbox on that ground). */
+static void check_full_end(vsim *s)
+{
+    bool eager = false, full = true;
+    for (uint32_t p = 0; p < s->n; p++)
+        eager |= s->plans[p]->algo == ALGO_EAGER;
+    for (uint32_t p = 0; p < s->n; p++) {
+        const uint32_t *end = &s->endvc[(size_t)p * s->T];
+        for (uint32_t q = 0; q < s->n; q++)
+            if (full && (!s->pub_clk[q] || end[s->tbase[q]] < s->pub_clk[q])) {
+                if (eager)
+                    vsim_error(s, "rank %u's plan may end before rank %u PUBLISHed: eager plans must end full", p, q);
+                full = false;
+            }
+    }
+    s->rep->full_end = full;
+}
+
 static void fill_stats(vsim *s)
 {
     algo_verify_report *rep = s->rep;
@@ -287,6 +306,8 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
             report_unmatched(&s);
             if (s.data && rep->ok)
                 check_end_rule(&s);
+            if (s.data && rep->ok)
+                check_full_end(&s);
             if (s.data && rep->ok)
                 vref_check(&s);
             fill_stats(&s);

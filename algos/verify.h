@@ -45,6 +45,9 @@ typedef struct algo_verify_report {
     uint64_t max_rank_sent; /* max over ranks of bytes leaving the rank (intra + net) */
     uint64_t max_scratch_bytes;
     double crit_us;      /* critical path under the cost model */
+    bool full_end;       /* every rank's stream 0 ends after every rank's PUBLISH (with data checks;
+                            required of eager plans and of every plan that may run next to them,
+                            plan.h INBOX) */
 } algo_verify_report;
 
 /* Compiles every rank's plan from a template (rank = r, everything else shared; ALLTOALLV takes

@@ -84,6 +84,7 @@ typedef struct rt_peer {
     rt_ctrl *ctrl;            /* peer's control block (mapped here) */
     uint32_t ctrl_epoch;      /* its epoch when we connected: guards every access (rt_ctrl.c) */
     void *scratch;            /* peer's scratch base */
+    void *inbox;              /* peer's eager inbox (algos/plan.h, INBOX) */
     hal_notify *to_peer[RT_SLOTS]; /* imported: notifies the peer owns that I signal */
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
     uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
@@ -107,6 +108,7 @@ typedef struct rt_comm {
     HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
+    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes */
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
@@ -118,6 +120,7 @@ typedef struct rt_comm {
     struct rt_launch_ctx *pending_head, *pending_tail; /* launches not yet reclaimed (FIFO) */
     /* config */
     uint32_t buffsize_mb;
+    uint64_t eager_max;       /* HCCL_EAGER_MAX_BYTES (0: eager off) */
     uint32_t deterministic;
     int32_t exec_timeout_s;
     char algo_spec[HCCL_COMM_ALGO_MAX_LENGTH];
@@ -163,6 +166,15 @@ HcclComm rt_registry_find(const char *name); /* the live communicator's handle, 
 size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
+/* Bytes of one rank's eager inbox, and the stride between its slots. */
+static inline uint64_t rt_inbox_slot_bytes(const rt_comm *c)
+{
+    return (uint64_t)c->nranks * ALGO_EAGER_BOX;
+}
+static inline uint64_t rt_inbox_bytes(const rt_comm *c)
+{
+    return ALGO_EAGER_SLOTS * rt_inbox_slot_bytes(c);
+}
 /* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
 /* HcclCommDestroy: a FINALIZE record as the next receive from every peer, and a signal to each
