@@ -79,6 +79,33 @@ static int determinism(prog_env *e, void *buf, double t0)
     return bad;
 }
 
+/* Counts on both sides of the eager crossover (rank 0 small: an eager plan; the others large: a
+ * mesh plan, which publishes this call's addresses): the signature check still fails the call on
+ * every rank, whichever plan each rank runs. coll: allreduce, allgather, broadcast (root 0, the
+ * eager one) or reduce (root n-1, a mesh one). */
+enum { MM_BIG = 1 << 16 }; /* 256 KiB of fp32: past any crossover (at most one 64 KiB box) */
+
+static int cross_count(prog_env *e, const char *coll, double t0)
+{
+    uint64_t cnt = e->rank == 0 ? MM_COUNT : MM_BIG;
+    void *in = dev_alloc((size_t)MM_BIG * sizeof(float)), *out = dev_alloc((size_t)e->n * MM_BIG * sizeof(float));
+    HcclResult rc;
+    if (!strcmp(coll, "allgather"))
+        rc = HcclAllGather(in, out, cnt, HCCL_DATA_TYPE_FP32, e->comm, e->stream);
+    else if (!strcmp(coll, "broadcast"))
+        rc = HcclBroadcast(in, cnt, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream);
+    else if (!strcmp(coll, "reduce"))
+        rc = HcclReduce(in, out, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->n - 1, e->comm, e->stream);
+    else
+        rc = HcclAllReduce(in, out, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
+    char what[96];
+    snprintf(what, sizeof what, "%s count %llu", coll, (unsigned long long)cnt);
+    int bad = observe(e, rc, what, t0);
+    dev_free(in);
+    dev_free(out);
+    return bad;
+}
+
 int misc_mismatch(prog_env *e, const char *kind)
 {
     if (e->n < 2) {
@@ -101,6 +128,8 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "count")) {
         rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
         bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
+    } else if (!strncmp(kind, "xcount-", 7)) {
+        bad = cross_count(e, kind + 7, t0);
     } else if (!strcmp(kind, "determinism")) {
         bad = determinism(e, buf, t0);
     } else if (!strcmp(kind, "root")) {
