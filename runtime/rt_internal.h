@@ -30,6 +30,8 @@ typedef struct rt_sig {
     uint64_t count;
     uint32_t nranks;
     uint32_t deterministic; /* reductions: the fixed-order mode every rank must share */
+    uint32_t eager;   /* the plan is eager (algos/eager.c): ranks configured with different crossovers
+                         (HCCL_EAGER_MAX_BYTES) would run plans that cannot meet */
 } rt_sig;
 
 /* One published call: written by its owner's PUBLISH task, read by peers' FETCH. */

@@ -255,6 +255,7 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
         ctx->sig.root = 0;
     /* Ranks that disagree on determinism would run different reduction plans (a hang or wrong sums). */
     ctx->sig.deterministic = reduces && op->deterministic;
+    ctx->sig.eager = ctx->plan->algo == ALGO_EAGER;
 }
 
 static void bind_self(rt_launch_ctx *ctx, const rt_call *call)

@@ -35,10 +35,10 @@ tool() {
     esac
 }
 
-# One run: "size time" lines (out-of-place time, column 6 of the perf table).
+# One run: "size time" lines (out-of-place time; in place for Broadcast, which has only that).
 run() { # env n coll
     env "$1" "$BUILD/tools/hcclrun" -n "$2" "$BUILD/tools/perf/$(tool "$3")" -b 8 -e 256K -f 2 -m 0 -c 0 2>/dev/null |
-        awk '$1 == "[rank" && $2 == "0]" && $3 ~ /^[0-9]+$/ { print $3, $8 }'
+        awk '$1 == "[rank" && $2 == "0]" && $3 ~ /^[0-9]+$/ { print $3, ($8 == "N/A" ? $12 : $8) }'
 }
 
 tmp=$(mktemp -d)
@@ -49,7 +49,7 @@ for n in $NS; do
             run HCCL_EAGER_MAX_BYTES=65536 "$n" "$coll" >"$tmp/on.$t"
             run HCCL_EAGER_MAX_BYTES=0 "$n" "$coll" >"$tmp/off.$t"
         done
-        echo "# $coll, N=$n: median of $TRIALS (us, out of place)"
+        echo "# $coll, N=$n: median of $TRIALS (us, out of place; Broadcast in place)"
         printf "%10s %10s %10s %8s\n" size eager mesh mesh/eager
         cat "$tmp"/on.* | sort -n -k1,1 -k2,2g | awk -v k="$TRIALS" '{ v[$1] = v[$1] " " $2; c[$1]++ }
             END { for (s in v) { split(substr(v[s], 2), a, " "); print s, a[int((c[s] + 1) / 2)] } }' |
