@@ -88,8 +88,9 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
 #define ALGO_EAGER_SLOTS 2u
-/* Default crossover (HCCL_EAGER_MAX_BYTES): ops whose per-box bytes are at most this go eager. */
-#define ALGO_EAGER_MAX_DEFAULT (16u << 10)
+/* Default crossover (HCCL_EAGER_MAX_BYTES): ops whose per-box bytes are at most this go eager.
+ * Eager beat mesh at every size up to a full box at 2, 4 and 8 ranks (docs/perf.md). */
+#define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX
 
 /* The per-call tables of a V-op, in elements, as algo_vtables derives them from the op (the
  * runtime fills them at launch from the call's arrays, the verifier from each rank's op):

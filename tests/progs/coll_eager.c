@@ -30,7 +30,7 @@ static const struct { HcclDataType dt; HcclReduceOp op; } k_types[] = {
     {HCCL_DATA_TYPE_INT8, HCCL_REDUCE_MAX},  {HCCL_DATA_TYPE_INT64, HCCL_REDUCE_PROD},
     {HCCL_DATA_TYPE_BFP16, HCCL_REDUCE_MIN},
 };
-/* Bytes of one box's data straddle 16 KiB (the default crossover) and 64 KiB (the largest). */
+/* Bytes of one box's data straddle 16 KiB and 64 KiB (the default and largest crossover). */
 static const uint64_t k_bytes[] = {4, 20, 16380, 16384, 16388, 65536, 65540, 200004, 1000};
 
 static void layout(eop *o, uint32_t n)
