@@ -21,7 +21,8 @@
  * - Every plan starts its stream 0 with PUBLISH, SIGNAL{ring right} and FETCH{ring left} (plus
  *   whatever it needs) so that any disagreement between ranks is detected before data moves
  *   (algo_emit_prologue does this).
- * - A peer's buffer may be written only after that peer PUBLISHed this call (FETCH orders it), and
+ * - A peer's buffer may be written only after that peer PUBLISHed this call (FETCH orders it; INBOX
+ *   excepted, see below), and
  *   a rank's plan may finish only after every peer has finished reading/writing its IN/OUT for
  *   this call (peers SIGNAL it; it WAITs): buffers are the user's again when stream 0 passes the end.
  * - COPY: dst <- src, `bytes`. REDUCE: dst[i] = dst[i] op src[i] for `count` elements (plan's dtype
