@@ -198,6 +198,8 @@ HcclResult rt_comm_destroy(rt_comm *c)
     c->magic = 0;
     /* Nothing the device still reads (plans, bindings, control blocks) may be freed under it. */
     rt_launch_reclaim(c, true);
+    if (c->ctrl && c->last_eager)
+        rt_ctrl_wait_fetched(c); /* peers may still read the last eager call's record */
     rt_streams_teardown(c);
     rt_notify_teardown(c);
     if (c->scratch)

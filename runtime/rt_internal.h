@@ -115,6 +115,7 @@ typedef struct rt_comm {
     uint32_t *server_of;      /* [nranks] */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
+    bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
     rt_plan_cache *cache;
     hal_stream *slaves[RT_MAX_STREAMS];
     hal_event *fork_ev[RT_MAX_STREAMS];
@@ -168,6 +169,10 @@ HcclComm rt_registry_find(const char *name); /* the live communicator's handle, 
 size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
+/* [nranks]: fetched[q] = the last collective seq whose record this rank FETCHed from rank q. */
+_Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c);
+/* Destroy after an eager call: waits (bounded) until every peer read this rank's last record. */
+void rt_ctrl_wait_fetched(rt_comm *c);
 /* Bytes of one rank's eager inbox, and the stride between its slots. */
 static inline uint64_t rt_inbox_slot_bytes(const rt_comm *c)
 {

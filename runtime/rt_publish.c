@@ -117,5 +117,7 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     bind_peer(ctx, peer, rec);
     if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
         return report_destroyed(ctx, peer, seq, msg, len);
+    /* Mine, read by the peer's destroy (rt_ctrl_wait_fetched): its record may be released now. */
+    atomic_store_explicit(&rt_ctrl_fetched(c->ctrl)[peer], seq, memory_order_release);
     return 0;
 }

@@ -295,6 +295,7 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
     }
     if (rc == HCCL_SUCCESS) {
         ctx->seq = ++c->seq;
+        c->last_eager = ctx->plan->algo == ALGO_EAGER;
         fill_sig(ctx, call);
         ctx->sig.seq = ctx->seq;
         bind_self(ctx, call);
