@@ -29,7 +29,7 @@ static HcclResult alloc_device_state(rt_comm *c)
     c->scratch_bytes = (uint64_t)c->buffsize_mb << 20;
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
-    CHECK_MAP(c->hal->mem_alloc(c->dev, rt_inbox_bytes(c), &c->inbox), rt_from_hal);
+    CHECK(rt_inbox_acquire(c));
     return HCCL_SUCCESS;
 }
 
@@ -204,8 +204,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_notify_teardown(c);
     if (c->scratch)
         c->hal->mem_free(c->dev, c->scratch);
-    if (c->inbox)
-        c->hal->mem_free(c->dev, c->inbox);
+    rt_inbox_release(c);
     rt_ctrl_release(c);
     if (c->dev)
         c->hal->device_close(c->dev);

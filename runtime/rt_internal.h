@@ -110,7 +110,8 @@ typedef struct rt_comm {
     HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
-    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes */
+    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes (pooled) */
+    size_t inbox_pool_bytes;
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
@@ -203,6 +204,8 @@ void rt_ctrl_join_fail_all(rt_comm *c);
 /* --- control-block pool (rt_ctrl_pool.c) --- */
 HcclResult rt_ctrl_acquire(rt_comm *c); /* sets ctrl, ctrl_bytes, ctrl_epoch; header filled */
 void rt_ctrl_release(rt_comm *c);       /* bumps the epoch, back to the pool (never to the heap) */
+HcclResult rt_inbox_acquire(rt_comm *c); /* sets inbox: the eager inbox, from the same pool */
+void rt_inbox_release(rt_comm *c);       /* back to the pool (never to the heap) */
 
 /* --- notify slots (runtime/notify) --- */
 HcclResult rt_notify_setup_local(rt_comm *c);
