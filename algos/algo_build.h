@@ -116,6 +116,9 @@ int algo_ring_ordered_build(algo_b *b);
 int algo_mesh_build(algo_b *b);
 int algo_pairwise_build(algo_b *b);
 int algo_p2p_build(algo_b *b);
+int algo_eager_build(algo_b *b);
+/* The collectives and sizes eager plans do (algo_supports(ALGO_EAGER)). */
+bool algo_eager_supports(const algo_op *op);
 /* All-to-all pieces shared by pairwise, ring and mesh: the pairwise body; my block to rank j
  * written into j's OUT, then SIGNAL{j, DATA}; my block to myself. */
 void algo_a2a_pairwise_body(algo_b *b);

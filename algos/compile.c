@@ -4,7 +4,7 @@
 
 const char *algo_kind_name(algo_kind kind)
 {
-    static const char *const names[ALGO_KIND_COUNT] = {"auto", "ring", "mesh", "pairwise", "p2p"};
+    static const char *const names[ALGO_KIND_COUNT] = {"auto", "ring", "mesh", "pairwise", "p2p", "eager"};
     return (unsigned)kind < ALGO_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -32,6 +32,7 @@ static int build(algo_b *b, algo_kind kind)
     case ALGO_MESH: return algo_mesh_build(b);
     case ALGO_PAIRWISE: return algo_pairwise_build(b);
     case ALGO_P2P: return algo_p2p_build(b);
+    case ALGO_EAGER: return algo_eager_build(b);
     default: return HAL_E_NOT_SUPPORTED;
     }
 }
@@ -47,7 +48,8 @@ int algo_compile(const algo_op *op, const algo_topo *topo, algo_kind kind, algo_
     algo_b b;
     CHECK(algo_b_init(&b, op, kind));
     int rc = 0;
-    if (op->count == 0 && !has_counts(op->coll))
+    /* Eager plans do their own (full-end) empty call: see plan.h, INBOX. */
+    if (op->count == 0 && !has_counts(op->coll) && kind != ALGO_EAGER)
         algo_b_empty(&b); /* nothing moves, but every rank still publishes and checks */
     else
         rc = build(&b, kind);

@@ -21,12 +21,24 @@
  * - Every plan starts its stream 0 with PUBLISH, SIGNAL{ring right} and FETCH{ring left} (plus
  *   whatever it needs) so that any disagreement between ranks is detected before data moves
  *   (algo_emit_prologue does this).
- * - A peer's buffer may be written only after that peer PUBLISHed this call (FETCH orders it), and
+ * - A peer's buffer may be written only after that peer PUBLISHed this call (FETCH orders it; INBOX
+ *   excepted, see below), and
  *   a rank's plan may finish only after every peer has finished reading/writing its IN/OUT for
  *   this call (peers SIGNAL it; it WAITs): buffers are the user's again when stream 0 passes the end.
  * - COPY: dst <- src, `bytes`. REDUCE: dst[i] = dst[i] op src[i] for `count` elements (plan's dtype
  *   and redop), in place, as an SDMA inline reduce; with has_src2, dst[i] = src[i] op src2[i] (dst is
  *   only written, so an out-of-place reduction needs no copy first). Any side may be a peer's.
+ * - INBOX (eager protocol, algos/eager.c): every rank owns an inbox in device memory, allocated and
+ *   exchanged at communicator init like SCRATCH: ALGO_EAGER_SLOTS slots (the runtime binds slot
+ *   seq % ALGO_EAGER_SLOTS) of nranks boxes of ALGO_EAGER_BOX bytes, box q written only by rank q.
+ *   Relaxation: a rank may write its own box of a peer's inbox before FETCHing that peer (the
+ *   inbox is the library's, bounded and static, so no address needs publishing); the peer reads it
+ *   only after FETCHing the writer. Reuse across calls is safe because every plan of a
+ *   communicator where eager plans can run "ends full": a rank's stream 0 ends only after every
+ *   rank PUBLISHed the call (the verifier reports it, algo_verify_report.full_end). So when a rank
+ *   starts call k, every rank has started call k-1 and finished call k-2, the last user of slot
+ *   k % 2. algo_select picks eager only where that holds (one server, n <= the mesh limit, nothing
+ *   forced).
  */
 #ifndef ALGOS_PLAN_H
 #define ALGOS_PLAN_H
@@ -68,10 +80,18 @@ typedef enum algo_kind {
     ALGO_MESH,      /* direct / full mesh: intra-server fast path */
     ALGO_PAIRWISE,  /* AlltoAll(V/VC) */
     ALGO_P2P,       /* SENDRECV */
+    ALGO_EAGER,     /* small messages: through the peers' inboxes, no per-call address exchange */
     ALGO_KIND_COUNT,
 } algo_kind;
 
-typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2 } algo_buf;
+typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2, ALGO_BUF_INBOX = 3 } algo_buf;
+
+/* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
+#define ALGO_EAGER_BOX (64u << 10)
+#define ALGO_EAGER_SLOTS 2u
+/* Default crossover (HCCL_EAGER_MAX_BYTES): ops whose per-box bytes are at most this go eager.
+ * Eager beat mesh at every size up to a full box at 2, 4 and 8 ranks (docs/perf.md). */
+#define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX
 
 /* The per-call tables of a V-op, in elements, as algo_vtables derives them from the op (the
  * runtime fills them at launch from the call's arrays, the verifier from each rank's op):
@@ -177,6 +197,7 @@ typedef struct algo_op {
 typedef struct algo_topo {
     uint32_t nranks;
     const uint32_t *server_of;
+    uint64_t eager_max; /* protocol crossover in bytes (HCCL_EAGER_MAX_BYTES); 0: no eager plans */
 } algo_topo;
 
 /* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables
@@ -197,6 +218,7 @@ typedef struct algo_plan {
     uint64_t scratch_bytes;  /* per rank, this plan's need (its fixed part, see vscratch) */
     uint8_t vscratch;        /* algo_vscratch: a need that comes from the call's V tables */
     uint32_t nslots;         /* notify slots per peer used, incl. ALGO_SLOT_PUB */
+    uint64_t inbox_bytes;    /* bytes used of each inbox box (<= ALGO_EAGER_BOX); 0: no INBOX refs */
 } algo_plan;
 
 /* Compiles op with algorithm `kind` (not AUTO). 0, or HAL_E_NOT_SUPPORTED if the algorithm does not
@@ -239,5 +261,8 @@ uint64_t algo_plan_scratch(const algo_plan *plan, const algo_op *op);
 /* Added by algos/: true when algo_compile(op, kind) can succeed for this op's collective and
  * in-place flag (AlltoAll(V/VC) in place is not supported by any algorithm yet). */
 bool algo_supports(algo_kind kind, const algo_op *op);
+/* Bytes one rank puts into one inbox box for op (count x element size): what the eager crossover
+ * compares, the same on every rank (it comes from the op signature). */
+uint64_t algo_eager_bytes(const algo_op *op);
 
 #endif

@@ -2,7 +2,8 @@
  *
  * Selection (documented in docs/algorithms.md): a forced algorithm wins when it supports the
  * collective; SENDRECV -> p2p; everything on one server with n <= 8 -> mesh (direct, O(1) rounds
- * over HCCS); otherwise ring for reductions/gathers and pairwise for all-to-all. */
+ * over HCCS), or eager (algos/eager.c) when the op's per-box bytes are at most the crossover;
+ * otherwise ring for reductions/gathers and pairwise for all-to-all. */
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -27,8 +28,30 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_MESH: return op->coll != ALGO_COLL_SENDRECV;
     case ALGO_PAIRWISE: return is_a2a(op->coll);
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
+    case ALGO_EAGER: return algo_eager_supports(op);
     default: return false;
     }
+}
+
+uint64_t algo_eager_bytes(const algo_op *op)
+{
+    return op->count * hal_dtype_size(op->dtype);
+}
+
+/* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */
+bool algo_eager_supports(const algo_op *op)
+{
+    switch (op->coll) {
+    case ALGO_COLL_ALLREDUCE:
+    case ALGO_COLL_BROADCAST:
+    case ALGO_COLL_ALLGATHER:
+    case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_REDUCE:
+    case ALGO_COLL_SCATTER:
+    case ALGO_COLL_ALLTOALL: break;
+    default: return false;
+    }
+    return hal_dtype_size(op->dtype) && algo_eager_bytes(op) <= ALGO_EAGER_BOX;
 }
 
 static bool one_server(const algo_topo *topo, uint32_t n)
@@ -47,8 +70,13 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
         return forced;
     if (op->coll == ALGO_COLL_SENDRECV)
         return ALGO_P2P;
-    if (one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS)
+    if (one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS) {
+        /* Eager only where every other plan is mesh (all end full, plan.h INBOX) and unforced. */
+        if (forced == ALGO_AUTO && topo && topo->eager_max && algo_eager_supports(op) &&
+            algo_eager_bytes(op) <= topo->eager_max)
+            return ALGO_EAGER;
         return ALGO_MESH;
+    }
     return is_a2a(op->coll) ? ALGO_PAIRWISE : ALGO_RING;
 }
 

@@ -191,7 +191,8 @@ static void report_unmatched(vsim *s)
             }
 }
 
-/* Plan-end rule: every access to rank p's memory and every FETCH of p happens before p's end. */
+/* Plan-end rule: every access to rank p's memory and every FETCH of p happens before p's end
+ * (FETCHes of an eager plan's record excepted, see below). */
 static void check_end_rule(vsim *s)
 {
     for (uint32_t p = 0; p < s->n; p++) {
@@ -208,7 +209,9 @@ static void check_end_rule(vsim *s)
             vsim_error(s, "%s touches rank %u's memory without being ordered before rank %u's plan end", w, p, p);
             return;
         }
-        for (uint32_t q = 0; q < s->n; q++) {
+        /* Eager plans end full, so ranks drift at most one call apart: the runtime's ring of
+         * records keeps this call's while p publishes its next (check_full_end). */
+        for (uint32_t q = 0; q < s->n && s->plans[p]->algo != ALGO_EAGER; q++) {
             const vfetch *f = &s->fetch[(size_t)q * s->n + p];
             if (f->clk && end[f->tid] < f->clk) {
                 vsim_error(s, "rank %u's FETCH of rank %u is not ordered before rank %u's plan end (its record "
@@ -217,6 +220,25 @@ static void check_end_rule(vsim *s)
             }
         }
     }
+}
+
+/* Full end (plan.h, INBOX): every rank's end is ordered after every rank's PUBLISH. Eager plans
+ * must have it (the next eager call reuses the inbox on that ground). */
+static void check_full_end(vsim *s)
+{
+    bool eager = false, full = true;
+    for (uint32_t p = 0; p < s->n; p++)
+        eager |= s->plans[p]->algo == ALGO_EAGER;
+    for (uint32_t p = 0; p < s->n; p++) {
+        const uint32_t *end = &s->endvc[(size_t)p * s->T];
+        for (uint32_t q = 0; q < s->n; q++)
+            if (full && (!s->pub_clk[q] || end[s->tbase[q]] < s->pub_clk[q])) {
+                if (eager)
+                    vsim_error(s, "rank %u's plan may end before rank %u PUBLISHed: eager plans must end full", p, q);
+                full = false;
+            }
+    }
+    s->rep->full_end = full;
 }
 
 static void fill_stats(vsim *s)
@@ -287,6 +309,8 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
             report_unmatched(&s);
             if (s.data && rep->ok)
                 check_end_rule(&s);
+            if (s.data && rep->ok)
+                check_full_end(&s);
             if (s.data && rep->ok)
                 vref_check(&s);
             fill_stats(&s);

@@ -14,7 +14,9 @@
  *      and the plan-end rule: every access to a rank's buffers, and every FETCH of its record,
  *      happens before that rank's stream 0 ends;
  *  (d) a peer's IN/OUT is touched only after an ordered FETCH of that peer, at most one FETCH per
- *      peer, PUB signals only after PUBLISH, PUBLISH first on stream 0; refs in bounds;
+ *      peer, PUB signals only after PUBLISH, PUBLISH first on stream 0; refs in bounds; a peer's
+ *      INBOX only written, in the writer's own box, within the plan's inbox_bytes; eager plans
+ *      end full (every rank's end after every rank's PUBLISH; reported for all plans);
  *  (e) counts steps, bytes and transfers per link class, per-rank maxima, and times the critical
  *      path with the alpha-beta cost model.
  * The simulation runs one schedule; (b) and (c) make the outcome schedule-independent. */
@@ -45,6 +47,9 @@ typedef struct algo_verify_report {
     uint64_t max_rank_sent; /* max over ranks of bytes leaving the rank (intra + net) */
     uint64_t max_scratch_bytes;
     double crit_us;      /* critical path under the cost model */
+    bool full_end;       /* every rank's stream 0 ends after every rank's PUBLISH (with data checks;
+                            required of eager plans and of every plan that may run next to them,
+                            plan.h INBOX) */
 } algo_verify_report;
 
 /* Compiles every rank's plan from a template (rank = r, everything else shared; ALLTOALLV takes

@@ -200,15 +200,43 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
     return 1;
 }
 
+/* An INBOX ref (plan.h): within the box the plan declared; a peer's inbox only written, and only
+ * in this rank's own box (what makes it need no FETCH). */
+static bool resolve_inbox(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, bool write, uint32_t o,
+                          uint64_t *lo)
+{
+    uint32_t r = th->rank;
+    uint64_t box = ref->offset / ALGO_EAGER_BOX, in = ref->offset % ALGO_EAGER_BOX;
+    if (o != r && (!write || box != r)) {
+        vsim_step_error(s, th, "%s box %llu of rank %u's INBOX: a peer's inbox is only written, in the writer's box",
+                        write ? "writes" : "reads", (unsigned long long)box, o);
+        return false;
+    }
+    if (box >= s->n || in % s->esz || bytes % s->esz || in + bytes > s->plans[r]->inbox_bytes ||
+        s->plans[r]->inbox_bytes > ALGO_EAGER_BOX) {
+        vsim_step_error(s, th, "INBOX of rank %u bytes [%llu, +%llu) outside box %llu's %llu declared bytes", o,
+                        (unsigned long long)in, (unsigned long long)bytes, (unsigned long long)box,
+                        (unsigned long long)s->plans[r]->inbox_bytes);
+        return false;
+    }
+    if (s->data)
+        *lo = s->sp[o].ibx_base + box * s->sp[o].box_len + in / s->esz;
+    return true;
+}
+
 /* Resolves a ref to elements [*lo, *lo + cnt) of owner's space; checks bounds and the fetch. */
-static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, uint32_t *owner, uint64_t *lo)
+static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, bool write, uint32_t *owner,
+                    uint64_t *lo)
 {
     uint32_t r = th->rank, o = ref->owner == ALGO_SELF ? r : (uint32_t)ref->owner;
-    if ((ref->owner != ALGO_SELF && (ref->owner < 0 || (uint32_t)ref->owner >= s->n)) || ref->buf > ALGO_BUF_SCRATCH) {
+    if ((ref->owner != ALGO_SELF && (ref->owner < 0 || (uint32_t)ref->owner >= s->n)) || ref->buf > ALGO_BUF_INBOX ||
+        (ref->buf == ALGO_BUF_INBOX && (ref->vdispl >= 0 || ref->vsym.tab))) {
         vsim_step_error(s, th, "bad ref (owner %d, buf %u)", ref->owner, ref->buf);
         return false;
     }
     *owner = o;
+    if (ref->buf == ALGO_BUF_INBOX)
+        return resolve_inbox(s, th, ref, bytes, write, o, lo);
     if (o != r && ref->buf != ALGO_BUF_SCRATCH) {
         const vfetch *f = &s->fetch[(size_t)r * s->n + o];
         if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(s, r, th->stream)))) {
@@ -282,8 +310,8 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
     uint32_t dow, sow, s2ow = 0;
     bool three = red && st->u.reduce.has_src2;
     uint64_t s2lo = 0;
-    if (!resolve(s, th, dst, bytes, &dow, &dlo) || !resolve(s, th, src, bytes, &sow, &slo) ||
-        (three && !resolve(s, th, &st->u.reduce.src2, bytes, &s2ow, &s2lo)))
+    if (!resolve(s, th, dst, bytes, true, &dow, &dlo) || !resolve(s, th, src, bytes, false, &sow, &slo) ||
+        (three && !resolve(s, th, &st->u.reduce.src2, bytes, false, &s2ow, &s2lo)))
         return -1;
     algo_link l = vlink(s, sow, dow);
     s->tx[sow * ALGO_LINK_COUNT + l] += bytes;

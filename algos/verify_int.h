@@ -15,10 +15,11 @@ typedef struct vrec {
 } vrec;
 
 /* A rank's symbolic memory: IN and OUT (aliased as the collective's in-place rule says), then
- * SCRATCH, as one array of 64-bit values. */
+ * SCRATCH, then the INBOX (one slot: nranks boxes of box_len elements, as many as the plans use),
+ * as one array of 64-bit values. */
 typedef struct vspace {
     uint64_t *mem;
-    uint64_t len, in_base, in_len, out_base, out_len, scr_base, scr_len;
+    uint64_t len, in_base, in_len, out_base, out_len, scr_base, scr_len, ibx_base, box_len;
     vrec *recs;
     uint32_t nrec, cap;
 } vspace;

@@ -74,7 +74,11 @@ static int layout(vsim *s, uint32_t r)
     default:
         sp->in_base = 0, sp->out_base = sp->in_len, sp->scr_base = sp->in_len + sp->out_len;
     }
-    sp->len = sp->scr_base + sp->scr_len;
+    sp->ibx_base = sp->scr_base + sp->scr_len;
+    for (uint32_t q = 0; q < s->n; q++) /* every box as large as any plan uses */
+        if (s->plans[q]->inbox_bytes / s->esz > sp->box_len)
+            sp->box_len = s->plans[q]->inbox_bytes / s->esz;
+    sp->len = sp->ibx_base + (uint64_t)s->n * sp->box_len;
     return 0;
 }
 

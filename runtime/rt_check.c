@@ -1,5 +1,6 @@
 /* Argument checks shared by every collective: one clear line per bad argument, never a crash. */
 #include <stdio.h>
+#include <time.h>
 
 #include "runtime/rt_internal.h"
 
@@ -64,9 +65,23 @@ static HcclResult check_op(rt_comm *c, const rt_call *call, const char *api)
     return HCCL_SUCCESS;
 }
 
+/* State 1: a rank claimed this block's abort word and is writing the reason (rt_ctrl.c). The
+ * failure is certain: wait for the reason (bounded, the writer is a few instructions away),
+ * rather than report success for a communicator whose ops already fail. */
+static uint32_t abort_state(rt_comm *c)
+{
+    struct timespec nap = {0, 100000};
+    uint32_t st = atomic_load(&c->ctrl->abort);
+    for (int i = 0; st == 1 && i < 10000; i++) { /* up to ~1 s */
+        nanosleep(&nap, NULL);
+        st = atomic_load(&c->ctrl->abort);
+    }
+    return st;
+}
+
 HcclResult rt_comm_failed(rt_comm *c, const char *api)
 {
-    if (atomic_load(&c->ctrl->abort) != 2)
+    if (atomic_load(&c->ctrl->abort) == 0 || abort_state(c) != 2)
         return HCCL_SUCCESS;
     /* The reason was logged when it happened; repeat it in full once, then only at debug level so
      * a training loop that keeps calling does not flood the log. */

@@ -18,6 +18,7 @@ typedef struct rt_rank_blob {
     uint32_t pad;
     uint64_t scratch;
     uint64_t scratch_bytes;
+    uint64_t inbox;
 } rt_rank_blob;
 
 static HcclResult alloc_device_state(rt_comm *c)
@@ -27,6 +28,8 @@ static HcclResult alloc_device_state(rt_comm *c)
      * scratch costs no physical memory. */
     c->scratch_bytes = (uint64_t)c->buffsize_mb << 20;
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
+    /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
+    CHECK(rt_inbox_acquire(c));
     return HCCL_SUCCESS;
 }
 
@@ -35,6 +38,7 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     rt_peer *peer = &c->peers[p];
     peer->dev = b->dev;
     peer->scratch = (void *)(uintptr_t)b->scratch;
+    peer->inbox = (void *)(uintptr_t)b->inbox;
     c->server_of[p] = b->dev.server_index;
     if (p == c->rank) {
         peer->ctrl = c->ctrl;
@@ -79,7 +83,7 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
     rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes};
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox};
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
     if (!all)
         return HCCL_E_MEMORY;
@@ -194,11 +198,14 @@ HcclResult rt_comm_destroy(rt_comm *c)
     c->magic = 0;
     /* Nothing the device still reads (plans, bindings, control blocks) may be freed under it. */
     rt_launch_reclaim(c, true);
+    if (c->ctrl && c->last_eager)
+        rt_ctrl_wait_fetched(c); /* peers may still read the last eager call's record */
     rt_launch_pool_free(c);
     rt_streams_teardown(c);
     rt_notify_teardown(c);
     if (c->scratch)
         c->hal->mem_free(c->dev, c->scratch);
+    rt_inbox_release(c);
     rt_ctrl_release(c);
     if (c->dev)
         c->hal->device_close(c->dev);

@@ -37,6 +37,21 @@ static uint32_t env_buffsize_mb(void)
     return HCCL_COMM_DEFAULT_BUFFSIZE;
 }
 
+/* HCCL_EAGER_MAX_BYTES: the eager protocol's crossover (docs/algorithms.md); 0 turns it off. */
+static uint64_t env_eager_max(void)
+{
+    const char *env = getenv("HCCL_EAGER_MAX_BYTES");
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == 0 && env[0] != '-')
+            return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : (uint64_t)v;
+        OH_WARN("config", "HCCL_EAGER_MAX_BYTES=%s is invalid (expect bytes, 0 = off); using %u", env,
+                ALGO_EAGER_MAX_DEFAULT);
+    }
+    return ALGO_EAGER_MAX_DEFAULT;
+}
+
 static uint32_t env_deterministic(void)
 {
     const char *env = getenv("HCCL_DETERMINISTIC");
@@ -56,6 +71,7 @@ static _Atomic int32_t g_deterministic = -1; /* -1: never set */
 static void apply_defaults(rt_comm *c)
 {
     c->buffsize_mb = env_buffsize_mb();
+    c->eager_max = env_eager_max();
     int32_t set = atomic_load(&g_deterministic);
     c->deterministic = set >= 0 ? (uint32_t)set : env_deterministic();
     c->exec_timeout_s = rt_env_exec_timeout_s();

@@ -32,9 +32,51 @@ static size_t off_vtable(uint32_t n)
     return off_p2p(n) + align64((size_t)n * RT_PUB_RING * sizeof(rt_pub_record));
 }
 
-size_t rt_ctrl_size(uint32_t n)
+static size_t off_fetched(uint32_t n)
 {
     return off_vtable(n) + align64((size_t)RT_PUB_RING * RT_VTABLE_ENTRIES(n) * sizeof(uint64_t));
+}
+
+size_t rt_ctrl_size(uint32_t n)
+{
+    return off_fetched(n) + align64((size_t)n * sizeof(uint64_t));
+}
+
+_Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c)
+{
+    return (_Atomic uint64_t *)((char *)c + off_fetched(c->nranks));
+}
+
+/* Has peer q read my record of call `seq` (or can it no longer)? Reads q's block, then checks
+ * its epoch: a block q released is not ours to read, and q fetches nothing any more. */
+static bool peer_fetched(const rt_comm *c, uint32_t q, uint64_t seq)
+{
+    rt_ctrl *pc = c->peers[q].ctrl;
+    if (!pc)
+        return true;
+    uint64_t got = atomic_load_explicit(&rt_ctrl_fetched(pc)[c->rank], memory_order_acquire);
+    bool destroyed = atomic_load(&pc->destroyed);
+    return !rt_ctrl_peer_live(c, q) || destroyed || got >= seq;
+}
+
+/* An eager call ends before its peers' FETCHes of this rank's record (algos/eager.c): before the
+ * block goes back to the pool, wait until every peer read the last one, left, or the
+ * communicator failed; bounded by HCCL_EXEC_TIMEOUT, the longest a peer's FETCH may take. */
+void rt_ctrl_wait_fetched(rt_comm *c)
+{
+    struct timespec nap = {0, 200000};
+    uint64_t waited_us = 0, limit_us = (uint64_t)(c->exec_timeout_s > 0 ? c->exec_timeout_s : 0) * 1000000u;
+    for (uint32_t q = 0; q < c->nranks; q++) {
+        while (q != c->rank && !atomic_load(&c->ctrl->abort) && !peer_fetched(c, q, c->seq)) {
+            if (limit_us && waited_us >= limit_us) {
+                OH_WARN("comm", "rank %u: destroying with rank %u not having read op #%llu's record after %d s",
+                        c->rank, q, (unsigned long long)c->seq, c->exec_timeout_s);
+                return;
+            }
+            nanosleep(&nap, NULL); /* rare and short: peers are inside the same call */
+            waited_us += 200;
+        }
+    }
 }
 
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender)

@@ -4,7 +4,11 @@
  * carry its epoch; releasing a block bumps the epoch, so a peer's CAS made with the epoch it
  * connected to fails from then on (rt_ctrl.c). Blocks never go back to the heap: the pool keeps
  * its own reference on the device, and its size is bounded by the most communicators alive at
- * once (per size class: powers of two from 64 KiB). Reuse is FIFO, the oldest block first. */
+ * once (per size class: powers of two from 64 KiB). Reuse is FIFO, the oldest block first.
+ * Eager inboxes (algos/plan.h, INBOX) come from a second list of the same pool for the same
+ * reason: a peer's eager call writes into an inbox before it checks the owner's publication, so
+ * one that runs after the owner destroyed its communicator (a mismatch it is about to report)
+ * must land in library memory, never in a buffer the owner allocated since. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,13 +21,15 @@
 
 typedef struct pool_block {
     struct pool_block *next;
-    rt_ctrl *ctrl;
+    void *mem;
 } pool_block;
+
+enum { POOL_CTRL = 0, POOL_INBOX = 1, POOL_KINDS };
 
 typedef struct pool_dev {
     uint32_t device_id;
     hal_device *dev; /* the pool's own reference: blocks outlive every communicator */
-    pool_block *head[POOL_CLASSES], *tail[POOL_CLASSES];
+    pool_block *head[POOL_KINDS][POOL_CLASSES], *tail[POOL_KINDS][POOL_CLASSES];
     struct pool_dev *next;
 } pool_dev;
 
@@ -61,25 +67,35 @@ static pool_dev *pool_for(rt_comm *c)
     return p;
 }
 
+/* Caller holds g_lock. A block of `kind` from the pool or a new one (NULL: logged). */
+static void *take_mem(rt_comm *c, pool_dev *p, int kind, unsigned k, size_t bytes)
+{
+    pool_block *b = p->head[kind][k];
+    if (b) {
+        p->head[kind][k] = b->next;
+        if (!p->head[kind][k])
+            p->tail[kind][k] = NULL;
+        void *mem = b->mem;
+        free(b);
+        return mem;
+    }
+    void *mem = NULL;
+    hal_result rc = c->hal->mem_alloc(p->dev, bytes, &mem);
+    if (rc != HAL_OK) {
+        OH_ERR("comm", "rank %u: allocating a %zu-byte %s on device %u failed: %s", c->rank, bytes,
+               kind == POOL_CTRL ? "control block" : "eager inbox", p->device_id, hal_result_name(rc));
+        return NULL;
+    }
+    return mem;
+}
+
 /* Caller holds g_lock. A block from the pool (epoch already bumped by its release) or a new one. */
 static rt_ctrl *take_block(rt_comm *c, pool_dev *p, unsigned k, size_t bytes)
 {
-    pool_block *b = p->head[k];
-    if (b) {
-        p->head[k] = b->next;
-        if (!p->head[k])
-            p->tail[k] = NULL;
-        rt_ctrl *ctrl = b->ctrl;
-        free(b);
+    bool fresh = p->head[POOL_CTRL][k] == NULL;
+    rt_ctrl *ctrl = take_mem(c, p, POOL_CTRL, k, bytes);
+    if (!ctrl || !fresh)
         return ctrl;
-    }
-    rt_ctrl *ctrl = NULL;
-    hal_result rc = c->hal->mem_alloc(p->dev, bytes, (void **)&ctrl);
-    if (rc != HAL_OK) {
-        OH_ERR("comm", "rank %u: allocating a %zu-byte control block on device %u failed: %s", c->rank, bytes,
-               p->device_id, hal_result_name(rc));
-        return NULL;
-    }
     /* Never a control block before: epoch 1 (0 is never used, so zeroed memory matches nothing). */
     atomic_store(&ctrl->abort_word, (uint64_t)1 << 32);
     atomic_store(&ctrl->join_word, (uint64_t)1 << 32);
@@ -129,29 +145,57 @@ static void bump_epoch(rt_ctrl *ctrl, uint32_t epoch)
     atomic_thread_fence(memory_order_release);
 }
 
-void rt_ctrl_release(rt_comm *c)
+/* Back to the pool's list of `kind`, FIFO (never to the heap). */
+static void put_mem(rt_comm *c, int kind, void *mem, size_t bytes)
 {
-    if (!c->ctrl)
-        return;
-    bump_epoch(c->ctrl, c->ctrl_epoch);
     pool_block *b = malloc(sizeof *b);
     pthread_mutex_lock(&g_lock);
     pool_dev *p = g_pools;
     while (p && p->device_id != c->dev_handle.device_id)
         p = p->next;
     if (b && p) {
-        unsigned k = size_class(c->ctrl_bytes);
+        unsigned k = size_class(bytes);
         b->next = NULL;
-        b->ctrl = c->ctrl;
-        if (p->tail[k])
-            p->tail[k]->next = b;
+        b->mem = mem;
+        if (p->tail[kind][k])
+            p->tail[kind][k]->next = b;
         else
-            p->head[k] = b;
-        p->tail[k] = b;
+            p->head[kind][k] = b;
+        p->tail[kind][k] = b;
         b = NULL;
     }
     pthread_mutex_unlock(&g_lock);
     if (b) /* no memory for the list node: the block stays out of use, never back to the heap */
         free(b);
+}
+
+void rt_ctrl_release(rt_comm *c)
+{
+    if (!c->ctrl)
+        return;
+    bump_epoch(c->ctrl, c->ctrl_epoch);
+    put_mem(c, POOL_CTRL, c->ctrl, c->ctrl_bytes);
     c->ctrl = NULL;
+}
+
+HcclResult rt_inbox_acquire(rt_comm *c)
+{
+    size_t need = rt_inbox_bytes(c);
+    unsigned k = size_class(need);
+    size_t bytes = (size_t)1 << (POOL_MIN_SHIFT + k);
+    if (bytes < need)
+        return HCCL_E_MEMORY;
+    pthread_mutex_lock(&g_lock);
+    pool_dev *p = pool_for(c);
+    c->inbox = p ? take_mem(c, p, POOL_INBOX, k, bytes) : NULL;
+    pthread_mutex_unlock(&g_lock);
+    c->inbox_pool_bytes = bytes;
+    return c->inbox ? HCCL_SUCCESS : HCCL_E_MEMORY; /* not cleared: read only after a peer wrote it */
+}
+
+void rt_inbox_release(rt_comm *c)
+{
+    if (c->inbox)
+        put_mem(c, POOL_INBOX, c->inbox, c->inbox_pool_bytes);
+    c->inbox = NULL;
 }

@@ -30,6 +30,8 @@ typedef struct rt_sig {
     uint64_t count;
     uint32_t nranks;
     uint32_t deterministic; /* reductions: the fixed-order mode every rank must share */
+    uint32_t eager;   /* the plan is eager (algos/eager.c): ranks configured with different crossovers
+                         (HCCL_EAGER_MAX_BYTES) would run plans that cannot meet */
 } rt_sig;
 
 /* One published call: written by its owner's PUBLISH task, read by peers' FETCH. */
@@ -84,6 +86,7 @@ typedef struct rt_peer {
     rt_ctrl *ctrl;            /* peer's control block (mapped here) */
     uint32_t ctrl_epoch;      /* its epoch when we connected: guards every access (rt_ctrl.c) */
     void *scratch;            /* peer's scratch base */
+    void *inbox;              /* peer's eager inbox (algos/plan.h, INBOX) */
     hal_notify *to_peer[RT_SLOTS]; /* imported: notifies the peer owns that I signal */
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
     uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
@@ -107,10 +110,13 @@ typedef struct rt_comm {
     HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
+    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes (pooled) */
+    size_t inbox_pool_bytes;
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
+    bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
     rt_plan_cache *cache;
     hal_stream *slaves[RT_MAX_STREAMS];
     hal_event *fork_ev[RT_MAX_STREAMS];
@@ -120,6 +126,7 @@ typedef struct rt_comm {
     uint32_t ctx_pooled;
     /* config */
     uint32_t buffsize_mb;
+    uint64_t eager_max;       /* HCCL_EAGER_MAX_BYTES (0: eager off) */
     uint32_t deterministic;
     int32_t exec_timeout_s;
     char algo_spec[HCCL_COMM_ALGO_MAX_LENGTH];
@@ -165,6 +172,19 @@ HcclComm rt_registry_find(const char *name); /* the live communicator's handle, 
 size_t rt_ctrl_size(uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
+/* [nranks]: fetched[q] = the last collective seq whose record this rank FETCHed from rank q. */
+_Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c);
+/* Destroy after an eager call: waits (bounded) until every peer read this rank's last record. */
+void rt_ctrl_wait_fetched(rt_comm *c);
+/* Bytes of one rank's eager inbox, and the stride between its slots. */
+static inline uint64_t rt_inbox_slot_bytes(const rt_comm *c)
+{
+    return (uint64_t)c->nranks * ALGO_EAGER_BOX;
+}
+static inline uint64_t rt_inbox_bytes(const rt_comm *c)
+{
+    return ALGO_EAGER_SLOTS * rt_inbox_slot_bytes(c);
+}
 /* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
 /* HcclCommDestroy: a FINALIZE record as the next receive from every peer, and a signal to each
@@ -186,6 +206,8 @@ void rt_ctrl_join_fail_all(rt_comm *c);
 /* --- control-block pool (rt_ctrl_pool.c) --- */
 HcclResult rt_ctrl_acquire(rt_comm *c); /* sets ctrl, ctrl_bytes, ctrl_epoch; header filled */
 void rt_ctrl_release(rt_comm *c);       /* bumps the epoch, back to the pool (never to the heap) */
+HcclResult rt_inbox_acquire(rt_comm *c); /* sets inbox: the eager inbox, from the same pool */
+void rt_inbox_release(rt_comm *c);       /* back to the pool (never to the heap) */
 
 /* --- notify slots (runtime/notify) --- */
 HcclResult rt_notify_setup_local(rt_comm *c);

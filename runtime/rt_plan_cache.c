@@ -160,6 +160,18 @@ static bool same_op(const algo_op *a, const algo_op *b)
            same_items(a, b);
 }
 
+/* Eager plans rely on every plan of the communicator ending full (algos/plan.h, INBOX): a forced
+ * algorithm for any collective may not, so forcing anything turns eager off for all of them. */
+static uint64_t eager_max(const rt_comm *c)
+{
+    for (int k = 0; c->algo_spec[0] && k < ALGO_COLL_COUNT; k++) {
+        algo_kind forced = ALGO_AUTO;
+        if (algo_parse_env(c->algo_spec, (algo_coll)k, &forced) != 0 || forced != ALGO_AUTO)
+            return 0;
+    }
+    return c->eager_max;
+}
+
 static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
 {
     algo_kind forced = ALGO_AUTO;
@@ -168,13 +180,19 @@ static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
                "<op0>=level0:NA;level1:<algo0>/<op1>=level0:NA;level1:<algo1>", c->algo_spec);
         return HCCL_E_PARA;
     }
-    algo_topo topo = {c->nranks, c->server_of};
+    algo_topo topo = {c->nranks, c->server_of, eager_max(c)};
     algo_kind kind = algo_select(op, &topo, forced);
     int rc = algo_compile(op, &topo, kind, plan);
     if (rc != 0) {
         OH_ERR("algo", "rank %u: compiling %s with %s for %u ranks failed (%d)", c->rank, algo_coll_name(op->coll),
                algo_kind_name(kind), c->nranks, rc);
         return rt_from_hal(rc);
+    }
+    if ((*plan)->inbox_bytes > ALGO_EAGER_BOX) { /* a compiler bug: never write past a box */
+        OH_ERR("algo", "rank %u: %s/%s uses %llu bytes of an inbox box (max %u)", c->rank, algo_coll_name(op->coll),
+               (*plan)->name, (unsigned long long)(*plan)->inbox_bytes, ALGO_EAGER_BOX);
+        algo_plan_free(*plan);
+        return HCCL_E_INTERNAL;
     }
     if ((*plan)->scratch_bytes > c->scratch_bytes) {
         OH_ERR("algo", "rank %u: %s/%s needs %llu bytes of scratch but HCCL_BUFFSIZE gives %llu", c->rank,

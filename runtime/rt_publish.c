@@ -43,7 +43,8 @@ static bool sig_equal(const rt_sig *a, const rt_sig *b)
 {
     /* A barrier is an AllReduce underneath, but two different calls all the same. */
     return a->cmd == b->cmd && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
-           a->root == b->root && a->nranks == b->nranks && a->deterministic == b->deterministic;
+           a->root == b->root && a->nranks == b->nranks && a->deterministic == b->deterministic &&
+           a->eager == b->eager;
 }
 
 static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *theirs, char *msg, size_t len)
@@ -52,6 +53,9 @@ static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *thei
     char mine[160], other[160];
     rt_sig_format(&ctx->sig, mine, sizeof mine);
     rt_sig_format(theirs, other, sizeof other);
+    if (theirs->eager != ctx->sig.eager) /* the protocol is not part of the call: say which ran it */
+        strncat(theirs->eager ? other : mine, " with the eager protocol",
+                sizeof mine - strlen(theirs->eager ? other : mine) - 1);
     if (theirs->cmd == HCCL_CMD_FINALIZE)
         snprintf(msg, len, "comm %s: rank %u called %s after op #%llu where rank %u called %s as op #%llu", c->name,
                  peer, other, (unsigned long long)(theirs->seq - 1), c->rank, mine, (unsigned long long)ctx->seq);
@@ -113,5 +117,7 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     bind_peer(ctx, peer, rec);
     if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
         return report_destroyed(ctx, peer, seq, msg, len);
+    /* Mine, read by the peer's destroy (rt_ctrl_wait_fetched): its record may be released now. */
+    atomic_store_explicit(&rt_ctrl_fetched(c->ctrl)[peer], seq, memory_order_release);
     return 0;
 }

@@ -44,7 +44,7 @@ static uint64_t parse_size(const char *s)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: plansim -c COLL -n RANKS [-p RANKS_PER_SERVER | -s SERVERS] [-a ring|mesh|pairwise|p2p|auto]\n"
+            "usage: plansim -c COLL -n RANKS [-p RANKS_PER_SERVER | -s SERVERS] [-a ring|mesh|pairwise|p2p|eager|auto]\n"
             "               [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d fp32|fp16|bf16|int8|int32|int64|fp64]\n"
             "               [--dump RANK] [--check]\n"
             "COLL: allreduce broadcast allgather reducescatter reduce scatter alltoall alltoallv alltoallvc\n"
@@ -148,11 +148,11 @@ static const char *vtab_name(uint8_t tab)
 
 static void print_ref(const algo_ref *x)
 {
-    static const char *const b[] = {"IN", "OUT", "SCR"};
+    static const char *const b[] = {"IN", "OUT", "SCR", "INBOX"};
     if (x->owner == ALGO_SELF)
-        printf("%s", b[x->buf % 3]);
+        printf("%s", b[x->buf % 4]);
     else
-        printf("r%d.%s", x->owner, b[x->buf % 3]);
+        printf("r%d.%s", x->owner, b[x->buf % 4]);
     printf("+%llu", (unsigned long long)x->offset);
     if (x->vdispl >= 0)
         printf("+displ[%d]", x->vdispl);
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
         return 1;
     for (uint32_t r = 0; r < c.n; r++)
         so[r] = r / c.per_server;
-    algo_topo topo = {.nranks = c.n, .server_of = so};
+    algo_topo topo = {.nranks = c.n, .server_of = so, .eager_max = ALGO_EAGER_MAX_DEFAULT};
     int fails = 0;
     if (c.dump < 0) {
         printf("# %s, %u ranks, %u per server, %s, algo %s (cost model: intra %.0f GB/s %.0f us, net %.0f GB/s %.0f us)\n",

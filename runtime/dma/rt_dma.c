@@ -22,6 +22,10 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
         return rt_p2p_bind(ctx, r);
     rt_comm *c = ctx->c;
     uint32_t owner = r->owner == ALGO_SELF ? c->rank : (uint32_t)r->owner;
+    if (r->buf == ALGO_BUF_INBOX) { /* static, exchanged at init; the slot alternates by seq */
+        char *slot = (char *)c->peers[owner].inbox + (ctx->seq % ALGO_EAGER_SLOTS) * rt_inbox_slot_bytes(c);
+        return (hal_ref){slot, NULL, r->offset};
+    }
     void **slot = &ctx->base[(size_t)r->buf * c->nranks + owner];
     hal_ref ref = {NULL, NULL, r->offset};
     if (r->vdispl >= 0)

@@ -117,6 +117,7 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
         ctx->sig.root = 0;
     /* Ranks that disagree on determinism would run different reduction plans (a hang or wrong sums). */
     ctx->sig.deterministic = reduces && op->deterministic;
+    ctx->sig.eager = ctx->plan->algo == ALGO_EAGER;
 }
 
 static void bind_self(rt_launch_ctx *ctx, const rt_call *call)
@@ -151,12 +152,15 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->plan_held = true;
         fill_sig(ctx, call);
         bind_self(ctx, call);
+        /* The seq this op will take (c->lock is held): inbox refs are bound by its parity. */
+        ctx->seq = c->seq + 1;
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)
             rt_launch_ctx_put(ctx); /* no seq taken: the communicator stays usable */
     }
     if (rc == HCCL_SUCCESS) {
-        ctx->seq = ++c->seq;
+        c->seq = ctx->seq;
+        c->last_eager = ctx->plan->algo == ALGO_EAGER;
         ctx->sig.seq = ctx->seq;
         rc = rt_launch_ctx_enqueue(c, ctx, call->stream);
     }

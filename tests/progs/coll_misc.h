@@ -35,5 +35,6 @@ int64_t now_ns(void);
 int misc_mismatch(prog_env *e, const char *kind);
 int misc_badinput(prog_env *e);
 int misc_twostreams(prog_env *e);
+int misc_eagerseq(prog_env *e); /* coll_eager.c */
 
 #endif

@@ -79,6 +79,55 @@ static int determinism(prog_env *e, void *buf, double t0)
     return bad;
 }
 
+/* Rank 0 turns the eager protocol off (HCCL_EAGER_MAX_BYTES=0, read when a communicator is
+ * created), the others keep it: the same call compiles to a mesh plan on rank 0 and eager plans
+ * elsewhere, which cannot meet; the signature carries the protocol, so it fails on every rank. */
+static int protocol(prog_env *e, void *buf, double t0)
+{
+    uint32_t *ids = xmalloc(e->n * sizeof *ids);
+    for (uint32_t i = 0; i < e->n; i++)
+        ids[i] = i;
+    if (e->rank == 0)
+        setenv("HCCL_EAGER_MAX_BYTES", "0", 1);
+    HcclCommConfig cfg;
+    HcclCommConfigInit(&cfg);
+    HcclComm world = e->comm, sub = NULL;
+    HCCL_OK(HcclCreateSubCommConfig(&world, e->n, ids, 8, e->rank, &cfg, &sub));
+    e->comm = sub;
+    int bad = observe(e, ar(e, buf, MM_COUNT), e->rank == 0 ? "HcclAllReduce (mesh)" : "HcclAllReduce (eager)", t0);
+    e->comm = world;
+    HCCL_OK(HcclCommDestroy(sub));
+    free(ids);
+    return bad;
+}
+
+/* Counts on both sides of the eager crossover (rank 0 small: an eager plan; the others large: a
+ * mesh plan, which publishes this call's addresses): the signature check still fails the call on
+ * every rank, whichever plan each rank runs. coll: allreduce, allgather, broadcast (root 0, the
+ * eager one) or reduce (root n-1, a mesh one). */
+enum { MM_BIG = 1 << 16 }; /* 256 KiB of fp32: past any crossover (at most one 64 KiB box) */
+
+static int cross_count(prog_env *e, const char *coll, double t0)
+{
+    uint64_t cnt = e->rank == 0 ? MM_COUNT : MM_BIG;
+    void *in = dev_alloc((size_t)MM_BIG * sizeof(float)), *out = dev_alloc((size_t)e->n * MM_BIG * sizeof(float));
+    HcclResult rc;
+    if (!strcmp(coll, "allgather"))
+        rc = HcclAllGather(in, out, cnt, HCCL_DATA_TYPE_FP32, e->comm, e->stream);
+    else if (!strcmp(coll, "broadcast"))
+        rc = HcclBroadcast(in, cnt, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream);
+    else if (!strcmp(coll, "reduce"))
+        rc = HcclReduce(in, out, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->n - 1, e->comm, e->stream);
+    else
+        rc = HcclAllReduce(in, out, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
+    char what[96];
+    snprintf(what, sizeof what, "%s count %llu", coll, (unsigned long long)cnt);
+    int bad = observe(e, rc, what, t0);
+    dev_free(in);
+    dev_free(out);
+    return bad;
+}
+
 int misc_mismatch(prog_env *e, const char *kind)
 {
     if (e->n < 2) {
@@ -101,6 +150,10 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "count")) {
         rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
         bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
+    } else if (!strcmp(kind, "protocol")) {
+        bad = protocol(e, buf, t0);
+    } else if (!strncmp(kind, "xcount-", 7)) {
+        bad = cross_count(e, kind + 7, t0);
     } else if (!strcmp(kind, "determinism")) {
         bad = determinism(e, buf, t0);
     } else if (!strcmp(kind, "root")) {

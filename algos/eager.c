@@ -1,0 +1,150 @@
+/* Eager: small messages through the peers' inboxes (plan.h, INBOX). One stream, one round:
+ *   PUBLISH; COPY my data into my box of every peer that needs it; SIGNAL{q, PUB} to every peer;
+ *   FETCH every peer (its publication says its data is in my inbox, and checks its signature);
+ *   then local COPY/REDUCE from my inbox into my OUT.
+ * No peer ever touches my IN/OUT, so there is no completion handshake, and no address is
+ * published for data to move. Every rank fetches every rank, rooted ops included: that makes
+ * every eager plan end full (plan.h), which is what lets the next eager call reuse the inbox
+ * without a credit. Reductions fold in rank order, ((x0 op x1) op x2) ..., so every rank's
+ * result is bit-identical, whatever the redop and dtype (and deterministic mode holds for free). */
+#include "algos/algo_build.h"
+
+/* Box `box` of `owner`'s inbox, `elem_off` elements in. */
+static algo_ref box_ref(const algo_b *b, uint32_t owner, uint32_t box, uint64_t elem_off)
+{
+    algo_ref ref = algo_b_ref(b, ALGO_BUF_INBOX, owner, 0);
+    ref.offset = (uint64_t)box * ALGO_EAGER_BOX + elem_off * b->esz;
+    return ref;
+}
+
+/* What a rank writes into peer q's box r: the whole IN, or IN block q (ReduceScatter,
+ * AlltoAll, Scatter). */
+static algo_ref send_src(const algo_b *b, uint32_t q)
+{
+    algo_coll c = b->op->coll;
+    uint64_t off = 0;
+    if (c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_SCATTER)
+        off = algo_blk_off(b->op, q);
+    else if (c == ALGO_COLL_ALLTOALL)
+        off = algo_a2a_send_off(b->op, b->r, q);
+    return algo_b_ref(b, ALGO_BUF_IN, b->r, off);
+}
+
+/* Does this rank write into q's inbox? Rooted ops: only towards (Reduce) or from (Broadcast,
+ * Scatter) the root. */
+static bool sends_to(const algo_b *b, uint32_t q)
+{
+    uint32_t root = b->op->root;
+    switch (b->op->coll) {
+    case ALGO_COLL_BROADCAST:
+    case ALGO_COLL_SCATTER: return b->r == root;
+    case ALGO_COLL_REDUCE: return q == root;
+    default: return true;
+    }
+}
+
+/* In-place reductions whose own operand is overwritten by the fold before its turn: the operand
+ * is parked in my own box first. */
+static bool parks_own(const algo_b *b)
+{
+    algo_coll c = b->op->coll;
+    if (!b->op->in_place || b->n == 1)
+        return false;
+    return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_REDUCE_SCATTER ||
+           (c == ALGO_COLL_REDUCE && b->r == b->op->root);
+}
+
+/* PUBLISH, the data writes, PUB signals to every peer, FETCH of every peer (left first: the
+ * ring check, so a mismatch with a non-eager rank is found before anything blocks forever). */
+static void eager_exchange(algo_b *b)
+{
+    uint32_t n = b->n, r = b->r;
+    uint64_t c = b->op->count;
+    algo_step pub = {.kind = ALGO_STEP_PUBLISH};
+    algo_b_push(b, 0, pub);
+    if (parks_own(b))
+        algo_b_copy(b, 0, box_ref(b, r, r, 0), send_src(b, r), c);
+    for (uint32_t k = 1; k < n; k++) {
+        uint32_t q = (r + k) % n;
+        if (sends_to(b, q))
+            algo_b_copy(b, 0, box_ref(b, q, r, 0), send_src(b, q), c);
+    }
+    for (uint32_t k = 1; k < n; k++)
+        algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_PUB);
+    for (uint32_t k = 1; k < n; k++) {
+        algo_step st = {.kind = ALGO_STEP_FETCH};
+        st.u.fetch.peer = (r + n - k) % n;
+        algo_b_push(b, 0, st);
+    }
+}
+
+/* Operand j of a reduction: my own data (IN at `own`, or parked in my box) or box j. */
+static algo_ref operand(const algo_b *b, uint32_t j, algo_ref own)
+{
+    if (j != b->r)
+        return box_ref(b, b->r, j, 0);
+    return parks_own(b) ? box_ref(b, b->r, b->r, 0) : own;
+}
+
+/* dst = ((x0 op x1) op x2) ... op x(n-1). */
+static void fold(algo_b *b, algo_ref dst, algo_ref own)
+{
+    uint64_t c = b->op->count;
+    if (b->n == 1) {
+        if (!b->op->in_place)
+            algo_b_copy(b, 0, dst, own, c);
+        return;
+    }
+    algo_b_reduce3(b, 0, dst, operand(b, 0, own), operand(b, 1, own), c);
+    for (uint32_t j = 2; j < b->n; j++)
+        algo_b_reduce(b, 0, dst, operand(b, j, own), c);
+}
+
+/* Gathers: OUT block j <- box j for every peer j; my own block from IN unless it is in place. */
+static void gather(algo_b *b)
+{
+    const algo_op *op = b->op;
+    uint64_t c = op->count;
+    bool a2a = op->coll == ALGO_COLL_ALLTOALL;
+    for (uint32_t j = 0; j < b->n; j++) {
+        uint64_t off = a2a ? algo_a2a_recv_off(op, j, b->r) : algo_blk_off(op, j);
+        algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, off);
+        if (j != b->r)
+            algo_b_copy(b, 0, out, box_ref(b, b->r, j, 0), c);
+        else if (!op->in_place)
+            algo_b_copy(b, 0, out, send_src(b, b->r), c);
+    }
+}
+
+/* Rooted distribution: the root keeps (or copies) its part, the others take box root. */
+static void take_from_root(algo_b *b)
+{
+    const algo_op *op = b->op;
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, 0);
+    if (b->r != op->root)
+        algo_b_copy(b, 0, out, box_ref(b, b->r, op->root, 0), op->count);
+    else if (op->coll == ALGO_COLL_SCATTER && !op->in_place)
+        algo_b_copy(b, 0, out, send_src(b, b->r), op->count);
+}
+
+int algo_eager_build(algo_b *b)
+{
+    const algo_op *op = b->op;
+    if (!algo_eager_supports(op))
+        return HAL_E_NOT_SUPPORTED;
+    b->p->inbox_bytes = algo_eager_bytes(op);
+    eager_exchange(b);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, 0);
+    switch (op->coll) {
+    case ALGO_COLL_ALLREDUCE: fold(b, out, algo_b_ref(b, ALGO_BUF_IN, b->r, 0)); break;
+    case ALGO_COLL_REDUCE_SCATTER: fold(b, out, send_src(b, b->r)); break;
+    case ALGO_COLL_REDUCE:
+        if (b->r == op->root)
+            fold(b, out, algo_b_ref(b, ALGO_BUF_IN, b->r, 0));
+        break;
+    case ALGO_COLL_ALLGATHER:
+    case ALGO_COLL_ALLTOALL: gather(b); break;
+    default: take_from_root(b); break; /* BROADCAST, SCATTER */
+    }
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* The eager protocol on the emulator: every collective it serves at 2, 3, 4 and 8 ranks, every
+ * dtype and op, odd counts on both sides of the crossover, in and out of place, each element
+ * checked by coll_check; 42 collectives back to back across the crossover (coll_misc eagerseq:
+ * inbox slots reused while peers are one call apart); and the crossover's setting
+ * (HCCL_EAGER_MAX_BYTES: the default (the largest, one box), 16 KiB, off). Mismatches between an eager and a
+ * mesh plan are in test_coll_mismatch. */
+#include "multirank/mr_run.h"
+
+#define EAGER_COLLS "allreduce,broadcast,allgather,reducescatter,reduce,scatter,alltoall,barrier"
+
+static void check(const char *env, unsigned n, const char *counts)
+{
+    char args[256], what[160];
+    snprintf(args, sizeof args, "--colls " EAGER_COLLS " --counts %s --quiet", counts);
+    snprintf(what, sizeof what, "%s coll_check on %u ranks", env, n);
+    mr_expect_ok(mr_run(env, n, MR_COLL_CHECK, args), what, " 0 failed");
+}
+
+static void seq(const char *env, unsigned n)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s coll_misc eagerseq on %u ranks", env, n);
+    mr_expect_ok(mr_run(env, n, MR_COLL_MISC, "eagerseq"), what, "coll_misc eagerseq: PASS");
+}
+
+/* The largest crossover (64 KiB, also the default): int8 16385 is eager, fp32 16385 is not. */
+#define MAXED "HCCL_EAGER_MAX_BYTES=65536"
+Test(eager, collectives_n2, .timeout = 300) { check(MAXED, 2, "0,1,7,4097,16385"); }
+Test(eager, collectives_n3, .timeout = 300) { check(MAXED, 3, "0,1,7,4097,16385"); }
+Test(eager, collectives_n4, .timeout = 300) { check(MAXED, 4, "0,1,7,4097,16385"); }
+Test(eager, collectives_n8, .timeout = 300) { check(MAXED, 8, "0,1,7,4097"); }
+
+Test(eager, back_to_back_n2, .timeout = 300) { seq("", 2); }
+Test(eager, back_to_back_n3, .timeout = 300) { seq("", 3); }
+Test(eager, back_to_back_n4, .timeout = 300) { seq("", 4); }
+Test(eager, back_to_back_n8, .timeout = 300) { seq("", 8); }
+Test(eager, back_to_back_16k_crossover_n4, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=16384", 4); }
+Test(eager, back_to_back_off_n3, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=0", 3); }

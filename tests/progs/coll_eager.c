@@ -1,0 +1,190 @@
+/* coll_misc eagerseq: 42 collectives issued back to back without a synchronize in between, every
+ * collective the eager protocol serves, sizes on both sides of the crossover (so eager and mesh
+ * plans alternate and the inbox slots are reused while peers are at most one call apart), several
+ * dtypes and ops, in and out of place, rotating roots. Then one synchronize and every element of
+ * every output checked against a host reference. */
+#include "coll_misc.h"
+
+#include <string.h>
+
+enum { ES_OPS = 42 };
+
+typedef enum { E_AR, E_AG, E_RS, E_A2A, E_BC, E_RED, E_SC, E_NCOLL } ecoll;
+static const char *const ecoll_name[E_NCOLL] = {"AllReduce", "AllGather", "ReduceScatter", "AlltoAll",
+                                               "Broadcast", "Reduce",    "Scatter"};
+
+typedef struct eop {
+    ecoll coll;
+    HcclDataType dt;
+    HcclReduceOp op;
+    uint64_t count;
+    uint32_t root;
+    bool inplace;
+    uint64_t in_elems, out_elems; /* per rank */
+    void *in, *out;               /* device; equal (or overlapping) in place */
+    void *host_in;                /* [n][in_elems]: every rank's input, for the reference */
+} eop;
+
+static const struct { HcclDataType dt; HcclReduceOp op; } k_types[] = {
+    {HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM}, {HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM},
+    {HCCL_DATA_TYPE_INT8, HCCL_REDUCE_MAX},  {HCCL_DATA_TYPE_INT64, HCCL_REDUCE_PROD},
+    {HCCL_DATA_TYPE_BFP16, HCCL_REDUCE_MIN},
+};
+/* Bytes of one box's data straddle 16 KiB and 64 KiB (the default and largest crossover). */
+static const uint64_t k_bytes[] = {4, 20, 16380, 16384, 16388, 65536, 65540, 200004, 1000};
+
+static void layout(eop *o, uint32_t n)
+{
+    uint64_t c = o->count;
+    switch (o->coll) {
+    case E_AG: o->in_elems = c, o->out_elems = n * c; break;
+    case E_RS: o->in_elems = n * c, o->out_elems = c; break;
+    case E_A2A: o->in_elems = n * c, o->out_elems = n * c; break;
+    case E_SC: o->in_elems = n * c, o->out_elems = c; break;
+    default: o->in_elems = c, o->out_elems = c;
+    }
+}
+
+static void plan_op(eop *o, int i, uint32_t n)
+{
+    memset(o, 0, sizeof *o);
+    o->coll = (ecoll)(i % E_NCOLL);
+    int t = (i * 3) % (int)(sizeof k_types / sizeof k_types[0]);
+    o->dt = k_types[t].dt, o->op = k_types[t].op;
+    uint64_t bytes = k_bytes[(i + i / E_NCOLL) % (int)(sizeof k_bytes / sizeof k_bytes[0])];
+    o->count = bytes / dt_size(o->dt) ? bytes / dt_size(o->dt) : 1;
+    o->root = (uint32_t)i % n;
+    o->inplace = o->coll != E_A2A && o->coll != E_SC && (i / E_NCOLL) % 2 == 1;
+    layout(o, n);
+}
+
+/* Buffers and inputs; in place as HCCL defines it (AllGather: my block of OUT; ReduceScatter:
+ * OUT is my block of IN). */
+static void prepare(eop *o, prog_env *e, int i)
+{
+    size_t es = dt_size(o->dt);
+    gen_spec g = {o->coll == E_AR || o->coll == E_RS || o->coll == E_RED ? GEN_REDUCE : GEN_BITS, o->dt, o->op, e->n,
+                  (uint32_t)i + 1000};
+    o->host_in = xmalloc(e->n * o->in_elems * es + 1);
+    for (uint32_t r = 0; r < e->n; r++)
+        gen_fill(&g, r, 0, o->in_elems, (char *)o->host_in + r * o->in_elems * es);
+    const void *mine = (char *)o->host_in + e->rank * o->in_elems * es;
+    if (o->inplace && o->coll == E_AG) {
+        o->out = dev_alloc(o->out_elems * es);
+        o->in = (char *)o->out + e->rank * o->count * es;
+    } else if (o->inplace) {
+        o->in = dev_alloc(o->in_elems * es);
+        o->out = o->coll == E_RS ? (char *)o->in + e->rank * o->count * es : o->in;
+    } else {
+        o->in = dev_alloc(o->in_elems * es);
+        o->out = o->coll == E_BC ? o->in : dev_alloc(o->out_elems * es);
+        if (o->out != o->in) {
+            void *s = xmalloc(o->out_elems * es);
+            fill_sentinel(s, o->out_elems * es);
+            to_dev(o->out, s, o->out_elems * es);
+            free(s);
+        }
+    }
+    to_dev(o->in, mine, o->in_elems * es);
+}
+
+static HcclResult issue(eop *o, prog_env *e)
+{
+    switch (o->coll) {
+    case E_AR: return HcclAllReduce(o->in, o->out, o->count, o->dt, o->op, e->comm, e->stream);
+    case E_AG: return HcclAllGather(o->in, o->out, o->count, o->dt, e->comm, e->stream);
+    case E_RS: return HcclReduceScatter(o->in, o->out, o->count, o->dt, o->op, e->comm, e->stream);
+    case E_A2A:
+        return HcclAlltoAll(o->in, o->count, o->dt, o->out, o->count, o->dt, e->comm, e->stream);
+    case E_BC: return HcclBroadcast(o->in, o->count, o->dt, o->root, e->comm, e->stream);
+    case E_RED: return HcclReduce(o->in, o->out, o->count, o->dt, o->op, o->root, e->comm, e->stream);
+    default: return HcclScatter(o->in, o->out, o->count, o->dt, o->root, e->comm, e->stream);
+    }
+}
+
+/* What this rank's OUT must hold; false when nothing is checked (Reduce off the root). */
+static bool expect(const eop *o, const prog_env *e, void *want)
+{
+    size_t es = dt_size(o->dt);
+    uint64_t c = o->count, ie = o->in_elems;
+    const char *in = o->host_in;
+    switch (o->coll) {
+    case E_AR:
+    case E_RED:
+    case E_RS: {
+        if (o->coll == E_RED && e->rank != o->root)
+            return false;
+        uint64_t off = o->coll == E_RS ? e->rank * c : 0;
+        memcpy(want, in + off * es, c * es);
+        for (uint32_t r = 1; r < e->n; r++)
+            ref_reduce(want, in + (r * ie + off) * es, o->dt, o->op, c);
+        return true;
+    }
+    case E_AG:
+        for (uint32_t j = 0; j < e->n; j++)
+            memcpy((char *)want + j * c * es, in + j * ie * es, c * es);
+        return true;
+    case E_A2A:
+        for (uint32_t j = 0; j < e->n; j++)
+            memcpy((char *)want + j * c * es, in + (j * ie + e->rank * c) * es, c * es);
+        return true;
+    case E_BC: memcpy(want, in + o->root * ie * es, c * es); return true;
+    default: memcpy(want, in + (o->root * ie + e->rank * c) * es, c * es); return true;
+    }
+}
+
+static int check(const eop *o, prog_env *e, int i)
+{
+    size_t es = dt_size(o->dt);
+    void *want = xmalloc(o->out_elems * es + 1), *got = xmalloc(o->out_elems * es + 1);
+    int bad = 0;
+    if (expect(o, e, want)) {
+        to_host(got, o->out, o->out_elems * es);
+        for (uint64_t k = 0; k < o->out_elems && !bad; k++)
+            if (memcmp((char *)got + k * es, (char *)want + k * es, es)) {
+                char g[64], w[64];
+                dt_format(g, sizeof g, o->dt, got, k);
+                dt_format(w, sizeof w, o->dt, want, k);
+                FAILIF(1, "rank %u op %d %s(count=%llu, %s, %s, root=%u, %s): element %llu is %s, expected %s",
+                       e->rank, i, ecoll_name[o->coll], (unsigned long long)o->count, dt_name(o->dt),
+                       op_name(o->op), o->root, o->inplace ? "in place" : "out of place", (unsigned long long)k, g, w);
+            }
+    }
+    free(want);
+    free(got);
+    return bad;
+}
+
+static void release(eop *o)
+{
+    bool own_out = o->out != o->in && !(o->inplace && o->coll == E_RS);
+    if (o->inplace && o->coll == E_AG)
+        dev_free(o->out);
+    else {
+        dev_free(o->in);
+        if (own_out)
+            dev_free(o->out);
+    }
+    free(o->host_in);
+}
+
+int misc_eagerseq(prog_env *e)
+{
+    eop *ops = xmalloc(ES_OPS * sizeof *ops);
+    for (int i = 0; i < ES_OPS; i++) {
+        plan_op(&ops[i], i, e->n);
+        prepare(&ops[i], e, i);
+    }
+    ACL_OK(aclrtSynchronizeDevice());
+    for (int i = 0; i < ES_OPS; i++) /* back to back: no synchronize in between */
+        HCCL_OK(issue(&ops[i], e));
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    int bad = 0;
+    for (int i = 0; i < ES_OPS; i++) {
+        bad |= check(&ops[i], e, i);
+        release(&ops[i]);
+    }
+    free(ops);
+    printf("rank %u: %d back-to-back collectives checked, %s\n", e->rank, ES_OPS, bad ? "FAILED" : "all exact");
+    return bad;
+}

@@ -1,0 +1,197 @@
+/* The eager algorithm: every collective it does, verified for 1..9 ranks, counts (zero, odd, a
+ * full box), roots, in/out of place, several dtypes and reduce ops; the inbox rules the verifier
+ * enforces; full end (plan.h, INBOX) of eager and of the mesh plans that run next to them; and
+ * the selector's crossover. */
+#include "test_algo_util.h"
+
+static const algo_coll k_eager_colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_BROADCAST, ALGO_COLL_ALLGATHER,
+                                          ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE, ALGO_COLL_SCATTER,
+                                          ALGO_COLL_ALLTOALL};
+#define NCOLLS (sizeof k_eager_colls / sizeof k_eager_colls[0])
+
+/* Verifies one configuration with `kind`; 1 on failure (printed). Also requires full end. */
+static int check_one(algo_kind kind, algo_coll coll, uint32_t n, uint64_t count, uint32_t root, bool inp,
+                     hal_dtype dt, hal_redop op, bool det)
+{
+    algo_op o = {.coll = coll, .nranks = n, .count = count, .dtype = dt, .redop = op, .root = root,
+                 .in_place = inp, .deterministic = det};
+    algo_verify_report rep;
+    int rc = algo_verify(&o, NULL, kind, &rep);
+    if (rc == 0 && rep.full_end)
+        return 0;
+    printf("FAIL %s %s n=%u count=%llu root=%u %s dt=%d op=%d det=%d: rc %d full_end %d\n%s", algo_kind_name(kind),
+           algo_coll_name(coll), n, (unsigned long long)count, root, inp ? "in-place" : "out-of-place", dt, op, det,
+           rc, rep.full_end, rep.msg);
+    return 1;
+}
+
+static int sweep(algo_kind kind, algo_coll coll, hal_dtype dt, hal_redop op, bool det)
+{
+    int fails = 0;
+    uint64_t esz = hal_dtype_size(dt);
+    for (uint32_t n = 1; n <= 9; n++) {
+        uint64_t counts[5] = {0, 1, n + 1, 97, ALGO_EAGER_BOX / esz}; /* the last fills a box */
+        uint32_t roots[3] = {0, n - 1, n / 2};
+        uint32_t nr = ta_rooted(coll) ? 3 : 1;
+        /* A zero-count call never reaches mesh while eager is on (it is eager whatever the
+         * crossover), and mesh's empty plan does not end full: it is left out for mesh. */
+        for (uint32_t ci = kind == ALGO_MESH ? 1 : 0; ci < 5; ci++)
+            for (uint32_t ri = 0; ri < nr; ri++)
+                for (int inp = 0; inp < 2; inp++) {
+                    algo_op probe = {.coll = coll, .nranks = n, .count = counts[ci], .dtype = dt, .in_place = inp};
+                    if (!algo_supports(kind, &probe))
+                        continue;
+                    fails += check_one(kind, coll, n, counts[ci], roots[ri], inp, dt, op, det);
+                    if (fails > 5)
+                        return fails;
+                }
+    }
+    return fails;
+}
+
+Test(algo_eager, every_collective_fp32_sum)
+{
+    for (size_t i = 0; i < NCOLLS; i++)
+        cr_expect_eq(sweep(ALGO_EAGER, k_eager_colls[i], HAL_DT_FP32, HAL_OP_SUM, false), 0, "%s: see above",
+                     algo_coll_name(k_eager_colls[i]));
+}
+
+Test(algo_eager, dtypes_and_ops)
+{
+    const hal_dtype dts[] = {HAL_DT_INT8, HAL_DT_FP16, HAL_DT_INT64, HAL_DT_BF16, HAL_DT_FP64, HAL_DT_INT128};
+    const hal_redop ops[] = {HAL_OP_PROD, HAL_OP_MAX, HAL_OP_MIN};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, dts[d], ops[o], false), 0, "see above");
+            cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, dts[d], ops[o], false), 0, "see above");
+        }
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLGATHER, HAL_DT_INT8, HAL_OP_SUM, false), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLTOALL, HAL_DT_INT128, HAL_OP_SUM, false), 0, "see above");
+}
+
+/* Eager folds in rank order, so deterministic mode (a non-commutative fold in the verifier)
+ * holds for free. */
+Test(algo_eager, deterministic)
+{
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
+}
+
+/* Eager calls reuse the inbox because every plan that can run next to them ends full: the mesh
+ * plans the selector picks on one server for n <= 8 (plan.h, INBOX). */
+Test(algo_eager, mesh_plans_end_full)
+{
+    for (size_t i = 0; i < NCOLLS; i++)
+        cr_expect_eq(sweep(ALGO_MESH, k_eager_colls[i], HAL_DT_FP32, HAL_OP_SUM, false), 0, "%s: see above",
+                     algo_coll_name(k_eager_colls[i]));
+    cr_expect_eq(sweep(ALGO_MESH, ALGO_COLL_ALLREDUCE, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
+}
+
+Test(algo_eager, v_ops_end_full_with_mesh)
+{
+    cr_expect_eq(ta_sweep(ALGO_MESH, ALGO_COLL_ALLGATHERV), 0); /* compile + verify */
+    uint64_t m[2 * 8];
+    for (uint32_t n = 1; n <= 8; n++) {
+        const algo_coll vc[] = {ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_ALLTOALLVC};
+        for (size_t k = 0; k < 3; k++) {
+            uint64_t mm[64];
+            algo_op op = {.coll = vc[k], .nranks = n, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM};
+            if (vc[k] == ALGO_COLL_ALLTOALLVC) {
+                for (uint32_t i = 0; i < n * n; i++)
+                    mm[i] = i % 3;
+                op.counts = mm, op.ncounts = n * n;
+            } else {
+                for (uint32_t i = 0; i < n; i++)
+                    m[i] = i % 3, m[n + i] = i == 0 ? 0 : m[n + i - 1] + m[i - 1];
+                op.counts = m, op.ncounts = 2 * n;
+            }
+            algo_verify_report rep;
+            cr_expect_eq(algo_verify(&op, NULL, ALGO_MESH, &rep), 0, "%s n=%u: %s", algo_coll_name(vc[k]), n, rep.msg);
+            cr_expect(rep.full_end, "%s n=%u does not end full", algo_coll_name(vc[k]), n);
+        }
+    }
+}
+
+Test(algo_eager, not_for_unsupported)
+{
+    algo_op op = {.coll = ALGO_COLL_ALLGATHERV, .nranks = 2, .dtype = HAL_DT_FP32};
+    cr_expect_not(algo_supports(ALGO_EAGER, &op));
+    op.coll = ALGO_COLL_ALLTOALL, op.in_place = true, op.count = 1;
+    cr_expect_not(algo_supports(ALGO_EAGER, &op));
+    op.in_place = false, op.count = ALGO_EAGER_BOX / 4 + 1;
+    cr_expect_not(algo_supports(ALGO_EAGER, &op), "more than a box");
+    algo_plan *p = NULL;
+    cr_expect_eq(algo_compile(&op, NULL, ALGO_EAGER, &p), HAL_E_NOT_SUPPORTED);
+}
+
+Test(algo_eager, select_crossover)
+{
+    algo_topo topo = {.nranks = 4, .server_of = NULL, .eager_max = 4096};
+    algo_op op = {.coll = ALGO_COLL_ALLREDUCE, .nranks = 4, .count = 1024, .dtype = HAL_DT_FP32};
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER, "4096 B <= 4096");
+    op.count = 1025;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "past the crossover");
+    op.count = 0;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER, "an empty call is eager too");
+    op.count = 8;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_RING), ALGO_RING, "forced wins");
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH, "no topology: no crossover");
+    topo.eager_max = 0;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "0 = off");
+    topo.eager_max = 1u << 30;
+    op.count = ALGO_EAGER_BOX / 4 + 1;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "never more than a box");
+    uint32_t so[4] = {0, 0, 1, 1};
+    algo_topo two = {.nranks = 4, .server_of = so, .eager_max = 4096};
+    op.count = 8;
+    cr_expect_eq(algo_select(&op, &two, ALGO_AUTO), ALGO_RING, "two servers: no eager");
+    algo_topo big = {.nranks = 9, .eager_max = 4096};
+    op.nranks = 9;
+    cr_expect_eq(algo_select(&op, &big, ALGO_AUTO), ALGO_RING, "n > 8: ring plans do not end full");
+    op.nranks = 4, op.coll = ALGO_COLL_ALLGATHERV;
+    uint64_t c[8] = {1, 1, 1, 1, 0, 1, 2, 3};
+    op.counts = c, op.ncounts = 8;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "V-ops stay mesh");
+    cr_expect_str_eq(algo_kind_name(ALGO_EAGER), "eager");
+}
+
+/* Hand-made plans breaking the inbox rules are refused. */
+static algo_plan *two_rank_plan(uint32_t r, algo_ref dst, algo_ref src, uint64_t bytes)
+{
+    algo_op op = {.coll = ALGO_COLL_ALLGATHER, .nranks = 2, .rank = r, .count = 1, .dtype = HAL_DT_FP32};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, NULL, ALGO_EAGER, &p), 0);
+    if (r == 0) { /* replace rank 0's write into rank 1's inbox */
+        for (uint32_t i = 0; i < p->streams[0].nsteps; i++) {
+            algo_step *st = &p->streams[0].steps[i];
+            if (st->kind == ALGO_STEP_COPY && st->u.copy.dst.buf == ALGO_BUF_INBOX) {
+                st->u.copy.dst = dst;
+                st->u.copy.src = src;
+                st->u.copy.bytes = bytes;
+                break;
+            }
+        }
+    }
+    return p;
+}
+
+static void expect_refused(algo_ref dst, algo_ref src, uint64_t bytes, const char *what)
+{
+    algo_plan *plans[2] = {two_rank_plan(0, dst, src, bytes), two_rank_plan(1, dst, src, bytes)};
+    algo_verify_report rep;
+    cr_expect_eq(algo_verify_plans(plans, 2, NULL, NULL, &rep), ALGO_VERIFY_FAILED, "%s accepted", what);
+    cr_expect(strstr(rep.msg, "INBOX") != NULL, "%s: %s", what, rep.msg);
+    algo_plan_free(plans[0]);
+    algo_plan_free(plans[1]);
+}
+
+Test(algo_eager, verifier_inbox_rules)
+{
+    algo_ref in = {.buf = ALGO_BUF_IN, .owner = ALGO_SELF, .vdispl = -1};
+    algo_ref peer_box1 = {.buf = ALGO_BUF_INBOX, .owner = 1, .vdispl = -1, .offset = ALGO_EAGER_BOX};
+    expect_refused(peer_box1, in, 4, "writing another rank's box");
+    algo_ref peer_box0 = {.buf = ALGO_BUF_INBOX, .owner = 1, .vdispl = -1, .offset = 0};
+    expect_refused(in, peer_box0, 4, "reading a peer's inbox");
+    expect_refused(peer_box0, in, 8, "past the declared box bytes");
+}
