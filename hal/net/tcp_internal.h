@@ -98,6 +98,7 @@ struct tcp_sock {
     tcp_hdr rhdr;
     size_t rgot;
     int rarmed;
+    int zc_copied;             /* the kernel reported copying our zero-copy sends */
 };
 
 /* Receive-side reassembly of split writes: seq -> fragments still to land. */
@@ -135,6 +136,7 @@ struct tcp_transport {
     net_transport base;        /* first */
     struct io_uring ring;
     int zc;                    /* send_zc usable and wanted */
+    int zc_report;             /* the kernel takes IORING_SEND_ZC_REPORT_USAGE (cleared on EINVAL) */
     uint32_t nsocks;
     int efd;
     uint64_t efd_val;

@@ -13,6 +13,15 @@
 
 #define TCP_MAX_RECV (1u << 30) /* one recv's length must fit the CQE's int result */
 
+/* Kernel ABI (6.2+) that liburing 2.3's headers lack: ask the zero-copy notification to say
+ * whether the kernel copied after all (loopback, veth: the pages are copied on delivery). */
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
 static struct io_uring_sqe *get_sqe(tcp_transport *tt)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&tt->ring);
@@ -61,9 +70,10 @@ static void batch_maybe_finish(tcp_batch *b)
 static void submit_batch(tcp_transport *tt, tcp_batch *b)
 {
     struct io_uring_sqe *sqe = get_sqe(tt);
-    if (b->zc)
+    if (b->zc) {
         io_uring_prep_sendmsg_zc(sqe, b->s->fd, &b->msg, MSG_NOSIGNAL);
-    else
+        sqe->ioprio |= tt->zc_report ? IORING_SEND_ZC_REPORT_USAGE : 0;
+    } else
         io_uring_prep_sendmsg(sqe, b->s->fd, &b->msg, MSG_NOSIGNAL | MSG_WAITALL);
     io_uring_sqe_set_data(sqe, b);
     b->s->inflight++;
@@ -92,7 +102,7 @@ static void start_batch(tcp_transport *tt, tcp_sock *s)
         s->q_tail = NULL;
     b->msg.msg_iov = b->iov;
     b->msg.msg_iovlen = 2 * b->nops;
-    b->zc = tt->zc && payload >= TCP_ZC_MIN;
+    b->zc = tt->zc && !s->zc_copied && payload >= TCP_ZC_MIN;
     b->sending = 1;
     s->cur = b;
     submit_batch(tt, b);
@@ -119,6 +129,12 @@ static void on_send(tcp_transport *tt, tcp_batch *b, struct io_uring_cqe *cqe)
 {
     tcp_sock *s = b->s;
     if (cqe->flags & IORING_CQE_F_NOTIF) { /* zero copy: the kernel let go of the pages */
+        if (tt->zc_report && ((uint32_t)cqe->res & IORING_NOTIF_USAGE_ZC_COPIED) && !s->zc_copied) {
+            /* The path copies anyway (a local peer): zero copy only adds notifications here. */
+            s->zc_copied = 1;
+            OH_DBG("net", "%s: tcp link to %s copies on delivery; zero copy off for its socket %u", tt->base.name,
+                   s->link->base.peer, s->idx);
+        }
         s->inflight--;
         b->notifs--;
         batch_maybe_finish(b);
@@ -137,6 +153,11 @@ static void on_send(tcp_transport *tt, tcp_batch *b, struct io_uring_cqe *cqe)
             return;
         }
     } else if ((res == -EINTR || res == -EAGAIN) && !s->link->failed) {
+        submit_batch(tt, b);
+        return;
+    } else if (res == -EINVAL && b->zc && tt->zc_report && b->sent == 0) {
+        /* A kernel before 6.2 refuses the usage report: zero copy without it. */
+        tt->zc_report = 0;
         submit_batch(tt, b);
         return;
     }

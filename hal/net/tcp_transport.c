@@ -173,6 +173,9 @@ hal_result tcp_create(const net_config *cfg, net_transport **out)
         goto fail;
     }
     tt->zc = cfg->zerocopy != 0 && probe_zc(&tt->ring);
+    /* auto: let the kernel tell us when zero copy is a copy (then that socket stops using it);
+     * 1: zero copy whatever it costs (benchmarks) */
+    tt->zc_report = cfg->zerocopy < 0;
     tt->efd = eventfd(0, EFD_CLOEXEC);
     if (tt->efd < 0 || pthread_create(&tt->thr, NULL, tcp_progress, tt) != 0) {
         OH_ERR("net", "%s: cannot start the tcp progress thread: %s", tt->base.name, strerror(errno));
