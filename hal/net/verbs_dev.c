@@ -3,6 +3,8 @@
  * write completions and notifies. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +16,15 @@
 
 const char *verbs_where(const verbs_link *l, uint32_t qpn, char *buf, size_t len)
 {
-    char gid[INET6_ADDRSTRLEN];
+    char gid[INET6_ADDRSTRLEN], rgid[INET6_ADDRSTRLEN];
+    uint32_t rqpn = 0;
+    for (uint32_t i = 0; i < l->nqps; i++)
+        if (l->qp[i] && l->qp[i]->qp_num == qpn)
+            rqpn = l->remote_qpn[i];
     inet_ntop(AF_INET6, l->vt->gid, gid, sizeof gid);
-    snprintf(buf, len, "device %s port %u GID %s (index %d) QP 0x%x", l->vt->dev_name, l->vt->port, gid,
-             l->vt->gid_index, qpn);
+    inet_ntop(AF_INET6, l->remote_gid, rgid, sizeof rgid);
+    snprintf(buf, len, "device %s port %u GID %s (index %d) QP 0x%x -> GID %s QP 0x%x", l->vt->dev_name,
+             l->vt->port, gid, l->vt->gid_index, qpn, rgid, rqpn);
     return buf;
 }
 
@@ -64,12 +71,15 @@ static verbs_link *link_of_qp(verbs_transport *vt, uint32_t qpn)
 
 static void on_wc(verbs_transport *vt, const struct ibv_wc *wc)
 {
-    char where[200];
-    if (wc->opcode & IBV_WC_RECV) { /* receive side: wr_id 0, a write with imm landed */
+    char where[320];
+    /* Receives have wr_id 0 (an error completion's opcode is undefined, its wr_id is not). */
+    if (wc->wr_id == 0) { /* a write with imm landed here, or a receive was flushed */
         pthread_mutex_lock(&vt->lmu);
         verbs_link *l = link_of_qp(vt, wc->qp_num);
         if (l && wc->status == IBV_WC_SUCCESS) {
-            net_notify_fire(&vt->base, ntohl(wc->imm_data));
+            if ((wc->wc_flags & IBV_WC_WITH_IMM) && net_notify_fire(&vt->base, ntohl(wc->imm_data)) != HAL_OK)
+                OH_ERR("net", "%s: roce write from %s names notify %u, which was never added", vt->base.name,
+                       l->base.peer, ntohl(wc->imm_data));
             for (uint32_t i = 0; i < l->nqps; i++)
                 if (l->qp[i]->qp_num == wc->qp_num)
                     verbs_post_recvs(l->qp[i], 1);
@@ -93,20 +103,26 @@ static void on_wc(verbs_transport *vt, const struct ibv_wc *wc)
     free(op);
 }
 
+/* Blocks in poll on the completion channel (non-blocking fd, 200 ms slices to see stop): no
+ * busy polling, and destroy never has to cancel the thread. */
 static void *verbs_progress(void *arg)
 {
     verbs_transport *vt = arg;
     while (!__atomic_load_n(&vt->stop, __ATOMIC_ACQUIRE)) {
-        struct ibv_cq *cq;
-        void *cctx;
-        if (ibv_req_notify_cq(vt->cq, 0) || ibv_get_cq_event(vt->ch, &cq, &cctx))
+        if (ibv_req_notify_cq(vt->cq, 0))
             break;
-        ibv_ack_cq_events(cq, 1);
         struct ibv_wc wc[32];
         int n;
-        while ((n = ibv_poll_cq(vt->cq, 32, wc)) > 0)
+        while ((n = ibv_poll_cq(vt->cq, 32, wc)) > 0) /* completions that came before the request */
             for (int i = 0; i < n; i++)
                 on_wc(vt, &wc[i]);
+        struct pollfd p = {vt->ch->fd, POLLIN, 0};
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        struct ibv_cq *cq;
+        void *cctx;
+        if (ibv_get_cq_event(vt->ch, &cq, &cctx) == 0)
+            ibv_ack_cq_events(cq, 1);
     }
     return NULL;
 }
@@ -183,7 +199,6 @@ static void verbs_destroy(net_transport *t)
     }
     if (vt->thr) {
         __atomic_store_n(&vt->stop, 1, __ATOMIC_RELEASE);
-        pthread_cancel(vt->thr); /* blocked in ibv_get_cq_event, a cancellation point (read) */
         pthread_join(vt->thr, NULL);
     }
     if (vt->lfd >= 0)
@@ -233,7 +248,7 @@ hal_result verbs_create(const net_config *cfg, net_transport **out)
         vt->pd = ibv_alloc_pd(vt->ctx);
         vt->ch = vt->pd ? ibv_create_comp_channel(vt->ctx) : NULL;
         vt->cq = vt->ch ? ibv_create_cq(vt->ctx, 4 * VERBS_SEND_DEPTH, NULL, vt->ch, 0) : NULL;
-        if (!vt->cq || pthread_create(&vt->thr, NULL, verbs_progress, vt)) {
+        if (!vt->cq || fcntl(vt->ch->fd, F_SETFL, fcntl(vt->ch->fd, F_GETFL) | O_NONBLOCK) < 0 || pthread_create(&vt->thr, NULL, verbs_progress, vt)) {
             OH_ERR("net", "%s: setting up %s (PD, CQ, progress thread) failed: %s", vt->base.name, vt->dev_name,
                    strerror(errno));
             vt->thr = 0;

@@ -117,7 +117,7 @@ static hal_result link_setup(verbs_transport *vt, int fd, const struct sockaddr 
             r = net_recv_all(fd, &ok, 1, deadline);
     }
     if (r) {
-        char where[200];
+        char where[320];
         OH_ERR("net", "%s: roce link setup with %s failed on %s: %s (errno %d)%s", vt->base.name,
                net_addr_str(peer, buf, sizeof buf), verbs_where(l, me.qpn[0], where, sizeof where), strerror(-r), -r,
                r == -EPROTO ? "; do both sides set the same HCCL_RDMA_QPS_PER_CONNECTION?" : "");
@@ -197,7 +197,7 @@ hal_result verbs_write(net_link *nl, const void *src, size_t len, uint64_t raddr
     net_posted(nl, 1);
     int e = len > UINT32_MAX ? EMSGSIZE : ibv_post_send(l->qp[op->qp], &wr, &bad);
     if (e) {
-        char where[200];
+        char where[320];
         OH_ERR("net", "%s: posting a %zu-byte write to %s failed on %s: %s (errno %d)", vt->base.name, len, nl->peer,
                verbs_where(l, l->qp[op->qp]->qp_num, where, sizeof where), strerror(e), e);
         if (op->src)
