@@ -168,6 +168,7 @@ static void run_writer(int pfd)
     printf("  ratio link/plain  %8.2f\n", tp[trials / 2] / ps[trials / 2]);
     printf("  8 B write+notify  %8.1f us one way (median of %d ping-pongs / 2; p90 %.1f us)\n", lat[iters / 2] * 1e6,
            iters, lat[iters * 9 / 10] * 1e6);
+    fflush(stdout); /* the netns children leave with _exit */
     close(fd);
     net_link_close(l);
     net_destroy(t);
