@@ -293,10 +293,17 @@ hal_result net_mr_reg(net_transport *t, void *addr, size_t len, net_mr **out)
         free(mr);
         return rc;
     }
-    /* The cache keeps the registration until invalidated; the handle only names it. */
     mr->t = t;
     *out = mr;
     return HAL_OK;
+}
+
+void net_mr_release(net_mr *mr)
+{
+    if (!mr)
+        return;
+    net_rc_put(&mr->t->rc, mr->e);
+    free(mr);
 }
 
 uint32_t net_mr_rkey(const net_mr *mr)

@@ -82,8 +82,11 @@ hal_result net_link_error(const net_link *l);
 
 /* ---- memory ---- */
 /* Registers [addr, addr+len) for remote writes (and, verbs, as a source); a range inside an
- * earlier registration reuses it. The mr stays valid until net_mem_invalidate covers it. */
+ * earlier registration reuses it. The registration stays (cached) until net_mem_invalidate covers
+ * it; the handle holds it until net_mr_release (a handle held across an invalidation keeps the
+ * verbs MR alive, but TCP peers can no longer write into the range). */
 hal_result net_mr_reg(net_transport *t, void *addr, size_t len, net_mr **out);
+void net_mr_release(net_mr *mr);
 /* What a peer passes as rkey to net_write into this registration. */
 uint32_t net_mr_rkey(const net_mr *mr);
 /* Call before freeing memory: registrations overlapping the range are dropped (deregistered once

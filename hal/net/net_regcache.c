@@ -49,6 +49,8 @@ static size_t first_after(const net_regcache *rc, uintptr_t addr)
 /* Removes entries [i, j) from the index; each is freed now if unused, else when released. */
 static void retire_range(net_regcache *rc, size_t i, size_t j)
 {
+    if (j == i)
+        return;
     for (size_t k = i; k < j; k++) {
         net_rc_entry *e = rc->v[k];
         e->live = 0;

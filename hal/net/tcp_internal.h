@@ -99,6 +99,7 @@ struct tcp_sock {
     size_t rgot;
     int rarmed;
     int zc_copied;             /* the kernel reported copying our zero-copy sends */
+    int eof;                   /* the peer ended this socket cleanly (between writes) */
 };
 
 /* Receive-side reassembly of split writes: seq -> fragments still to land. */
@@ -117,6 +118,7 @@ struct tcp_link {
     _Atomic uint64_t seq;
     _Atomic uint32_t rr;       /* round robin over sockets for unsplit writes */
     int failed, closing, added;
+    uint32_t neof;             /* sockets the peer ended */
     tcp_asm *asmv;             /* open addressing, size asm_cap (power of two) */
     uint32_t asm_cap, asm_n;
     struct tcp_link *next;     /* the transport's links (progress thread) */

@@ -266,6 +266,15 @@ static void landed(tcp_transport *tt, tcp_sock *s)
         net_notify_fire(&tt->base, h->notify);
 }
 
+static uint64_t link_pending(tcp_link *l)
+{
+    net_transport *t = &l->tt->base;
+    pthread_mutex_lock(&t->mu);
+    uint64_t n = l->base.posted - l->base.done;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
 static void on_recv(tcp_transport *tt, tcp_sock *s, int res)
 {
     s->inflight--;
@@ -275,8 +284,16 @@ static void on_recv(tcp_transport *tt, tcp_sock *s, int res)
         arm_recv(tt, s);
         return;
     }
+    if (res == 0 && s->rstate == 0 && s->rgot == 0) {
+        /* A clean end between writes: the peer's other sockets may still carry data. The link
+         * fails once every socket ended, or at once if we have writes the peer will never take. */
+        s->eof = 1;
+        if (++s->link->neof == s->link->nsocks || link_pending(s->link))
+            tcp_link_fail(s->link, ECONNRESET, "receive (the peer closed the link)");
+        return;
+    }
     if (res <= 0) {
-        tcp_link_fail(s->link, res == 0 ? ECONNRESET : -res, res == 0 ? "receive (closed by peer)" : "receive");
+        tcp_link_fail(s->link, res == 0 ? EPIPE : -res, res == 0 ? "receive (closed by peer within a write)" : "receive");
         return;
     }
     s->rgot += (size_t)res;
@@ -307,9 +324,7 @@ void tcp_link_fail(tcp_link *l, int err, const char *what)
     l->failed = 1;
     net_transport *t = &l->tt->base;
     net_link_fail(&l->base, l->closing ? HAL_E_ABORTED : HAL_E_PEER);
-    pthread_mutex_lock(&t->mu);
-    uint64_t pending = l->base.posted - l->base.done;
-    pthread_mutex_unlock(&t->mu);
+    uint64_t pending = link_pending(l);
     if (!l->closing)
         oh_log(pending ? OH_LOG_ERROR : OH_LOG_INFO, "net",
                "%s: tcp link to %s failed in %s: %s (errno %d); failing %llu pending write(s)", t->name,
@@ -329,6 +344,8 @@ void tcp_link_fail(tcp_link *l, int err, const char *what)
 static void queue_write(tcp_transport *tt, tcp_write *w)
 {
     tcp_link *l = w->link;
+    if (l->neof && !l->failed) /* the peer closed some sockets: it takes no more writes */
+        tcp_link_fail(l, ECONNRESET, "write (the peer closed the link)");
     if (l->failed) {
         w->left = 1; /* fragments never queued: complete the write once */
         frag_done(&w->frags[0], link_status(l));

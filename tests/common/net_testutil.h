@@ -111,6 +111,8 @@ static inline void nt_check_sizes(net_kind kind, uint32_t nsocks, const char *ip
         if (dst[i] != want[i])
             cr_assert_fail("byte %zu: got 0x%02x want 0x%02x", i, dst[i], want[i]);
     cr_assert_eq(__atomic_load_n(&counter, __ATOMIC_ACQUIRE), N);
+    net_mr_release(smr);
+    net_mr_release(dmr);
     nt_pair_close(&p);
     free(src);
     free(dst);

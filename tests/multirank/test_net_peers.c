@@ -94,6 +94,22 @@ static int sh(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Namespaces of earlier runs killed before their fini (a Criterion timeout kills the test's
+ * process): "ohnt-<pid>-a|b" whose pid is gone. */
+static void remove_stale(void)
+{
+    FILE *f = popen("ip netns list 2>/dev/null", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        int pid;
+        char side;
+        if (sscanf(line, "ohnt-%d-%c", &pid, &side) == 2 && kill(pid, 0) != 0)
+            sh("ip netns del ohnt-%d-%c 2>/dev/null", pid, side);
+    }
+    if (f)
+        pclose(f);
+}
+
 /* Runs after the test even when an assertion failed: the namespaces never outlive the test
  * (deleting a namespace deletes the veth end inside it, and with it the pair). */
 static void ns_cleanup(void)
@@ -132,8 +148,11 @@ static void ns_target(const char *ns, unsigned char *dst, int pfd)
         _exit(3);
     if (write(pfd, &bound, sizeof bound) != sizeof bound || net_accept(t, NT_TIMEOUT_MS, &l))
         _exit(4);
-    if (net_counter_wait(&counter, NS_W, NT_TIMEOUT_MS))
+    if (net_counter_wait(&counter, NS_W, NT_TIMEOUT_MS)) {
+        fprintf(stderr, "target: %llu of %d notifies; link %s\n", (unsigned long long)counter, NS_W,
+                hal_result_name(net_link_error(l)));
         _exit(5);
+    }
     unsigned char *want = malloc((size_t)NS_W * NS_SZ);
     nt_fill(want, (size_t)NS_W * NS_SZ, 5);
     _exit(memcmp(want, dst, (size_t)NS_W * NS_SZ) ? 6 : 0);
@@ -160,6 +179,7 @@ Test(net_peers, link_between_network_namespaces, .fini = ns_cleanup)
 {
     if (geteuid() != 0)
         cr_skip_test("needs root to create network namespaces (ip netns add)");
+    remove_stale();
     snprintf(ns_a, sizeof ns_a, "ohnt-%d-a", (int)getpid());
     snprintf(ns_b, sizeof ns_b, "ohnt-%d-b", (int)getpid());
     if (sh("ip netns add %s 2>/dev/null", ns_a) != 0) {
@@ -182,6 +202,7 @@ Test(net_peers, link_between_network_namespaces, .fini = ns_cleanup)
     cr_assert_geq(ta, 0);
     if (ta == 0)
         ns_target(ns_a, dst, pfd[1]);
+    close(pfd[1]); /* a target that dies early gives EOF instead of a hang */
     struct sockaddr_storage bound;
     cr_assert_eq(read(pfd[0], &bound, sizeof bound), (ssize_t)sizeof bound, "the target did not start");
     pid_t wb = fork();

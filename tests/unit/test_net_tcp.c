@@ -63,6 +63,7 @@ Test(net_tcp, many_outstanding_writes)
     cr_assert_eq(tagged, W / 2, "only tagged writes queue completions");
     cr_assert_eq(net_counter_wait(&counter, W, NT_TIMEOUT_MS), HAL_OK);
     cr_assert_eq(memcmp(src, dst, (size_t)W * SZ), 0);
+    net_mr_release(mr);
     nt_pair_close(&p);
     free(src);
     free(dst);
@@ -89,7 +90,7 @@ Test(net_tcp, split_write_notifies_once_after_all_bytes)
     enum { NS = 4 };
     nt_pair_open(&p, NET_KIND_TCP, NS, "127.0.0.1");
     size_t len = 64u << 20;
-    unsigned char *src = malloc(len), *dst = calloc(1, len);
+    unsigned char *src = malloc(len), *dst = calloc(1, len + 64);
     nt_fill(src, len, 11);
     net_mr *mr;
     cr_assert_eq(net_mr_reg(p.b, dst, len + 64, &mr), HAL_OK);
@@ -107,6 +108,7 @@ Test(net_tcp, split_write_notifies_once_after_all_bytes)
     cr_assert_eq(w.complete_at_notify, 1, "the notify ran before all bytes landed");
     cr_assert_eq(__atomic_load_n(&w.count, __ATOMIC_ACQUIRE), 1, "one write, one notify");
     cr_assert_eq(net_link_drain(p.ab, NT_TIMEOUT_MS), HAL_OK);
+    net_mr_release(mr);
     nt_pair_close(&p);
     free(src);
     free(dst);
@@ -140,9 +142,38 @@ Test(net_tcp, peer_close_fails_pending_writes)
     cr_assert_eq(net_wait(p.a, &c, NT_TIMEOUT_MS), HAL_OK);
     cr_assert_eq(c.tag, 99);
     cr_assert_eq(c.status, HAL_E_PEER);
+    net_mr_release(mr);
     net_link_close(p.ab);
     net_destroy(p.a);
     net_destroy(p.b);
+    free(src);
+    free(dst);
+}
+
+/* The writer closes its link right after its writes completed (handed to the kernel): the data
+ * still in flight on the other sockets lands, and the target's link ends without an error line. */
+Test(net_tcp, writer_close_after_last_write_loses_nothing)
+{
+    nt_pair p;
+    nt_pair_open(&p, NET_KIND_TCP, 4, "127.0.0.1");
+    enum { W = 64, SZ = 1u << 20 };
+    unsigned char *src = malloc((size_t)W * SZ), *dst = calloc(W, SZ);
+    nt_fill(src, (size_t)W * SZ, 9);
+    net_mr *mr;
+    cr_assert_eq(net_mr_reg(p.b, dst, (size_t)W * SZ, &mr), HAL_OK);
+    uint64_t counter = 0;
+    uint32_t nid;
+    cr_assert_eq(net_notify_add_counter(p.b, &counter, &nid), HAL_OK);
+    for (int i = 0; i < W; i++)
+        cr_assert_eq(net_write(p.ab, src + (size_t)i * SZ, SZ, (uintptr_t)(dst + (size_t)i * SZ), 0, nid, 0), HAL_OK);
+    cr_assert_eq(net_link_drain(p.ab, NT_TIMEOUT_MS), HAL_OK);
+    net_link_close(p.ab);
+    p.ab = NULL;
+    cr_assert_eq(net_counter_wait(&counter, W, NT_TIMEOUT_MS), HAL_OK, "%llu of %d writes landed",
+                 (unsigned long long)counter, W);
+    cr_assert_eq(memcmp(src, dst, (size_t)W * SZ), 0);
+    net_mr_release(mr);
+    nt_pair_close(&p);
     free(src);
     free(dst);
 }
@@ -169,6 +200,7 @@ Test(net_tcp, writes_outside_registered_memory_are_refused)
         usleep(50000);
     cr_assert_eq(net_link_error(p.ba), HAL_E_PEER);
     cr_assert_eq(dst[0], 0, "a write into freed memory landed");
+    net_mr_release(mr);
     nt_pair_close(&p);
 }
 
