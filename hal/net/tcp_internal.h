@@ -52,7 +52,6 @@ typedef struct tcp_op {
     tcp_write *w;
     tcp_hdr hdr;
     const char *src;
-    uint32_t sock;
 } tcp_op;
 
 struct tcp_write {
@@ -97,7 +96,6 @@ struct tcp_sock {
     int rstate;                /* 0: header, 1: payload */
     tcp_hdr rhdr;
     size_t rgot;
-    int rarmed;
     int zc_copied;             /* the kernel reported copying our zero-copy sends */
     int eof;                   /* the peer ended this socket cleanly (between writes) */
 };
@@ -117,7 +115,7 @@ struct tcp_link {
     tcp_sock socks[NET_MAX_SOCKS];
     _Atomic uint64_t seq;
     _Atomic uint32_t rr;       /* round robin over sockets for unsplit writes */
-    int failed, closing, added;
+    int failed, closing;
     uint32_t neof;             /* sockets the peer ended */
     tcp_asm *asmv;             /* open addressing, size asm_cap (power of two) */
     uint32_t asm_cap, asm_n;

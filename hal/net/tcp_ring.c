@@ -379,7 +379,6 @@ static void take_requests(tcp_transport *tt)
         } else if (r->kind == 1) {
             r->l->next = tt->links;
             tt->links = r->l;
-            r->l->added = 1;
             for (uint32_t i = 0; i < r->l->nsocks; i++)
                 arm_recv(tt, &r->l->socks[i]);
         } else {
