@@ -169,6 +169,19 @@ hal_result verbs_accept(net_transport *t, int timeout_ms, net_link **out)
     return rc;
 }
 
+/* A send queue holds VERBS_SEND_DEPTH requests: with that many writes of the link outstanding
+ * the writer waits for completions (round robin spreads them, so no QP overflows). */
+static hal_result send_slot(verbs_link *l)
+{
+    net_transport *t = &l->vt->base;
+    hal_result rc = HAL_OK;
+    pthread_mutex_lock(&t->mu);
+    while (l->base.posted - l->base.done >= VERBS_SEND_DEPTH && (rc = net_link_error(&l->base)) == HAL_OK)
+        pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
 hal_result verbs_write(net_link *nl, const void *src, size_t len, uint64_t raddr, uint32_t rkey, uint32_t notify,
                        uint64_t tag)
 {
@@ -176,6 +189,8 @@ hal_result verbs_write(net_link *nl, const void *src, size_t len, uint64_t raddr
     verbs_transport *vt = l->vt;
     hal_result rc = net_link_error(nl);
     if (rc != HAL_OK)
+        return rc;
+    if ((rc = send_slot(l)) != HAL_OK)
         return rc;
     verbs_op *op = calloc(1, sizeof *op);
     if (!op)

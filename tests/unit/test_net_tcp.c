@@ -36,10 +36,10 @@ Test(net_tcp, ipv6_loopback)
 
 /* 4,000 writes outstanding at once, with and without tags, to distinct slots: all complete, all
  * land, and the notify counts every one. */
-Test(net_tcp, many_outstanding_writes)
+static void many_outstanding(net_kind kind)
 {
     nt_pair p;
-    nt_pair_open(&p, NET_KIND_TCP, 3, "127.0.0.1");
+    nt_pair_open(&p, kind, 3, "127.0.0.1");
     enum { W = 4000, SZ = 1000 };
     unsigned char *src = malloc((size_t)W * SZ), *dst = calloc(W, SZ);
     nt_fill(src, (size_t)W * SZ, 3);
@@ -49,8 +49,8 @@ Test(net_tcp, many_outstanding_writes)
     uint32_t nid;
     cr_assert_eq(net_notify_add_counter(p.b, &counter, &nid), HAL_OK);
     for (int i = 0; i < W; i++)
-        cr_assert_eq(net_write(p.ab, src + (size_t)i * SZ, SZ, (uintptr_t)(dst + (size_t)i * SZ), 0, nid,
-                               i % 2 ? (uint64_t)i : 0), HAL_OK);
+        cr_assert_eq(net_write(p.ab, src + (size_t)i * SZ, SZ, (uintptr_t)(dst + (size_t)i * SZ), net_mr_rkey(mr),
+                               nid, i % 2 ? (uint64_t)i : 0), HAL_OK);
     cr_assert_eq(net_link_drain(p.ab, NT_TIMEOUT_MS), HAL_OK);
     net_completion c[64];
     int tagged = 0, n;
@@ -67,6 +67,11 @@ Test(net_tcp, many_outstanding_writes)
     nt_pair_close(&p);
     free(src);
     free(dst);
+}
+
+Test(net_tcp, many_outstanding_writes)
+{
+    many_outstanding(NET_KIND_TCP);
 }
 
 typedef struct watch {
@@ -205,10 +210,22 @@ Test(net_tcp, writes_outside_registered_memory_are_refused)
 }
 
 /* The verbs links: same checks where a device exists; here they say why they cannot run. */
-Test(net_verbs, sizes_over_roce)
+static void need_device(void)
 {
     char why[160] = "";
     if (verbs_device_count(why, sizeof why) == 0)
         cr_skip_test("no RDMA device: %s (see hal/net/README.md for Soft-RoCE)", why);
+}
+
+Test(net_verbs, sizes_over_roce)
+{
+    need_device();
     nt_check_sizes(NET_KIND_ROCE, 1, "127.0.0.1");
+}
+
+Test(net_verbs, many_outstanding_over_roce)
+{
+    need_device();
+    setenv("HCCL_RDMA_QPS_PER_CONNECTION", "3", 1);
+    many_outstanding(NET_KIND_ROCE);
 }
