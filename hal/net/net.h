@@ -103,7 +103,8 @@ hal_result net_counter_wait(const uint64_t *word, uint64_t target, int timeout_m
 
 /* ---- data ---- */
 /* Writes len bytes from src to the peer's raddr (inside a peer registration whose rkey it is),
- * then bumps the peer's notify `notify` (NET_NOTIFY_NONE: none). Returns at once; src must stay
+ * then bumps the peer's notify `notify` (NET_NOTIFY_NONE: none). Returns at once (verbs: waits
+ * while the link has a full send queue, 1024 writes, outstanding); src must stay
  * untouched until the write completes. tag != 0: a net_completion is queued for net_poll/net_wait;
  * tag 0: only the link's counters see it (net_link_drain). */
 hal_result net_write(net_link *l, const void *src, size_t len, uint64_t raddr, uint32_t rkey,

@@ -77,6 +77,23 @@ static void free_link(verbs_link *l)
     free(l);
 }
 
+/* Adds l to (add = 1) or removes it from the links the progress thread looks QPs up in. */
+static void link_list(verbs_transport *vt, verbs_link *l, int add)
+{
+    pthread_mutex_lock(&vt->lmu);
+    if (add) {
+        l->next = vt->links;
+        vt->links = l;
+    } else {
+        for (verbs_link **pp = &vt->links; *pp; pp = &(*pp)->next)
+            if (*pp == l) {
+                *pp = l->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&vt->lmu);
+}
+
 /* Both sides: create QPs, swap wire records over fd, connect. */
 static hal_result link_setup(verbs_transport *vt, int fd, const struct sockaddr *peer, int64_t deadline,
                              net_link **out)
@@ -110,11 +127,17 @@ static hal_result link_setup(verbs_transport *vt, int fd, const struct sockaddr 
         r = -EPROTO;
     for (uint32_t i = 0; !r && i < l->nqps; i++)
         r = -qp_connect(vt, l->qp[i], &them, i, me.psn);
-    if (!r) { /* both sides are in RTS before either writes */
-        char ok = 1;
+    if (!r) {
+        memcpy(l->remote_gid, them.gid, 16);
+        memcpy(l->remote_qpn, them.qpn, sizeof them.qpn);
+        /* Listed before the peer may write: its first write-with-imm must find the link. */
+        link_list(vt, l, 1);
+        char ok = 1; /* both sides are in RTS before either writes */
         r = net_send_all(fd, &ok, 1, deadline);
         if (!r)
             r = net_recv_all(fd, &ok, 1, deadline);
+        if (r)
+            link_list(vt, l, 0);
     }
     if (r) {
         char where[320];
@@ -124,12 +147,6 @@ static hal_result link_setup(verbs_transport *vt, int fd, const struct sockaddr 
         free_link(l);
         return r == -ETIMEDOUT ? HAL_E_TIMEOUT : HAL_E_PEER;
     }
-    memcpy(l->remote_gid, them.gid, 16);
-    memcpy(l->remote_qpn, them.qpn, sizeof them.qpn);
-    pthread_mutex_lock(&vt->lmu);
-    l->next = vt->links;
-    vt->links = l;
-    pthread_mutex_unlock(&vt->lmu);
     *out = &l->base;
     return HAL_OK;
 }
@@ -235,12 +252,6 @@ void verbs_link_close(net_link *nl)
         ibv_modify_qp(l->qp[i], &a, IBV_QP_STATE);
     }
     net_link_drain(nl, 10000);
-    pthread_mutex_lock(&vt->lmu);
-    for (verbs_link **pp = &vt->links; *pp; pp = &(*pp)->next)
-        if (*pp == l) {
-            *pp = l->next;
-            break;
-        }
-    pthread_mutex_unlock(&vt->lmu);
+    link_list(vt, l, 0);
     free_link(l);
 }
