@@ -50,7 +50,10 @@ static void cfg_init(void)
     g_cfg.server_index = (uint32_t)env_u64("HCCL_EMU_SERVER_INDEX", 0, 0, 1u << 20);
     g_cfg.ndev = (uint32_t)env_u64("HCCL_EMU_DEVICES", 8, 1, EMU_MAX_DEVICES);
     g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);
-    g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 20, 0, 1000000) * 1000ull;
+    /* Adaptive waits (docs/emulator.md, "Waits"): defaults measured on a 2-core machine with more
+     * runnable threads than cores (docs/perf.md). */
+    g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 2, 0, 1000000) * 1000ull;
+    g_cfg.yield_ns = env_u64("HCCL_EMU_YIELD_US", 200, 0, 1000000) * 1000ull;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
     /* Parsed as the runtime's bootstrap does (>= 1, else 120), which reports bad values itself. */
     const char *ct = getenv("HCCL_CONNECT_TIMEOUT");
