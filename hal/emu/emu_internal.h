@@ -101,7 +101,7 @@ typedef struct emu_region {
     bool owned;          /* opened here (heap allocator valid) */
     hal_device_handle handle;
     struct hal_device *dev; /* owned: the device */
-    uint64_t vmm_seen;   /* import: generation of the owner's VMM table mirrored here (emu_vmm_share.c) */
+    _Atomic uint64_t vmm_seen; /* import: generation of the owner's VMM table mirrored here (emu_vmm_share.c) */
     struct emu_vmm_mirror *vmm_mirror; /* import: the owner's mappings applied in this process */
 } emu_region;
 
@@ -117,6 +117,13 @@ void emu_region_release(emu_region *r);
 emu_region *emu_region_find_locked(uint32_t id);
 void emu_regions_lock(void);
 void emu_regions_unlock(void);
+/* Lock-free reading of the region table: between begin and end, emu_region_peek's result stays
+ * mapped and allocated (writers wait for readers before they unmap). Keep it to a few loads. */
+void emu_regions_read_begin(void);
+void emu_regions_read_end(void);
+emu_region *emu_region_peek(uint32_t id);
+/* Which device id of this process's server owns the region that would hold ptr (UINT32_MAX: none). */
+uint32_t emu_region_id_of(const void *ptr);
 
 /* --- sharing (emu_share.c) --- */
 typedef struct emu_listener {
