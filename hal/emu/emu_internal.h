@@ -223,6 +223,7 @@ struct hal_stream {
     uint64_t wake_at;      /* smallest `done` a sleeping sync waiter needs (UINT64_MAX: none) */
     bool sleeping, stop;   /* sleeping: the worker waits on cv_work */
     bool running;          /* an executor (worker or host) holds the stream */
+    bool parked;           /* tests: the worker takes no task until a host executor ran */
     int sync_waiters;
     hal_result err;
     char msg[EMU_MSG_LEN];
@@ -251,6 +252,9 @@ hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms);
  * completed `pos` tasks, if no executor holds s and s still has slot generation `gen`; returns
  * at once otherwise (the caller then waits as usual). */
 void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos);
+/* Tests only: the worker leaves queued tasks alone until a host executor has run some (and
+ * then woken it): makes "the host executes" observable without races. */
+void emu_stream_test_park(hal_stream *s);
 
 /* --- task pool (emu_task_pool.c) --- */
 /* Drops what a task references (events, notifies) once it ran or was discarded. */

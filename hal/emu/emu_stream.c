@@ -111,6 +111,7 @@ static void host_exec_locked(hal_stream *s, uint64_t target)
     s->running = true;
     exec_locked(s, target);
     s->running = false;
+    s->parked = false;
     if (s->sleeping && (s->head || s->stop)) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
@@ -126,7 +127,7 @@ static void *stream_main(void *p)
     hal_stream *s = p;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (s->head && !s->running) {
+        if (s->head && !s->running && !s->parked) {
             s->running = true;
             exec_locked(s, UINT64_MAX);
             s->running = false;
@@ -184,7 +185,7 @@ static void slot_init(hal_stream *s, hal_device *dev)
     s->head = s->tail = NULL;
     s->enq = s->done = 0;
     s->wake_at = UINT64_MAX;
-    s->sleeping = s->stop = s->running = false;
+    s->sleeping = s->stop = s->running = s->parked = false;
     s->sync_waiters = 0;
     s->err = HAL_OK;
     s->msg[0] = 0;
@@ -233,6 +234,7 @@ void emu_stream_free(hal_stream *s)
     atomic_store_explicit(&s->live, 0, memory_order_release);
     pthread_mutex_lock(&s->mu);
     s->stop = true; /* the worker finishes the queue (after a host executor), then exits */
+    s->parked = false;
     if (s->sleeping) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
@@ -288,6 +290,13 @@ void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos)
     pthread_mutex_lock(&s->mu);
     if (s->gen == gen && !s->running && s->head && s->done < pos)
         host_exec_locked(s, pos);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void emu_stream_test_park(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->parked = true;
     pthread_mutex_unlock(&s->mu);
 }
 
