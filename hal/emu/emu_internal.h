@@ -219,7 +219,8 @@ struct hal_stream {
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
     emu_task *head, *tail;
-    uint64_t enq, done;
+    uint64_t enq;
+    _Atomic uint64_t done; /* written under mu; polled without it by syncs */
     uint64_t wake_at;      /* smallest `done` a sleeping sync waiter needs (UINT64_MAX: none) */
     bool sleeping, stop;   /* sleeping: the worker waits on cv_work */
     bool running;          /* an executor (worker or host) holds the stream */

@@ -96,7 +96,7 @@ static void exec_locked(hal_stream *s, uint64_t target)
         emu_task_release_refs(t);
         pthread_mutex_lock(&s->mu);
         emu_task_recycle_locked(s, t);
-        s->done++;
+        atomic_store_explicit(&s->done, s->done + 1, memory_order_release); /* polled by syncs */
         if (s->sync_waiters && s->done >= s->wake_at) {
             s->wake_at = UINT64_MAX;
             pthread_cond_broadcast(&s->cv_done);
@@ -183,7 +183,8 @@ static void slot_init(hal_stream *s, hal_device *dev)
 {
     s->dev = dev;
     s->head = s->tail = NULL;
-    s->enq = s->done = 0;
+    s->enq = 0;
+    atomic_store(&s->done, 0);
     s->wake_at = UINT64_MAX;
     s->sleeping = s->stop = s->running = s->parked = false;
     s->sync_waiters = 0;
@@ -257,16 +258,38 @@ void emu_stream_free(hal_stream *s)
     slot_put(s);
 }
 
-/* Timed: a blocking wait. No deadline: the calling thread executes when no executor runs. */
+/* Polls (emu_poll) until s completed target tasks, with s->mu released; true if it did. */
+static bool poll_done(hal_stream *s, uint64_t target)
+{
+    const emu_config *cfg = emu_cfg();
+    emu_poll p;
+    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    pthread_mutex_unlock(&s->mu);
+    bool ok = false;
+    do {
+        ok = atomic_load_explicit(&s->done, memory_order_acquire) >= target;
+    } while (!ok && emu_poll_step(&p));
+    pthread_mutex_lock(&s->mu);
+    return ok;
+}
+
+/* Timed: a blocking wait. No deadline: the calling thread executes when no executor runs; while
+ * the worker runs a task it waits adaptively (docs/emulator.md, "Waits"), then on the condvar. */
 hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms)
 {
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     hal_result rc = HAL_OK;
+    bool polled = timeout_ms >= 0;
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enq;
     while (s->done < target) {
         if (timeout_ms < 0 && !s->running && s->head) {
             host_exec_locked(s, target);
+            continue;
+        }
+        if (!polled) {
+            polled = true;
+            poll_done(s, target);
             continue;
         }
         s->sync_waiters++;
