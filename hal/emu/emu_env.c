@@ -54,6 +54,7 @@ static void cfg_init(void)
      * runnable threads than cores (docs/perf.md). */
     g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 0, 0, 1000000) * 1000ull;
     g_cfg.yield_ns = env_u64("HCCL_EMU_YIELD_US", 200, 0, 1000000) * 1000ull;
+    g_cfg.worker_poll_ns = env_u64("HCCL_EMU_WORKER_POLL_US", 100, 0, 1000000) * 1000ull;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
     /* Parsed as the runtime's bootstrap does (>= 1, else 120), which reports bad values itself. */
     const char *ct = getenv("HCCL_CONNECT_TIMEOUT");

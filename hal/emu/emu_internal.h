@@ -37,6 +37,7 @@ typedef struct emu_config {
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: waits poll with cpu_relax this long, then yield */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
+    uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
 const emu_config *emu_cfg(void);
@@ -220,6 +221,7 @@ struct hal_stream {
     pthread_cond_t cv_work, cv_done;
     emu_task *head, *tail;
     uint64_t enq;
+    _Atomic uint64_t enq_pub; /* enq, polled by the idle worker without mu */
     _Atomic uint64_t done; /* written under mu; polled without it by syncs */
     uint64_t wake_at;      /* smallest `done` a sleeping sync waiter needs (UINT64_MAX: none) */
     bool sleeping, stop;   /* sleeping: the worker waits on cv_work */

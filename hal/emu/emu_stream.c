@@ -122,19 +122,44 @@ static void host_exec_locked(hal_stream *s, uint64_t target)
     }
 }
 
+/* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
+ * before it sleeps, so an enqueue that follows soon needs no wake-up (a futex wake costs the
+ * enqueuing thread several microseconds on a VM). s->mu held. */
+static void worker_poll(hal_stream *s)
+{
+    uint64_t window = emu_cfg()->worker_poll_ns;
+    if (!window)
+        return;
+    uint64_t seen = s->enq;
+    emu_poll p;
+    emu_poll_init(&p, 0, window);
+    pthread_mutex_unlock(&s->mu);
+    bool more = false;
+    while (!more && emu_poll_step(&p))
+        more = atomic_load_explicit(&s->enq_pub, memory_order_relaxed) != seen;
+    pthread_mutex_lock(&s->mu);
+}
+
 static void *stream_main(void *p)
 {
     hal_stream *s = p;
+    bool polled = false;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         if (s->head && !s->running && !s->parked) {
             s->running = true;
             exec_locked(s, UINT64_MAX);
             s->running = false;
+            polled = false;
             continue;
         }
         if (s->stop && !s->head && !s->running)
             break;
+        if (!polled && !s->stop) { /* once per idle period; then re-check under mu, and sleep */
+            polled = true;
+            worker_poll(s);
+            continue;
+        }
         s->sleeping = true; /* cleared by whoever signals, so one wake-up per sleep */
         pthread_cond_wait(&s->cv_work, &s->mu);
         s->sleeping = false;
@@ -160,6 +185,7 @@ hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_
         s->head = t;
     s->tail = t;
     s->enq++;
+    atomic_store_explicit(&s->enq_pub, s->enq, memory_order_relaxed);
     if (pos)
         *pos = s->enq;
     if (gen)
@@ -184,6 +210,7 @@ static void slot_init(hal_stream *s, hal_device *dev)
     s->dev = dev;
     s->head = s->tail = NULL;
     s->enq = 0;
+    atomic_store(&s->enq_pub, 0);
     atomic_store(&s->done, 0);
     s->wake_at = UINT64_MAX;
     s->sleeping = s->stop = s->running = s->parked = false;
