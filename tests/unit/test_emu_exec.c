@@ -2,7 +2,8 @@
  * queued tasks itself (order, sticky errors and accounting as on the worker), the worker still
  * runs tasks nobody syncs for, the task pool (many enqueues, threads that exit; ASan finds leaks)
  * and liveness checks of destroyed streams. emu_stream_test_park keeps the worker off a stream
- * until a host executor ran, so who executes is deterministic. */
+ * until a host executor ran, so who executes is deterministic (a regression that stops host
+ * execution leaves a parked stream hanging: the timeouts turn that into a failure). */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -35,7 +36,7 @@ static int fail_fn(void *arg, char *msg, size_t len)
     return HAL_E_INTERNAL;
 }
 
-Test(emu_exec, host_runs_queue_in_order_on_sync)
+Test(emu_exec, host_runs_queue_in_order_on_sync, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
@@ -60,7 +61,7 @@ Test(emu_exec, host_runs_queue_in_order_on_sync)
     HT_OK(h->device_close(d));
 }
 
-Test(emu_exec, host_keeps_sticky_error_and_event_records)
+Test(emu_exec, host_keeps_sticky_error_and_event_records, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
@@ -90,7 +91,7 @@ Test(emu_exec, host_keeps_sticky_error_and_event_records)
     HT_OK(h->device_close(d));
 }
 
-Test(emu_exec, event_sync_runs_the_recording_stream)
+Test(emu_exec, event_sync_runs_the_recording_stream, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
@@ -140,7 +141,7 @@ static void post_fn(void *arg)
 }
 
 /* The host executes a notify wait; another thread's record ends it. */
-Test(emu_exec, host_executed_wait_ends_on_record)
+Test(emu_exec, host_executed_wait_ends_on_record, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
@@ -187,7 +188,7 @@ static void enqueue_next_fn(void *arg)
         c->h->host_func_async(c->s, post_fn, &c->done);
 }
 
-Test(emu_exec, worker_runs_without_sync_and_after_host)
+Test(emu_exec, worker_runs_without_sync_and_after_host, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
@@ -260,7 +261,7 @@ static void *pool_thread(void *arg)
     return NULL; /* exits holding a spare task: freed at thread exit */
 }
 
-Test(emu_exec, task_pool_many_enqueues)
+Test(emu_exec, task_pool_many_enqueues, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
@@ -296,7 +297,7 @@ Test(emu_exec, task_pool_many_enqueues)
     HT_OK(h->device_close(d));
 }
 
-Test(emu_exec, destroyed_streams_are_not_live)
+Test(emu_exec, destroyed_streams_are_not_live, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
