@@ -190,12 +190,13 @@ hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_
         *pos = s->enq;
     if (gen)
         *gen = s->gen;
-    if (s->sleeping && !s->running) { /* a host executing will hand the rest over when it stops */
+    bool wake = s->sleeping && !s->running; /* a host executing hands the rest over when it stops */
+    if (wake)
         s->sleeping = false;
-        pthread_cond_signal(&s->cv_work);
-    }
     emu_task_refill_locked(s);
     pthread_mutex_unlock(&s->mu);
+    if (wake) /* after the unlock: the worker does not wake into a held mutex (its cv and mu are type-stable) */
+        pthread_cond_signal(&s->cv_work);
     return HAL_OK;
 }
 
