@@ -231,7 +231,7 @@ static void handoff_costs(hal_stream *s, double *v, double *w, int n)
         w[i] = t1 - g_ts[i];
     }
     row("hand-off host -> idle worker (enqueue to task start)", v, n);
-    row("wake-up worker -> host in stream_sync(10 s) (task to return)", w, n);
+    row("wake-up worker -> host, timed stream_sync (task to return)", w, n);
     g_ts_n = 0;
     for (int i = 0; i < n; i++) {
         nanosleep(&(struct timespec){0, 100000}, NULL);
