@@ -12,6 +12,7 @@
 
 #define DMA_INLINE_BYTES (2u << 20) /* below this a batch runs on the worker alone */
 #define DMA_MIN_CHUNK (512u << 10)
+#define DMA_STACK_PIECES 16u /* batches up to this many descriptors resolve on the stack */
 
 typedef enum { P_COPY, P_MOVE, P_REDUCE, P_SET } piece_kind;
 
@@ -255,8 +256,8 @@ static uint64_t piece_bytes(const dma_piece *p)
     return p->kind == P_REDUCE ? p->n * hal_dtype_size(p->dt) : p->n;
 }
 
-/* Cuts n unsplit pieces into chunks and runs them. Takes ownership of base. */
-static hal_result run_split(emu_dma *d, dma_piece *base, uint32_t n, char *msg, size_t len)
+/* Cuts n unsplit pieces into chunks and runs them. Frees base unless it is on the caller's stack. */
+static hal_result run_split(emu_dma *d, dma_piece *base, uint32_t n, bool on_stack, char *msg, size_t len)
 {
     uint64_t total = 0, count = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -266,7 +267,8 @@ static hal_result run_split(emu_dma *d, dma_piece *base, uint32_t n, char *msg, 
         count += chunk == SIZE_MAX ? 1 : piece_bytes(&base[i]) / chunk + 1;
     dma_piece *all = count > n ? malloc(count * sizeof *all) : base;
     if (!all) {
-        free(base);
+        if (!on_stack)
+            free(base);
         snprintf(msg, len, "DMA: out of host memory for %llu pieces", (unsigned long long)count);
         return HAL_E_NOMEM;
     }
@@ -279,7 +281,8 @@ static hal_result run_split(emu_dma *d, dma_piece *base, uint32_t n, char *msg, 
     hal_result rc = run_pieces(d, all, k, msg, len);
     if (all != base)
         free(all);
-    free(base);
+    if (!on_stack)
+        free(base);
     return rc;
 }
 
@@ -294,17 +297,20 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
         hal_result rc = resolve(&descs[0], 0, &p, msg, len);
         return rc != HAL_OK ? rc : piece_run(&p, msg, len);
     }
-    dma_piece *base = malloc(n * sizeof *base);
+    dma_piece stack[DMA_STACK_PIECES]; /* small batches: no allocation */
+    bool on_stack = n <= DMA_STACK_PIECES;
+    dma_piece *base = on_stack ? stack : malloc(n * sizeof *base);
     if (!base)
         return HAL_E_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         hal_result rc = resolve(&descs[i], i, &base[i], msg, len);
         if (rc != HAL_OK) {
-            free(base);
+            if (!on_stack)
+                free(base);
             return rc;
         }
     }
-    return run_split(d, base, n, msg, len);
+    return run_split(d, base, n, on_stack, msg, len);
 }
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)
@@ -317,5 +323,5 @@ hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *
     if (!base)
         return HAL_E_NOMEM;
     *base = (dma_piece){.kind = P_SET, .dst = dst, .n = bytes, .value = value};
-    return run_split(d, base, 1, msg, len);
+    return run_split(d, base, 1, false, msg, len);
 }

@@ -50,7 +50,11 @@ static void cfg_init(void)
     g_cfg.server_index = (uint32_t)env_u64("HCCL_EMU_SERVER_INDEX", 0, 0, 1u << 20);
     g_cfg.ndev = (uint32_t)env_u64("HCCL_EMU_DEVICES", 8, 1, EMU_MAX_DEVICES);
     g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);
-    g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 20, 0, 1000000) * 1000ull;
+    /* Adaptive waits (docs/emulator.md, "Waits"): defaults measured on a 2-core machine with more
+     * runnable threads than cores (docs/perf.md). */
+    g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 0, 0, 1000000) * 1000ull;
+    g_cfg.yield_ns = env_u64("HCCL_EMU_YIELD_US", 200, 0, 1000000) * 1000ull;
+    g_cfg.worker_poll_ns = env_u64("HCCL_EMU_WORKER_POLL_US", 100, 0, 1000000) * 1000ull;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
     /* Parsed as the runtime's bootstrap does (>= 1, else 120), which reports bad values itself. */
     const char *ct = getenv("HCCL_CONNECT_TIMEOUT");
@@ -63,6 +67,17 @@ const emu_config *emu_cfg(void)
 {
     pthread_once(&g_cfg_once, cfg_init);
     return &g_cfg;
+}
+
+uint32_t emu_region_id_of(const void *ptr)
+{
+    uint64_t a = (uint64_t)(uintptr_t)ptr;
+    if (a < EMU_REGION_BASE || a >= EMU_REGION_BASE + (uint64_t)EMU_REGION_SLOTS * EMU_REGION_SIZE)
+        return UINT32_MAX;
+    uint64_t slot = (a - EMU_REGION_BASE) / EMU_REGION_SIZE;
+    uint64_t first = (uint64_t)emu_cfg()->server_index * EMU_MAX_DEVICES % EMU_REGION_SLOTS;
+    uint64_t id = (slot + EMU_REGION_SLOTS - first) % EMU_REGION_SLOTS;
+    return id < EMU_MAX_DEVICES ? (uint32_t)id : UINT32_MAX;
 }
 
 void *emu_region_base(uint32_t server_index, uint32_t id)

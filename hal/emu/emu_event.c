@@ -6,7 +6,10 @@
  * reset) event completes a wait at once, unless HAL_EVENT_WAIT_UNRECORDED_BLOCKS: then the wait
  * waits for the next record (CANN's rule). Reset takes effect at the call.
  * Errors: a record on a failed stream still completes, carrying the stream's error; event_sync
- * returns it, and a stream waiting on it fails with the same code and message. */
+ * returns it, and a stream waiting on it fails with the same code and message.
+ * Waits are adaptive (emu_poll: spin, yield, then the condvar); a record broadcasts only when a
+ * waiter sleeps. event_sync without deadline first runs the recording stream's queued tasks on
+ * the calling thread up to the record, when no executor holds that stream (emu_stream_run_until). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,12 @@ struct hal_event {
     uint32_t flags;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t rec_enq, rec_done, reset_mark;
+    uint64_t rec_enq, reset_mark;
+    _Atomic uint64_t rec_done;  /* written under mu, polled without it */
+    int sleepers;               /* waiters in cv (under mu): a record broadcasts only then */
+    hal_stream *rec_stream;     /* the latest record's stream, its slot generation and the */
+    uint32_t rec_gen;           /* stream's task count once the record ran (host execution */
+    uint64_t rec_pos;           /* in event_sync); rec_stream NULL = unknown */
     uint64_t ts_ns;
     hal_result err; /* error carried by the last completed record */
     char msg[EMU_MSG_LEN];
@@ -130,8 +138,27 @@ hal_result emu_event_record(hal_event *e, hal_stream *s)
     }
     pthread_mutex_lock(&e->mu);
     uint64_t seq = ++e->rec_enq;
+    e->rec_stream = NULL;
     pthread_mutex_unlock(&e->mu);
-    return event_enqueue(e, s, EMU_T_EVENT_RECORD, seq);
+    emu_task *t = emu_task_new(EMU_T_EVENT_RECORD);
+    if (!t)
+        return HAL_E_NOMEM;
+    atomic_fetch_add(&e->refs, 1);
+    t->u.ev.e = e;
+    t->u.ev.seq = seq;
+    uint64_t pos;
+    uint32_t gen;
+    hal_result rc = emu_stream_push_at(s, t, &pos, &gen);
+    if (rc != HAL_OK)
+        return rc;
+    pthread_mutex_lock(&e->mu);
+    if (e->rec_enq == seq) { /* still the latest record: a sync may run its stream up to it */
+        e->rec_stream = s;
+        e->rec_gen = gen;
+        e->rec_pos = pos;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return HAL_OK;
 }
 
 hal_result emu_event_reset(hal_event *e, hal_stream *s)
@@ -163,8 +190,7 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
     hal_event *e = t->u.ev.e;
     uint64_t now = emu_now_ns();
     pthread_mutex_lock(&e->mu);
-    if (t->u.ev.seq > e->rec_done) {
-        e->rec_done = t->u.ev.seq;
+    if (t->u.ev.seq > atomic_load_explicit(&e->rec_done, memory_order_relaxed)) {
         e->ts_ns = now;
         e->err = sticky;
         if (sticky != HAL_OK) {
@@ -172,18 +198,38 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
             snprintf(e->msg, sizeof e->msg, "%s", s->msg);
             pthread_mutex_unlock(&s->mu);
         }
-        pthread_cond_broadcast(&e->cv);
+        /* after err/msg/ts: a poller that sees it takes mu before reading them */
+        atomic_store_explicit(&e->rec_done, t->u.ev.seq, memory_order_release);
+        if (e->sleepers)
+            pthread_cond_broadcast(&e->cv);
     }
     pthread_mutex_unlock(&e->mu);
+}
+
+/* Polls (emu_poll) until rec_done >= seq or the poll budget is spent; true if reached. */
+static bool event_poll(hal_event *e, uint64_t seq)
+{
+    const emu_config *cfg = emu_cfg();
+    emu_poll p;
+    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    do {
+        if (atomic_load_explicit(&e->rec_done, memory_order_acquire) >= seq)
+            return true;
+    } while (emu_poll_step(&p));
+    return false;
 }
 
 void emu_event_run_wait(hal_stream *s, emu_task *t)
 {
     hal_event *e = t->u.ev.e;
+    event_poll(e, t->u.ev.seq);
     pthread_mutex_lock(&e->mu);
     /* Slices of 200 ms only to notice device close; a plain wait otherwise. */
-    while (e->rec_done < t->u.ev.seq && !atomic_load(&s->dev->closing))
+    while (e->rec_done < t->u.ev.seq && !atomic_load(&s->dev->closing)) {
+        e->sleepers++;
         emu_cond_wait_until(&e->cv, &e->mu, emu_now_ns() + 200000000ull);
+        e->sleepers--;
+    }
     bool done = e->rec_done >= t->u.ev.seq;
     hal_result err = e->err;
     char msg[EMU_MSG_LEN];
@@ -202,9 +248,21 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     pthread_mutex_lock(&e->mu);
     uint64_t target = e->rec_enq == e->reset_mark ? 0 : e->rec_enq;
+    if (timeout_ms < 0 && e->rec_done < target && e->rec_stream) { /* no hand-off: run it here */
+        hal_stream *s = e->rec_stream;
+        uint32_t gen = e->rec_gen;
+        uint64_t pos = e->rec_pos;
+        pthread_mutex_unlock(&e->mu);
+        emu_stream_run_until(s, gen, pos);
+        (void)event_poll(e, target); /* an executor holds the stream: wait adaptively */
+        pthread_mutex_lock(&e->mu);
+    }
     hal_result rc = HAL_OK;
     while (e->rec_done < target) {
-        if (emu_cond_wait_until(&e->cv, &e->mu, deadline) == ETIMEDOUT && e->rec_done < target) {
+        e->sleepers++;
+        int w = emu_cond_wait_until(&e->cv, &e->mu, deadline);
+        e->sleepers--;
+        if (w == ETIMEDOUT && e->rec_done < target) {
             rc = HAL_E_TIMEOUT;
             break;
         }

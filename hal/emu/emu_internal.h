@@ -35,7 +35,9 @@ typedef struct emu_config {
     uint32_t ndev;          /* HCCL_EMU_DEVICES */
     uint32_t dma_engines;   /* HCCL_EMU_DMA_ENGINES */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
-    uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: notify waits poll this long before sleeping */
+    uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: waits poll with cpu_relax this long, then yield */
+    uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
+    uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
 const emu_config *emu_cfg(void);
@@ -100,7 +102,7 @@ typedef struct emu_region {
     bool owned;          /* opened here (heap allocator valid) */
     hal_device_handle handle;
     struct hal_device *dev; /* owned: the device */
-    uint64_t vmm_seen;   /* import: generation of the owner's VMM table mirrored here (emu_vmm_share.c) */
+    _Atomic uint64_t vmm_seen; /* import: generation of the owner's VMM table mirrored here (emu_vmm_share.c) */
     struct emu_vmm_mirror *vmm_mirror; /* import: the owner's mappings applied in this process */
 } emu_region;
 
@@ -116,6 +118,13 @@ void emu_region_release(emu_region *r);
 emu_region *emu_region_find_locked(uint32_t id);
 void emu_regions_lock(void);
 void emu_regions_unlock(void);
+/* Lock-free reading of the region table: between begin and end, emu_region_peek's result stays
+ * mapped and allocated (writers wait for readers before they unmap). Keep it to a few loads. */
+void emu_regions_read_begin(void);
+void emu_regions_read_end(void);
+emu_region *emu_region_peek(uint32_t id);
+/* Which device id of this process's server owns the region that would hold ptr (UINT32_MAX: none). */
+uint32_t emu_region_id_of(const void *ptr);
 
 /* --- sharing (emu_share.c) --- */
 typedef struct emu_listener {
@@ -198,34 +207,73 @@ typedef struct emu_task {
         struct { const hal_insn *insns; uint32_t n; } prog;
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
+    hal_dma_desc *heap_descs;    /* larger batches: kept with the pooled task for reuse */
+    uint32_t heap_cap;           /* descriptors heap_descs holds */
     emu_trace_tag trace_tag;     /* op step it belongs to (filled at push while tracing) */
 } emu_task;
 
+/* A stream lives in a slot of a process-wide, type-stable table (emu_stream.c): the memory of a
+ * destroyed stream is never unmapped, only reused by a later stream (with another `gen`), so a
+ * stale pointer can be checked (emu_stream_live) or locked (events) without reading freed memory.
+ * Execution: exactly one executor at a time (`running`): the worker thread, or a host thread that
+ * blocks in a sync without deadline and runs the queued tasks itself (docs/emulator.md). */
 struct hal_stream {
     hal_device *dev;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
     emu_task *head, *tail;
-    uint64_t enq, done;
-    bool sleeping, stop;
+    uint64_t enq;
+    _Atomic uint64_t enq_pub; /* enq, polled by the idle worker without mu */
+    _Atomic uint64_t done; /* written under mu; polled without it by syncs */
+    uint64_t wake_at;      /* smallest `done` a sleeping sync waiter needs (UINT64_MAX: none) */
+    bool sleeping, stop;   /* sleeping: the worker waits on cv_work */
+    bool running;          /* an executor (worker or host) holds the stream */
+    bool parked;           /* tests: the worker takes no task until a host executor ran */
     int sync_waiters;
     hal_result err;
     char msg[EMU_MSG_LEN];
     pthread_t thread;
+    emu_task *free_tasks;  /* task pool: tasks that ran, for the next enqueues */
+    uint32_t nfree;
+    uint32_t gen;          /* bumped when the slot is freed */
+    _Atomic uint32_t live; /* 1 between create and destroy */
+    bool inited;           /* slot's mutex and condvars initialized (once, never destroyed) */
     struct hal_stream *next, *prev; /* device list */
-    struct hal_stream *gnext, *gprev; /* process-wide registry (stream_from_native) */
 };
 hal_result emu_stream_new(hal_device *dev, hal_stream **out);
 void emu_stream_free(hal_stream *s);
+/* A task from the pool of this thread (or a new one). Fill it, then emu_stream_push it (or
+ * emu_task_free it). */
 emu_task *emu_task_new(emu_task_kind kind);
 hal_result emu_stream_push(hal_stream *s, emu_task *t);
+/* The same; *pos = the stream's task count once t ran (its `done` then), *gen = the slot's gen. */
+hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_t *gen);
 /* Records an error on the stream if it has none yet. */
 void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* O(1), lock-free: s points at a live stream of this process. */
 bool emu_stream_live(const hal_stream *s);
 hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms);
+/* Host side of a sync without deadline: runs s's queued tasks on the calling thread until s has
+ * completed `pos` tasks, if no executor holds s and s still has slot generation `gen`; returns
+ * at once otherwise (the caller then waits as usual). */
+void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos);
+/* Tests only: the worker leaves queued tasks alone until a host executor has run some (and
+ * then woken it): makes "the host executes" observable without races. */
+void emu_stream_test_park(hal_stream *s);
+
+/* --- task pool (emu_task_pool.c) --- */
+/* Drops what a task references (events, notifies) once it ran or was discarded. */
+void emu_task_release_refs(emu_task *t);
+/* Puts a task that ran into s's pool (s->mu held; refs already released). */
+void emu_task_recycle_locked(hal_stream *s, emu_task *t);
+/* Refills the calling thread's spare task from s's pool (s->mu held). */
+void emu_task_refill_locked(hal_stream *s);
+/* Frees s's pool (stream teardown). */
+void emu_task_pool_drain(hal_stream *s);
 
 /* --- task bodies run by the worker (emu_tasks.c, emu_event.c, emu_notify.c) --- */
 void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky);
+/* Releases refs and frees the task's memory (a task that will not run). */
 void emu_task_free(emu_task *t);
 /* Checks a DMA descriptor before its addresses are known (kind, dtype, op); i names it in the log. */
 hal_result emu_dma_check(const hal_dma_desc *d, uint32_t i);

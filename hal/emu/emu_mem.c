@@ -36,7 +36,7 @@ hal_result emu_mem_free(hal_device *dev, void *ptr)
     return HAL_OK;
 }
 
-/* Looks ptr up in region r (regions lock held). */
+/* Looks ptr up in region r (held by the caller: lock or read section). */
 static hal_result lookup_in(emu_region *r, const void *ptr, hal_device_handle *owner, uint64_t *bytes_after)
 {
     const char *p = ptr, *heap = (const char *)r->base + EMU_CTRL_SIZE;
@@ -54,16 +54,15 @@ static hal_result lookup_in(emu_region *r, const void *ptr, hal_device_handle *o
 
 hal_result emu_mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after)
 {
+    uint32_t id = emu_region_id_of(ptr); /* O(1): regions sit at fixed addresses */
+    if (id == UINT32_MAX)
+        return HAL_E_FOREIGN;
     hal_result rc = HAL_E_FOREIGN;
-    emu_regions_lock();
-    for (uint32_t i = 0; i < EMU_MAX_DEVICES; i++) {
-        emu_region *r = emu_region_find_locked(i);
-        if (r && (const char *)ptr >= (const char *)r->base && (const char *)ptr < (const char *)r->base + r->size) {
-            rc = lookup_in(r, ptr, owner, bytes_after);
-            break;
-        }
-    }
-    emu_regions_unlock();
+    emu_regions_read_begin();
+    emu_region *r = emu_region_peek(id);
+    if (r && (const char *)ptr >= (const char *)r->base && (const char *)ptr < (const char *)r->base + r->size)
+        rc = lookup_in(r, ptr, owner, bytes_after);
+    emu_regions_read_end();
     return rc;
 }
 

@@ -244,17 +244,19 @@ void emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
                         bool reset)
 {
     emu_notify_slot *slot = n->slot;
-    uint64_t start = emu_now_ns(), spin_end = start + emu_cfg()->spin_ns;
-    for (unsigned i = 1; emu_cfg()->spin_ns; i++) { /* brief poll before sleeping: low latency */
+    const emu_config *cfg = emu_cfg();
+    emu_poll p; /* spin, then yield, before the futex: waking a sleeper costs tens of us */
+    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    uint64_t start = p.t0;
+    do {
         take_result tr = notify_take(n, reset);
         if (tr == TAKE_STALE)
             fail_stale(s, n);
         if (tr != TAKE_NONE)
             return;
-        emu_cpu_relax();
-        if (i % 64 == 0 && emu_now_ns() >= spin_end)
-            break;
-    }
+        if (abort_flag && *abort_flag)
+            break; /* reported below */
+    } while (emu_poll_step(&p));
     uint64_t deadline = timeout_ms ? start + timeout_ms * 1000000ull : 0;
     for (;;) {
         take_result tr = notify_take(n, reset);

@@ -1,7 +1,11 @@
 /* Device regions: one memfd per device, mapped MAP_SHARED at the same fixed address in every
- * process of the emulated server, so device pointers are valid everywhere once imported. */
+ * process of the emulated server, so device pointers are valid everywhere once imported.
+ * Hot-path readers (mem_lookup, the VMM check before each DMA batch) take no lock: they announce
+ * themselves in g_readers and read the table's atomic pointers; a writer unlinks a region under
+ * the lock, then waits for the readers to leave before it unmaps and frees it. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +16,43 @@
 #include "hal/emu/emu_internal.h"
 
 static pthread_mutex_t g_regions_mu = PTHREAD_MUTEX_INITIALIZER;
-static emu_region *g_regions[EMU_MAX_DEVICES]; /* by device id, this process's server */
+static _Atomic(emu_region *) g_regions[EMU_MAX_DEVICES]; /* by device id, this process's server */
+static _Atomic uint32_t g_readers; /* lock-free readers inside emu_regions_read_begin/end */
 
 void emu_regions_lock(void) { pthread_mutex_lock(&g_regions_mu); }
 void emu_regions_unlock(void) { pthread_mutex_unlock(&g_regions_mu); }
 
 emu_region *emu_region_find_locked(uint32_t id)
 {
-    return id < EMU_MAX_DEVICES ? g_regions[id] : NULL;
+    return id < EMU_MAX_DEVICES ? atomic_load_explicit(&g_regions[id], memory_order_relaxed) : NULL;
+}
+
+void emu_regions_read_begin(void)
+{
+    atomic_fetch_add(&g_readers, 1); /* seq_cst: ordered before the loads of g_regions */
+}
+
+void emu_regions_read_end(void)
+{
+    atomic_fetch_sub_explicit(&g_readers, 1, memory_order_release);
+}
+
+emu_region *emu_region_peek(uint32_t id)
+{
+    return id < EMU_MAX_DEVICES ? atomic_load(&g_regions[id]) : NULL;
+}
+
+/* After a region left the table: no lock-free reader can still hold it once this returns.
+ * Readers stay inside for a few loads only. */
+static void wait_readers(void)
+{
+    while (atomic_load(&g_readers))
+        sched_yield();
+}
+
+static void set_slot(uint32_t id, emu_region *r)
+{
+    atomic_store(&g_regions[id], r);
 }
 
 /* Maps fd at the device's fixed address; never replaces an existing mapping. */
@@ -61,15 +94,16 @@ hal_result emu_region_create(uint32_t id, emu_region **out)
         return HAL_E_NOMEM;
     }
     emu_regions_lock();
-    emu_region *stale = g_regions[id];
+    emu_region *stale = emu_region_find_locked(id);
     if (stale && !stale->owned) { /* an import of a previous owner that is gone: drop it */
-        g_regions[id] = NULL;
+        set_slot(id, NULL);
+        wait_readers();
         munmap(stale->base, stale->size);
         close(stale->fd);
         emu_vmm_mirror_free(stale);
         free(stale);
     }
-    hal_result rc = g_regions[id] ? HAL_E_INTERNAL : region_map(id, fd, EMU_REGION_SIZE, &r->base);
+    hal_result rc = emu_region_find_locked(id) ? HAL_E_INTERNAL : region_map(id, fd, EMU_REGION_SIZE, &r->base);
     if (rc != HAL_OK) {
         emu_regions_unlock();
         close(fd);
@@ -87,7 +121,7 @@ hal_result emu_region_create(uint32_t id, emu_region **out)
     c->heap_offset = EMU_CTRL_SIZE;
     c->heap_size = EMU_REGION_SIZE - EMU_CTRL_SIZE;
     c->magic = EMU_MAGIC;
-    g_regions[id] = r;
+    set_slot(id, r);
     emu_regions_unlock();
     *out = r;
     return HAL_OK;
@@ -97,9 +131,10 @@ void emu_region_destroy(emu_region *r)
 {
     emu_regions_lock();
     uint32_t id = r->handle.device_id;
-    if (id < EMU_MAX_DEVICES && g_regions[id] == r)
-        g_regions[id] = NULL;
+    if (id < EMU_MAX_DEVICES && emu_region_find_locked(id) == r)
+        set_slot(id, NULL);
     emu_regions_unlock();
+    wait_readers();
     munmap(r->base, r->size);
     close(r->fd);
     emu_vmm_mirror_free(r);
@@ -110,7 +145,7 @@ hal_result emu_region_import(const hal_device_handle *peer, int fd, uint64_t siz
 {
     uint32_t id = peer->device_id;
     emu_regions_lock();
-    emu_region *r = g_regions[id];
+    emu_region *r = emu_region_find_locked(id);
     if (r) { /* raced with another import, or already mapped */
         r->refs++;
         emu_regions_unlock();
@@ -136,7 +171,7 @@ hal_result emu_region_import(const hal_device_handle *peer, int fd, uint64_t siz
     r->refs = 1;
     r->owned = false;
     r->handle = *peer;
-    g_regions[id] = r;
+    set_slot(id, r);
     emu_regions_unlock();
     *out = r;
     return HAL_OK;
@@ -146,10 +181,11 @@ void emu_region_release(emu_region *r)
 {
     emu_regions_lock();
     bool last = --r->refs == 0;
-    if (last && g_regions[r->handle.device_id] == r)
-        g_regions[r->handle.device_id] = NULL;
+    if (last && emu_region_find_locked(r->handle.device_id) == r)
+        set_slot(r->handle.device_id, NULL);
     emu_regions_unlock();
     if (last) {
+        wait_readers();
         munmap(r->base, r->size);
         close(r->fd);
         emu_vmm_mirror_free(r);

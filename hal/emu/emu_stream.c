@@ -1,38 +1,70 @@
-/* Streams: a FIFO task queue executed by one worker thread. Enqueue takes the stream mutex and
- * signals the condvar only when the worker sleeps, so enqueueing to a busy stream is a lock, a
- * malloc and a few stores. Sticky error: the first failing task records code + message; later
- * tasks are skipped, except event records, which complete carrying the error. */
+/* Streams: a FIFO task queue with exactly one executor at a time (`running`): the stream's worker
+ * thread, or a host thread blocked in a sync without deadline, which runs the queued tasks itself
+ * instead of sleeping while the worker runs them (no hand-off when the host waits anyway; the
+ * worker stays for true asynchrony). Enqueue takes the stream mutex and signals the worker only
+ * when it sleeps and no host executes; tasks come from a pool (emu_task_pool.c). Sticky error: the
+ * first failing task records code + message; later tasks are skipped, except event records,
+ * which complete carrying the error.
+ *
+ * Streams live in slots of a table reserved once per process and never unmapped (type-stable
+ * memory): emu_stream_live is a range check and one atomic load, and a stale pointer (an event
+ * recorded on a stream destroyed since) is detected by the slot's generation under its mutex,
+ * which stays initialized for the life of the process. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/oh_log.h"
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_sys.h"
 
-static pthread_mutex_t g_streams_mu = PTHREAD_MUTEX_INITIALIZER;
-static hal_stream *g_streams; /* every live stream of the process */
+#define EMU_MAX_STREAMS 16384u /* per process; the table reserves address space, not memory */
+
+static pthread_mutex_t g_slots_mu = PTHREAD_MUTEX_INITIALIZER; /* create/destroy only */
+static _Atomic(hal_stream *) g_slots;  /* EMU_MAX_STREAMS slots */
+static uint32_t g_fresh;               /* slots [g_fresh, max) never used */
+static uint32_t g_ring[EMU_MAX_STREAMS]; /* freed slots, FIFO: a freed handle is reused last */
+static uint32_t g_ring_head, g_ring_n;
 
 bool emu_stream_live(const hal_stream *s)
 {
-    bool found = false;
-    pthread_mutex_lock(&g_streams_mu);
-    for (hal_stream *x = g_streams; x && !found; x = x->gnext)
-        found = x == s;
-    pthread_mutex_unlock(&g_streams_mu);
-    return found;
+    hal_stream *base = atomic_load_explicit(&g_slots, memory_order_acquire);
+    uintptr_t off = (uintptr_t)s - (uintptr_t)base;
+    if (!base || off >= (uintptr_t)EMU_MAX_STREAMS * sizeof *s || off % sizeof *s)
+        return false;
+    return atomic_load_explicit(&s->live, memory_order_acquire) != 0;
 }
 
-emu_task *emu_task_new(emu_task_kind kind)
+/* A free slot, or NULL (g_slots_mu held). */
+static hal_stream *slot_take_locked(void)
 {
-    emu_task *t = malloc(sizeof *t);
-    if (t) {
-        t->next = NULL;
-        t->kind = kind;
-        t->trace_tag.op = 0;
+    hal_stream *base = atomic_load(&g_slots);
+    if (!base) {
+        void *p = mmap(NULL, (size_t)EMU_MAX_STREAMS * sizeof *base, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        base = p;
+        atomic_store_explicit(&g_slots, base, memory_order_release);
     }
-    return t;
+    if (g_ring_n) {
+        uint32_t i = g_ring[g_ring_head];
+        g_ring_head = (g_ring_head + 1) % EMU_MAX_STREAMS;
+        g_ring_n--;
+        return &base[i];
+    }
+    return g_fresh < EMU_MAX_STREAMS ? &base[g_fresh++] : NULL;
+}
+
+static void slot_put(hal_stream *s)
+{
+    pthread_mutex_lock(&g_slots_mu);
+    uint32_t i = (uint32_t)(s - atomic_load(&g_slots));
+    g_ring[(g_ring_head + g_ring_n) % EMU_MAX_STREAMS] = i;
+    g_ring_n++;
+    pthread_mutex_unlock(&g_slots_mu);
 }
 
 void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...)
@@ -49,42 +81,98 @@ void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...)
     pthread_mutex_unlock(&s->mu);
 }
 
-static void *stream_main(void *p)
+/* Runs queued tasks in order until `done` reaches target or the queue is empty. s->mu held, the
+ * caller holds the executor role (s->running). */
+static void exec_locked(hal_stream *s, uint64_t target)
 {
-    hal_stream *s = p;
-    emu_task *t = NULL;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        if (t) {
-            s->done++;
-            if (s->sync_waiters)
-                pthread_cond_broadcast(&s->cv_done);
-        }
-        while (!s->head && !s->stop) {
-            s->sleeping = true;
-            pthread_cond_wait(&s->cv_work, &s->mu);
-            s->sleeping = false;
-        }
-        t = s->head;
-        if (!t)
-            break;
+    while (s->head && s->done < target) {
+        emu_task *t = s->head;
         s->head = t->next;
         if (!s->head)
             s->tail = NULL;
         hal_result sticky = s->err;
         pthread_mutex_unlock(&s->mu);
         emu_task_run(s, t, sticky);
-        emu_task_free(t);
+        emu_task_release_refs(t);
         pthread_mutex_lock(&s->mu);
+        emu_task_recycle_locked(s, t);
+        atomic_store_explicit(&s->done, s->done + 1, memory_order_release); /* polled by syncs */
+        if (s->sync_waiters && s->done >= s->wake_at) {
+            s->wake_at = UINT64_MAX;
+            pthread_cond_broadcast(&s->cv_done);
+        }
+    }
+}
+
+/* A host thread takes the executor role (s->mu held, s->running false, s->head set), runs up to
+ * target, and gives the role back, waking the worker if work is left (or the stream stops). */
+static void host_exec_locked(hal_stream *s, uint64_t target)
+{
+    s->running = true;
+    exec_locked(s, target);
+    s->running = false;
+    s->parked = false;
+    if (s->sleeping && (s->head || s->stop)) {
+        s->sleeping = false;
+        pthread_cond_signal(&s->cv_work);
+    }
+    if (s->sync_waiters) { /* waiters that slept while we ran may be done, or may take over */
+        s->wake_at = UINT64_MAX;
+        pthread_cond_broadcast(&s->cv_done);
+    }
+}
+
+/* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
+ * before it sleeps, so an enqueue that follows soon needs no wake-up (a futex wake costs the
+ * enqueuing thread several microseconds on a VM). s->mu held. */
+static void worker_poll(hal_stream *s)
+{
+    uint64_t window = emu_cfg()->worker_poll_ns;
+    if (!window)
+        return;
+    uint64_t seen = s->enq;
+    emu_poll p;
+    emu_poll_init(&p, 0, window);
+    pthread_mutex_unlock(&s->mu);
+    bool more = false;
+    while (!more && emu_poll_step(&p))
+        more = atomic_load_explicit(&s->enq_pub, memory_order_relaxed) != seen;
+    pthread_mutex_lock(&s->mu);
+}
+
+static void *stream_main(void *p)
+{
+    hal_stream *s = p;
+    bool polled = false;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (s->head && !s->running && !s->parked) {
+            s->running = true;
+            exec_locked(s, UINT64_MAX);
+            s->running = false;
+            polled = false;
+            continue;
+        }
+        if (s->stop && !s->head && !s->running)
+            break;
+        if (!polled && !s->stop) { /* once per idle period; then re-check under mu, and sleep */
+            polled = true;
+            worker_poll(s);
+            continue;
+        }
+        s->sleeping = true; /* cleared by whoever signals, so one wake-up per sleep */
+        pthread_cond_wait(&s->cv_work, &s->mu);
+        s->sleeping = false;
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-hal_result emu_stream_push(hal_stream *s, emu_task *t)
+hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_t *gen)
 {
     if (emu_trace_on()) /* the op step the enqueuing thread is at (docs/tracing.md) */
         emu_trace_tag_copy(&t->trace_tag);
+    t->next = NULL;
     pthread_mutex_lock(&s->mu);
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);
@@ -97,24 +185,65 @@ hal_result emu_stream_push(hal_stream *s, emu_task *t)
         s->head = t;
     s->tail = t;
     s->enq++;
-    if (s->sleeping)
-        pthread_cond_signal(&s->cv_work);
+    atomic_store_explicit(&s->enq_pub, s->enq, memory_order_relaxed);
+    if (pos)
+        *pos = s->enq;
+    if (gen)
+        *gen = s->gen;
+    bool wake = s->sleeping && !s->running; /* a host executing hands the rest over when it stops */
+    if (wake)
+        s->sleeping = false;
+    emu_task_refill_locked(s);
     pthread_mutex_unlock(&s->mu);
+    if (wake) /* after the unlock: the worker does not wake into a held mutex (its cv and mu are type-stable) */
+        pthread_cond_signal(&s->cv_work);
     return HAL_OK;
+}
+
+hal_result emu_stream_push(hal_stream *s, emu_task *t)
+{
+    return emu_stream_push_at(s, t, NULL, NULL);
+}
+
+/* Resets a slot for a new stream (its mutex and condvars are initialized once, ever). */
+static void slot_init(hal_stream *s, hal_device *dev)
+{
+    s->dev = dev;
+    s->head = s->tail = NULL;
+    s->enq = 0;
+    atomic_store(&s->enq_pub, 0);
+    atomic_store(&s->done, 0);
+    s->wake_at = UINT64_MAX;
+    s->sleeping = s->stop = s->running = s->parked = false;
+    s->sync_waiters = 0;
+    s->err = HAL_OK;
+    s->msg[0] = 0;
+    s->free_tasks = NULL;
+    s->nfree = 0;
+    s->next = s->prev = NULL;
 }
 
 hal_result emu_stream_new(hal_device *dev, hal_stream **out)
 {
-    hal_stream *s = calloc(1, sizeof *s);
-    if (!s)
+    pthread_mutex_lock(&g_slots_mu);
+    hal_stream *s = slot_take_locked();
+    pthread_mutex_unlock(&g_slots_mu);
+    if (!s) {
+        OH_ERR("emu", "device %u: no free stream slot (%u streams per process)", dev->id, EMU_MAX_STREAMS);
         return HAL_E_NOMEM;
-    s->dev = dev;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv_work, NULL);
-    emu_cond_init(&s->cv_done);
+    }
+    if (!s->inited) { /* a fresh slot: nobody else can know it yet */
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->cv_work, NULL);
+        emu_cond_init(&s->cv_done);
+        s->inited = true;
+    }
+    pthread_mutex_lock(&s->mu); /* a late event sync may still look at the slot: gen tells it apart */
+    slot_init(s, dev);
+    pthread_mutex_unlock(&s->mu);
     if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
         OH_ERR("emu", "device %u: cannot start a stream worker thread", dev->id);
-        free(s);
+        slot_put(s);
         return HAL_E_SYSCALL;
     }
     pthread_mutex_lock(&dev->mu);
@@ -123,30 +252,22 @@ hal_result emu_stream_new(hal_device *dev, hal_stream **out)
         dev->streams->prev = s;
     dev->streams = s;
     pthread_mutex_unlock(&dev->mu);
-    pthread_mutex_lock(&g_streams_mu);
-    s->gnext = g_streams;
-    if (g_streams)
-        g_streams->gprev = s;
-    g_streams = s;
-    pthread_mutex_unlock(&g_streams_mu);
+    atomic_store_explicit(&s->live, 1, memory_order_release);
     *out = s;
     return HAL_OK;
 }
 
-/* Drains, stops the worker, unlinks and frees. */
+/* Drains, stops the worker, unlinks and gives the slot back. */
 void emu_stream_free(hal_stream *s)
 {
-    pthread_mutex_lock(&g_streams_mu);
-    if (s->gprev)
-        s->gprev->gnext = s->gnext;
-    else
-        g_streams = s->gnext;
-    if (s->gnext)
-        s->gnext->gprev = s->gprev;
-    pthread_mutex_unlock(&g_streams_mu);
+    atomic_store_explicit(&s->live, 0, memory_order_release);
     pthread_mutex_lock(&s->mu);
-    s->stop = true; /* the worker finishes the queue, then exits */
-    pthread_cond_signal(&s->cv_work);
+    s->stop = true; /* the worker finishes the queue (after a host executor), then exits */
+    s->parked = false;
+    if (s->sleeping) {
+        s->sleeping = false;
+        pthread_cond_signal(&s->cv_work);
+    }
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
     hal_device *dev = s->dev;
@@ -158,20 +279,50 @@ void emu_stream_free(hal_stream *s)
     if (s->next)
         s->next->prev = s->prev;
     pthread_mutex_unlock(&dev->mu);
-    pthread_cond_destroy(&s->cv_work);
-    pthread_cond_destroy(&s->cv_done);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    pthread_mutex_lock(&s->mu);
+    s->gen++; /* events recorded on it no longer reach it */
+    emu_task_pool_drain(s);
+    pthread_mutex_unlock(&s->mu);
+    slot_put(s);
 }
 
+/* Polls (emu_poll) until s completed target tasks, with s->mu released; true if it did. */
+static bool poll_done(hal_stream *s, uint64_t target)
+{
+    const emu_config *cfg = emu_cfg();
+    emu_poll p;
+    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    pthread_mutex_unlock(&s->mu);
+    bool ok = false;
+    do {
+        ok = atomic_load_explicit(&s->done, memory_order_acquire) >= target;
+    } while (!ok && emu_poll_step(&p));
+    pthread_mutex_lock(&s->mu);
+    return ok;
+}
+
+/* Timed: a blocking wait. No deadline: the calling thread executes when no executor runs; while
+ * the worker runs a task it waits adaptively (docs/emulator.md, "Waits"), then on the condvar. */
 hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms)
 {
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     hal_result rc = HAL_OK;
+    bool polled = timeout_ms >= 0;
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enq;
     while (s->done < target) {
+        if (timeout_ms < 0 && !s->running && s->head) {
+            host_exec_locked(s, target);
+            continue;
+        }
+        if (!polled) {
+            polled = true;
+            poll_done(s, target);
+            continue;
+        }
         s->sync_waiters++;
+        if (target < s->wake_at)
+            s->wake_at = target;
         int e = emu_cond_wait_until(&s->cv_done, &s->mu, deadline);
         s->sync_waiters--;
         if (e == ETIMEDOUT && s->done < target) {
@@ -183,6 +334,21 @@ hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms)
         rc = s->err;
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->gen == gen && !s->running && s->head && s->done < pos)
+        host_exec_locked(s, pos);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void emu_stream_test_park(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->parked = true;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* --- ops --- */

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,6 +49,44 @@ static inline void emu_cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* Adaptive wait (docs/emulator.md, "Waits"): a waiter polls its condition, calling
+ * emu_poll_step between checks; first cpu_relax for spin_ns (the peer runs on another core right
+ * now), then sched_yield until spin_ns + yield_ns (hands the core to runnable threads, often the
+ * peer it waits for, on an oversubscribed machine), then emu_poll_step returns false: sleep. */
+typedef struct emu_poll {
+    uint64_t t0, spin_end, yield_end;
+    uint32_t i;
+} emu_poll;
+
+static inline void emu_poll_init(emu_poll *p, uint64_t spin_ns, uint64_t yield_ns)
+{
+    p->t0 = emu_now_ns();
+    p->spin_end = p->t0 + spin_ns;
+    p->yield_end = p->spin_end + yield_ns;
+    p->i = 0;
+}
+
+/* false: the poll budget is spent, go to sleep (and stay there: later calls return false too). */
+static inline bool emu_poll_step(emu_poll *p)
+{
+    uint32_t i = p->i++;
+    if (p->spin_end > p->t0 && i % 32 != 31) {
+        emu_cpu_relax();
+        return true;
+    }
+    uint64_t now = emu_now_ns();
+    if (now < p->spin_end) {
+        emu_cpu_relax();
+        return true;
+    }
+    if (now < p->yield_end) {
+        sched_yield();
+        return true;
+    }
+    p->spin_end = p->yield_end = p->t0; /* spent: no more clock reads */
+    return false;
 }
 
 /* A condvar whose timed waits use CLOCK_MONOTONIC. */

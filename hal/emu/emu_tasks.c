@@ -6,17 +6,6 @@
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_sys.h"
 
-void emu_task_free(emu_task *t)
-{
-    if (t->kind == EMU_T_DMA && t->u.dma.descs != t->inline_desc)
-        free(t->u.dma.descs);
-    if (t->kind == EMU_T_EVENT_RECORD || t->kind == EMU_T_EVENT_WAIT)
-        emu_event_put(t->u.ev.e);
-    if (t->kind == EMU_T_NOTIFY_RECORD || t->kind == EMU_T_NOTIFY_WAIT)
-        emu_notify_put(t->u.nt.n);
-    free(t);
-}
-
 static void run_fn(hal_stream *s, emu_task *t)
 {
     char msg[EMU_MSG_LEN] = "";
@@ -113,11 +102,17 @@ hal_result emu_dma_batch(hal_stream *s, const hal_dma_desc *descs, uint32_t n)
     if (!t)
         return HAL_E_NOMEM;
     t->u.dma.n = n;
-    t->u.dma.descs = n <= 2 ? t->inline_desc : malloc(n * sizeof *descs);
-    if (!t->u.dma.descs) {
-        free(t);
-        return HAL_E_NOMEM;
+    if (n > 2 && t->heap_cap < n) { /* a pooled task keeps its array for the next batch */
+        hal_dma_desc *a = malloc(n * sizeof *a);
+        if (!a) {
+            emu_task_free(t);
+            return HAL_E_NOMEM;
+        }
+        free(t->heap_descs);
+        t->heap_descs = a;
+        t->heap_cap = n;
     }
+    t->u.dma.descs = n <= 2 ? t->inline_desc : t->heap_descs;
     if (n)
         memcpy(t->u.dma.descs, descs, n * sizeof *descs);
     return emu_stream_push(s, t);

@@ -138,18 +138,35 @@ static void mirror_sync(emu_region *r, uint64_t gen)
             remap(r, snap->e[i].va, snap->e[i].size, snap->e[i].file_off);
     free(old);
     r->vmm_mirror = snap;
-    r->vmm_seen = gen;
+    atomic_store_explicit(&r->vmm_seen, gen, memory_order_release);
+}
+
+/* Fast path, no lock: has any imported table moved since we mirrored it? */
+static bool imports_changed(void)
+{
+    bool changed = false;
+    emu_regions_read_begin();
+    for (uint32_t i = 0; i < EMU_MAX_DEVICES && !changed; i++) {
+        emu_region *r = emu_region_peek(i);
+        changed = r && !r->owned &&
+                  atomic_load_explicit(&table_of(r->base)->gen, memory_order_acquire) !=
+                      atomic_load_explicit(&r->vmm_seen, memory_order_acquire);
+    }
+    emu_regions_read_end();
+    return changed;
 }
 
 void emu_vmm_sync_imports(void)
 {
+    if (!imports_changed())
+        return;
     emu_regions_lock();
     for (uint32_t i = 0; i < EMU_MAX_DEVICES; i++) {
         emu_region *r = emu_region_find_locked(i);
         if (!r || r->owned)
             continue;
         uint64_t gen = atomic_load_explicit(&table_of(r->base)->gen, memory_order_acquire);
-        if (gen != r->vmm_seen)
+        if (gen != atomic_load_explicit(&r->vmm_seen, memory_order_relaxed))
             mirror_sync(r, gen);
     }
     emu_regions_unlock();
