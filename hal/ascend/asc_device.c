@@ -61,8 +61,11 @@ static hal_result device_open(int32_t id, hal_device **out)
     hal_device *d = asc_dev(id);
     hal_result rc = HAL_OK;
     /* aclrtSetDevice opens the device in this process (CANN counts its calls) and selects it. */
-    if (d->refs == 0)
-        rc = asc_from_acl(ACL(aclrtSetDevice)(id));
+    if (d->refs == 0) {
+        aclError e = ACL(aclrtSetDevice)(id);
+        /* a device that cannot be set up here (e.g. held by another process) is not openable */
+        rc = e == ACL_ERROR_RT_DEV_SETUP_ERROR ? HAL_E_INVALID_DEVICE : asc_from_acl(e);
+    }
     if (rc == HAL_OK)
         d->refs++;
     pthread_mutex_unlock(&asc_lock);
