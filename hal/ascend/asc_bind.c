@@ -22,27 +22,34 @@ static const char *since(const char *name)
     return "present in CANN's public acl_rt.h";
 }
 
-static void *open_lib(void)
+/* The handle to bind from; *ok = 0 when there is none (RTLD_DEFAULT is a null pointer in glibc). */
+static void *open_lib(int *ok)
 {
+    *ok = 1;
     const char *path = getenv("HCCL_ASCEND_ACL_LIB");
     if (path && *path) {
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!h)
+        if (!h) {
             snprintf(g_err, sizeof g_err, "HCCL_ASCEND_ACL_LIB=%s cannot be loaded: %s", path, dlerror());
+            *ok = 0;
+        }
         return h;
     }
     if (dlsym(RTLD_DEFAULT, "aclInit"))
         return RTLD_DEFAULT; /* libhccl links libascendcl by name: normally already loaded */
     void *h = dlopen("libascendcl.so", RTLD_NOW | RTLD_GLOBAL);
-    if (!h)
+    if (!h) {
         snprintf(g_err, sizeof g_err, "libascendcl.so is not loaded and cannot be loaded: %s", dlerror());
+        *ok = 0;
+    }
     return h;
 }
 
 static hal_result bind_all(void)
 {
-    void *lib = open_lib();
-    if (!lib)
+    int ok;
+    void *lib = open_lib(&ok);
+    if (!ok)
         return HAL_E_NOT_SUPPORTED;
     size_t ipc_len = 0;
 #define ASC_BIND(name, group)                                                                             \
@@ -57,7 +64,9 @@ static hal_result bind_all(void)
                                     ipc_len ? ", " : "", #name);
     ASC_SYMS(ASC_BIND)
 #undef ASC_BIND
-    aclError e = ACL(aclInit)(NULL);
+    /* The application calls aclInit (HCCL never does); a library we loaded ourselves is ours to start. */
+    const char *own = getenv("HCCL_ASCEND_ACL_LIB");
+    aclError e = own && *own ? ACL(aclInit)(NULL) : ACL_SUCCESS;
     if (e != ACL_SUCCESS && e != ACL_ERROR_REPEAT_INITIALIZE) {
         snprintf(g_err, sizeof g_err, "aclInit failed: %d", e);
         return HAL_E_INTERNAL;

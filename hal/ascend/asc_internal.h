@@ -56,6 +56,7 @@ struct hal_stream {
     hal_device *dev;
     aclrtStream acl;
     aclrtStream helper; /* private stream for copies resolved inside callbacks */
+    aclrtNotify gate;   /* task_async: a passing fn records it (on helper), the stream waits for it */
     int owned;          /* created by stream_create (else the user's stream, wrapped) */
     void *stage;        /* device buffer of this stream's device for reductions with a remote operand */
     uint64_t stage_bytes;
@@ -65,6 +66,7 @@ struct hal_stream {
     sem_t subscribed;   /* posted once aclrtSubscribeReport returned */
     atomic_int stop;
     _Atomic int err;    /* sticky hal_result of a failed task fn, 0 = none */
+    struct hal_stream *_Atomic upstream; /* last stream this one waited on (an event's recorder) */
     char msg[256];
 };
 

@@ -122,6 +122,8 @@ hal_result asc_stream_destroy(hal_stream *s)
     ACL(aclrtUnSubscribeReport)((uint64_t)s->reporter, s->acl);
     if (s->helper)
         ACL(aclrtDestroyStream)(s->helper);
+    if (s->gate)
+        ACL(aclrtDestroyNotify)(s->gate);
     for (size_t i = 0; i < s->nretired; i++)
         ACL(aclrtFree)(s->retired[i]);
     if (s->stage)
@@ -129,7 +131,11 @@ hal_result asc_stream_destroy(hal_stream *s)
     free(s->retired);
     e = s->owned ? ACL(aclrtDestroyStream)(s->acl) : ACL_SUCCESS;
     sem_destroy(&s->subscribed);
-    free(s);
+    /* The wrapper itself is kept (a few hundred bytes): events recorded on it and streams that
+     * waited on it may still read its sticky error. */
+    s->acl = NULL;
+    s->stage = s->helper = s->gate = NULL;
+    s->retired = NULL;
     return asc_from_acl(e);
 }
 
@@ -138,8 +144,15 @@ static hal_result sticky(hal_stream *s, hal_result rc)
     int err = atomic_load(&s->err);
     if (rc == HAL_OK || rc == HAL_E_NOT_READY)
         return err ? (hal_result)err : rc;
-    if (!err) /* the ACL stream failed (a device task: notify wait timeout, bad copy...) */
+    hal_stream *up = atomic_load(&s->upstream);
+    int up_err = up ? atomic_load(&up->err) : 0;
+    /* the ACL stream failed: a device task (notify wait timeout, bad copy...), or it waited on a
+     * stream that failed, whose error is the cause (ACL fails waiters too, skipping our callback) */
+    if (!err && up_err)
+        asc_stream_fail(s, (hal_result)up_err, "%s", up->msg);
+    else if (!err)
         asc_stream_fail(s, rc, "%s", asc_errmsg());
+    err = atomic_load(&s->err);
     return err ? (hal_result)err : rc;
 }
 
@@ -247,8 +260,10 @@ static hal_result stream_wait_event(hal_stream *s, hal_event *e)
     hal_stream *src = atomic_load(&e->src);
     /* A task fn's failure lives in the host wrapper, not in ACL's stream: a callback after the wait
      * hands it on, as a failed stream's error reaches the streams that wait on it. */
-    if (rc == HAL_OK && src && src != s)
+    if (rc == HAL_OK && src && src != s) {
+        atomic_store(&s->upstream, src);
         rc = asc_inherit_error(s, src);
+    }
     return rc;
 }
 
@@ -256,7 +271,7 @@ static hal_result event_error(hal_event *e, hal_result rc)
 {
     hal_stream *src = atomic_load(&e->src);
     int err = src ? atomic_load(&src->err) : 0;
-    return rc == HAL_OK && err ? (hal_result)err : rc;
+    return err && (rc == HAL_OK || rc == HAL_E_TIMEOUT) ? (hal_result)err : rc; /* the cause, not its echo */
 }
 
 static hal_result event_sync(hal_event *e, int32_t timeout_ms)

@@ -9,8 +9,12 @@
  *     reduced there and copied back (logged once per process);
  *   - task_async / host_func_async.
  * A task fn that fails sets the stream's sticky error (asc_stream_fail): later callbacks of that
- * stream (task fns, resolved DMAs) are skipped and stream_sync/query report it; device tasks
- * already queued (copies, notifies) still run, since ACL has no public call that fails a stream. */
+ * stream are skipped and the HAL's stream_sync/query/event_sync report it with its message. ACL has
+ * no public call that fails a stream, so task_async makes the failure reach ACL's stream (and the
+ * user's aclrtSynchronizeStream) through a gate: after the callback the stream waits on a per-stream
+ * notify (aclrtWaitAndResetNotify, 1 s) that the callback records (on the helper stream) only when
+ * fn succeeded; after a failure the wait times out and ACL fails the stream (507048) about a second
+ * later, skipping its later tasks. A failed resolved DMA or host reduce fails the HAL stream only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +47,8 @@ static void run_cb(void *p)
             int rc = c->fn(c->arg, msg, sizeof msg);
             if (rc)
                 asc_stream_fail(s, (hal_result)rc, "%s", msg[0] ? msg : "a task failed");
+            else
+                ACL(aclrtRecordNotify)(s->gate, s->helper); /* opens the gate behind this task */
         } else {
             asc_dma_run_now(s, &c->d);
         }
@@ -64,6 +70,8 @@ static hal_result launch(hal_stream *s, const asc_cb *tmpl)
     }
     return asc_from_acl(e);
 }
+
+static hal_result need_helper(hal_stream *s, int gate);
 
 hal_result asc_inherit_error(hal_stream *s, hal_stream *from)
 {
@@ -178,9 +186,7 @@ hal_result asc_dma_run_now(hal_stream *s, const hal_dma_desc *d)
                                hal_ref_resolve(d->src));
     if (d->kind == HAL_DMA_REDUCE && !asc_reduce_kind(d->op, d->dtype, &kind, &type))
         return host_reduce(s, d);
-    hal_result rc = asc_select(s->dev);
-    if (rc == HAL_OK && !s->helper)
-        rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&s->helper, 0, ACL_STREAM_FAST_LAUNCH));
+    hal_result rc = need_helper(s, 0);
     if (rc == HAL_OK)
         rc = d->kind == HAL_DMA_COPY ? copy_on(s->helper, hal_ref_resolve(d->dst), hal_ref_resolve(d->src), d->bytes)
                                      : reduce_on(s, s->helper, d, kind, type);
@@ -240,10 +246,26 @@ static hal_result memset_async(hal_stream *s, void *dst, int value, size_t bytes
     return bytes ? asc_from_acl(ACL(aclrtMemsetAsync)(dst, bytes, value, bytes, s->acl)) : HAL_OK;
 }
 
+/* The helper stream and the gate notify, created on first need by the enqueuing thread. */
+static hal_result need_helper(hal_stream *s, int gate)
+{
+    hal_result rc = HAL_OK;
+    if ((!s->helper || (gate && !s->gate)) && (rc = asc_select(s->dev)) != HAL_OK)
+        return rc;
+    if (!s->helper)
+        rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&s->helper, 0, ACL_STREAM_FAST_LAUNCH));
+    if (rc == HAL_OK && gate && !s->gate)
+        rc = asc_from_acl(ACL(aclrtCreateNotify)(&s->gate, ACL_NOTIFY_DEFAULT));
+    return rc;
+}
+
 static hal_result task_async(hal_stream *s, hal_task_fn fn, void *arg)
 {
     asc_cb c = {.fn = fn, .arg = arg};
-    return fn ? launch(s, &c) : HAL_E_PARAM;
+    hal_result rc = fn ? need_helper(s, 1) : HAL_E_PARAM;
+    if (rc == HAL_OK)
+        rc = launch(s, &c);
+    return rc != HAL_OK ? rc : asc_from_acl(ACL(aclrtWaitAndResetNotify)(s->gate, s->acl, 1));
 }
 
 static hal_result host_func_async(hal_stream *s, hal_host_fn fn, void *arg)
