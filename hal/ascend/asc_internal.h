@@ -23,15 +23,16 @@ extern asc_api asc_acl;
 #define ACL(fn) (asc_acl.fn)
 
 #define ASC_MAX_DEVICES 64
-#define ASC_KEY_SLOTS 4096 /* notify keys one device can publish at a time */
+#define ASC_KEY_SLOTS 4096 /* notifies one device can publish at a time */
+#define ASC_LANES 4        /* CANN notifies behind one HAL notify (asc_notify.c: counting emulation) */
 
 /* The backend-private key directory of one opened device (asc_keydir.c): a small host shared-memory
  * file named by (pid, device id) through which IPC keys travel to the other processes of the server,
  * so that hal handles (fixed-size, no room for a 65-byte key) only carry a slot number. */
 typedef struct asc_keyslot {
     _Atomic uint32_t gen; /* odd while being written; bumped on every reuse */
-    char key[HAL_IPC_KEY_LEN];
-    char pad[3];
+    char key[ASC_LANES][HAL_IPC_KEY_LEN]; /* one per lane; key[0][0] == 0: free */
+    char pad[4];
 } asc_keyslot;
 
 typedef struct asc_keydir {
@@ -80,7 +81,9 @@ struct hal_event {
 
 struct hal_notify {
     hal_device *dev;
-    aclrtNotify acl;
+    aclrtNotify lane[ASC_LANES];
+    int nlanes;
+    _Atomic uint32_t records, waits; /* enqueued so far: the next record/wait uses lane count % nlanes */
     int imported;
     int slot; /* key-directory slot once exported, else -1 */
 };
@@ -102,9 +105,9 @@ uint32_t asc_exec_timeout_ms(void);
 
 /* asc_keydir.c */
 void asc_keydir_publish(hal_device *dev); /* best effort; errors surface at import */
-hal_result asc_keydir_put(hal_device *dev, const char *key, int *slot, uint32_t *gen);
+hal_result asc_keydir_put(hal_device *dev, char keys[][HAL_IPC_KEY_LEN], int *slot, uint32_t *gen);
 void asc_keydir_drop(hal_device *dev, int slot);
-hal_result asc_keydir_get(const hal_device_handle *owner, int slot, uint32_t gen, char *key);
+hal_result asc_keydir_get(const hal_device_handle *owner, int slot, uint32_t gen, char keys[][HAL_IPC_KEY_LEN]);
 hal_result asc_keydir_mem_key(const hal_device_handle *owner, char *key);
 void asc_keydir_close(hal_device *dev);
 

@@ -77,19 +77,19 @@ void asc_keydir_publish(hal_device *dev)
     pthread_mutex_unlock(&asc_lock);
 }
 
-hal_result asc_keydir_put(hal_device *dev, const char *key, int *slot, uint32_t *gen)
+hal_result asc_keydir_put(hal_device *dev, char keys[][HAL_IPC_KEY_LEN], int *slot, uint32_t *gen)
 {
     pthread_mutex_lock(&asc_lock);
     hal_result rc = publish_locked(dev);
     int i = 0;
-    while (rc == HAL_OK && i < ASC_KEY_SLOTS && dev->dir->slot[i].key[0])
+    while (rc == HAL_OK && i < ASC_KEY_SLOTS && dev->dir->slot[i].key[0][0])
         i++;
     if (rc == HAL_OK && i == ASC_KEY_SLOTS)
         rc = HAL_E_NOMEM;
     if (rc == HAL_OK) {
         asc_keyslot *s = &dev->dir->slot[i];
         atomic_fetch_add(&s->gen, 1); /* odd: being written */
-        snprintf(s->key, sizeof s->key, "%s", key);
+        memcpy(s->key, keys, sizeof s->key);
         *gen = atomic_fetch_add(&s->gen, 1) + 1;
         *slot = i;
     }
@@ -109,7 +109,7 @@ void asc_keydir_drop(hal_device *dev, int slot)
     pthread_mutex_unlock(&asc_lock);
 }
 
-static hal_result read_key(const hal_device_handle *owner, int slot, uint32_t gen, char *key)
+static hal_result read_key(const hal_device_handle *owner, int slot, uint32_t gen, char (*key)[HAL_IPC_KEY_LEN])
 {
     asc_keydir *d = dir_map(owner->pid, owner->device_id, 0);
     if (!d) {
@@ -121,29 +121,35 @@ static hal_result read_key(const hal_device_handle *owner, int slot, uint32_t ge
     if (__atomic_load_n(&d->magic, __ATOMIC_ACQUIRE) != KEYDIR_MAGIC)
         rc = HAL_E_PEER;
     else if (slot < 0)
-        memcpy(key, d->mem_key, HAL_IPC_KEY_LEN);
+        memcpy(key[0], d->mem_key, HAL_IPC_KEY_LEN);
     else if (slot >= ASC_KEY_SLOTS)
         rc = HAL_E_PARAM;
     else {
         asc_keyslot *s = &d->slot[slot];
         uint32_t g = atomic_load(&s->gen);
-        memcpy(key, s->key, HAL_IPC_KEY_LEN);
-        if (g != gen || atomic_load(&s->gen) != g || !key[0])
+        memcpy(key, s->key, sizeof s->key);
+        if (g != gen || atomic_load(&s->gen) != g || !key[0][0])
             rc = HAL_E_PEER; /* destroyed (and maybe reused) since the handle was made */
     }
-    key[HAL_IPC_KEY_LEN - 1] = 0;
     munmap(d, sizeof *d);
     return rc;
 }
 
-hal_result asc_keydir_get(const hal_device_handle *owner, int slot, uint32_t gen, char *key)
+hal_result asc_keydir_get(const hal_device_handle *owner, int slot, uint32_t gen, char keys[][HAL_IPC_KEY_LEN])
 {
-    return read_key(owner, slot, gen, key);
+    hal_result rc = read_key(owner, slot, gen, keys);
+    for (int i = 0; i < ASC_LANES; i++)
+        keys[i][HAL_IPC_KEY_LEN - 1] = 0;
+    return rc;
 }
 
 hal_result asc_keydir_mem_key(const hal_device_handle *owner, char *key)
 {
-    return read_key(owner, -1, 0, key);
+    char keys[1][HAL_IPC_KEY_LEN];
+    hal_result rc = read_key(owner, -1, 0, keys);
+    memcpy(key, keys[0], HAL_IPC_KEY_LEN);
+    key[HAL_IPC_KEY_LEN - 1] = 0;
+    return rc;
 }
 
 void asc_keydir_close(hal_device *dev)

@@ -3,12 +3,13 @@
  * aclrtIpcMemGetExportKey / ImportByKey / SetImportPid / Close.
  *
  * Counting vs reset: the HAL's notify counts (record += 1, wait -= 1); CANN's is a flag (record sets
- * it, aclrtWaitAndResetNotify waits for it and clears it), so two records before one wait count once.
- * hal/ascend maps notify_wait onto aclrtWaitAndResetNotify and relies on the runtime's protocol:
- * a notify belongs to one (sender, receiver, slot) and the sender records it at most once between
- * two waits of the receiver (every record is answered by the receiver before the next one: the
- * plans are handshakes). The conformance case that records twice before waiting twice does not
- * apply here (tests/unit/test_hal_notify.c says so). The abort flag of notify_wait is not polled:
+ * it, aclrtWaitAndResetNotify waits for it and clears it), so two records before one wait would
+ * count once (the ring plans do record a slot twice before its wait). A HAL notify is therefore
+ * ASC_LANES CANN notifies used round robin: the k-th record (counted by the handle recording, in
+ * enqueue order) sets lane k % ASC_LANES and the k-th wait waits on that lane, so up to ASC_LANES
+ * records may be outstanding and each is consumed once. This holds when every record of a notify
+ * goes through one handle (the runtime's: one sender per (peer, slot)); notify_wait_reset waits on
+ * the next lane (it consumes one record, not all). Notifies shared by key (ipc_*) have one lane. The abort flag of notify_wait is not polled:
  * ACL's wait has no such hook, so an abort ends the wait at HCCL_EXEC_TIMEOUT at the latest. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,12 @@ static hal_result notify_create(hal_device *dev, hal_notify **out)
     hal_notify *n = calloc(1, sizeof *n);
     hal_result rc = n ? asc_select(dev) : HAL_E_NOMEM;
     if (rc == HAL_OK)
-        rc = asc_from_acl(ACL(aclrtCreateNotify)(&n->acl, ACL_NOTIFY_DEFAULT));
+        for (n->nlanes = 0; rc == HAL_OK && n->nlanes < ASC_LANES; n->nlanes++)
+            rc = asc_from_acl(ACL(aclrtCreateNotify)(&n->lane[n->nlanes], ACL_NOTIFY_DEFAULT));
     if (rc != HAL_OK) {
+        if (n)
+            for (int i = 0; i + 1 < n->nlanes; i++)
+                ACL(aclrtDestroyNotify)(n->lane[i]);
         free(n);
         return rc;
     }
@@ -51,7 +56,11 @@ static hal_result notify_destroy(hal_notify *n)
     if (n->slot >= 0)
         asc_keydir_drop(n->dev, n->slot);
     forget_notify(n);
-    aclError e = ACL(aclrtDestroyNotify)(n->acl);
+    aclError e = ACL_SUCCESS;
+    for (int i = 0; i < n->nlanes; i++) {
+        aclError r = ACL(aclrtDestroyNotify)(n->lane[i]);
+        e = e ? e : r;
+    }
     free(n);
     return asc_from_acl(e);
 }
@@ -66,11 +75,13 @@ static hal_result notify_export(hal_notify *n, hal_notify_handle *h)
         return HAL_E_PARAM;
     uint32_t gen = 0;
     if (n->slot < 0) {
-        char key[HAL_IPC_KEY_LEN];
-        rc = asc_from_acl(ACL(aclrtNotifyGetExportKey)(n->acl, key, sizeof key,
-                                                        ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION));
+        char keys[ASC_LANES][HAL_IPC_KEY_LEN];
+        memset(keys, 0, sizeof keys);
+        for (int i = 0; rc == HAL_OK && i < n->nlanes; i++)
+            rc = asc_from_acl(ACL(aclrtNotifyGetExportKey)(n->lane[i], keys[i], HAL_IPC_KEY_LEN,
+                                                            ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION));
         if (rc == HAL_OK)
-            rc = asc_keydir_put(n->dev, key, &n->slot, &gen);
+            rc = asc_keydir_put(n->dev, keys, &n->slot, &gen);
         if (rc != HAL_OK) {
             OH_ERR("hal", "ascend: exporting a notify of device %d failed: %s", n->dev->id, asc_errmsg());
             return rc;
@@ -84,13 +95,18 @@ static hal_result notify_export(hal_notify *n, hal_notify_handle *h)
     return HAL_OK;
 }
 
-static hal_result import_key(hal_device *dev, const char *key, hal_notify **out)
+static hal_result import_keys(hal_device *dev, char keys[][HAL_IPC_KEY_LEN], int nkeys, hal_notify **out)
 {
     hal_notify *n = calloc(1, sizeof *n);
     hal_result rc = n ? asc_select(dev) : HAL_E_NOMEM;
     if (rc == HAL_OK)
-        rc = asc_from_acl(ACL(aclrtNotifyImportByKey)(&n->acl, key, ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT));
+        for (n->nlanes = 0; rc == HAL_OK && n->nlanes < nkeys; n->nlanes++)
+            rc = asc_from_acl(ACL(aclrtNotifyImportByKey)(&n->lane[n->nlanes], keys[n->nlanes],
+                                                          ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT));
     if (rc != HAL_OK) {
+        if (n)
+            for (int i = 0; i + 1 < n->nlanes; i++)
+                ACL(aclrtDestroyNotify)(n->lane[i]);
         free(n);
         return rc == HAL_E_PARAM ? HAL_E_PEER : rc;
     }
@@ -104,29 +120,31 @@ static hal_result import_key(hal_device *dev, const char *key, hal_notify **out)
 static hal_result notify_import(hal_device *dev, const hal_notify_handle *h, hal_notify **out)
 {
     hal_result rc = need_ipc("importing another process's notify");
-    char key[HAL_IPC_KEY_LEN];
+    char keys[ASC_LANES][HAL_IPC_KEY_LEN];
     if (rc == HAL_OK)
-        rc = asc_keydir_get(&h->owner, (int)(uint32_t)h->offset, (uint32_t)(h->offset >> 32), key);
-    return rc == HAL_OK ? import_key(dev, key, out) : rc;
+        rc = asc_keydir_get(&h->owner, (int)(uint32_t)h->offset, (uint32_t)(h->offset >> 32), keys);
+    return rc == HAL_OK ? import_keys(dev, keys, ASC_LANES, out) : rc;
 }
 
 static uint32_t notify_id(hal_notify *n)
 {
     uint32_t id = 0;
-    ACL(aclrtGetNotifyId)(n->acl, &id);
+    ACL(aclrtGetNotifyId)(n->lane[0], &id);
     return id;
 }
 
 static hal_result notify_record(hal_notify *n, hal_stream *s)
 {
-    return asc_from_acl(ACL(aclrtRecordNotify)(n->acl, s->acl));
+    uint32_t k = atomic_fetch_add(&n->records, 1) % (uint32_t)n->nlanes;
+    return asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], s->acl));
 }
 
 static hal_result notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_ms)
 {
     uint32_t t = timeout_ms ? timeout_ms : asc_exec_timeout_ms();
     /* ACL's timeout is in whole seconds (0 = forever): a HAL timeout rounds up to the next second. */
-    return asc_from_acl(ACL(aclrtWaitAndResetNotify)(n->acl, s->acl, (t + 999) / 1000));
+    uint32_t k = atomic_fetch_add(&n->waits, 1) % (uint32_t)n->nlanes;
+    return asc_from_acl(ACL(aclrtWaitAndResetNotify)(n->lane[k], s->acl, (t + 999) / 1000));
 }
 
 static hal_result notify_wait(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag)
@@ -180,7 +198,10 @@ static hal_result ipc_notify_export(hal_notify *n, uint32_t flags, char *key)
     hal_result rc = need_ipc("ipc_notify_export");
     uint64_t f = (flags & HAL_IPC_NO_PID_CHECK) ? ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION : 0;
     if (rc == HAL_OK)
-        rc = asc_from_acl(ACL(aclrtNotifyGetExportKey)(n->acl, key, HAL_IPC_KEY_LEN, f));
+        rc = asc_from_acl(ACL(aclrtNotifyGetExportKey)(n->lane[0], key, HAL_IPC_KEY_LEN, f));
+    /* shared by key: one CANN notify, one lane (the importer sees only lane 0) */
+    while (rc == HAL_OK && n->slot < 0 && n->nlanes > 1)
+        ACL(aclrtDestroyNotify)(n->lane[--n->nlanes]);
     if (rc != HAL_OK || exported_notify(key, 0))
         return rc;
     pthread_mutex_lock(&asc_lock);
@@ -202,7 +223,7 @@ static hal_result ipc_set_pids(const char *key, const int32_t *pids, size_t n)
         return rc;
     hal_notify *nt = exported_notify(key, 0);
     if (nt)
-        return asc_from_acl(ACL(aclrtNotifySetImportPid)(nt->acl, (int32_t *)pids, n));
+        return asc_from_acl(ACL(aclrtNotifySetImportPid)(nt->lane[0], (int32_t *)pids, n));
     return asc_from_acl(ACL(aclrtIpcMemSetImportPid)(key, (int32_t *)pids, n));
 }
 
@@ -219,7 +240,9 @@ static hal_result ipc_mem_import(hal_device *dev, const char *key, void **ptr)
 static hal_result ipc_notify_import(hal_device *dev, const char *key, hal_notify **n)
 {
     hal_result rc = need_ipc("ipc_notify_import");
-    return rc != HAL_OK ? rc : import_key(dev, key, n);
+    char keys[1][HAL_IPC_KEY_LEN];
+    snprintf(keys[0], sizeof keys[0], "%s", key);
+    return rc != HAL_OK ? rc : import_keys(dev, keys, 1, n);
 }
 
 /* A notify export has no ACL close (it ends with aclrtDestroyNotify): only forgotten here. */
