@@ -13,13 +13,14 @@ asc_api asc_acl;
 static char g_err[512];
 static char g_ipc_missing[256];
 
-/* Where a call first appeared, when we know it (our reference: acl_rt.h interface 1.17). */
+/* Which CANN has the call, as far as we know: our headers follow CANN's acl_rt.h interface 1.17;
+ * the CANN release that introduced each call is not recorded in the public headers we used. */
 static const char *since(const char *name)
 {
     if (!strncmp(name, "aclrtIpcMem", 11) || !strncmp(name, "aclrtNotify", 11) || !strcmp(name, "aclrtReduceAsync") ||
         !strcmp(name, "aclrtWaitAndResetNotify"))
-        return "CANN's acl_rt.h interface 1.17 (CANN 8.x) has it";
-    return "present in CANN's public acl_rt.h";
+        return "declared by CANN's acl_rt.h interface 1.17, absent from older CANN";
+    return "declared by CANN's public acl_rt.h";
 }
 
 /* The handle to bind from; *ok = 0 when there is none (RTLD_DEFAULT is a null pointer in glibc). */
