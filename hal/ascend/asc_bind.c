@@ -19,7 +19,7 @@ static const char *since(const char *name)
 {
     if (!strncmp(name, "aclrtIpcMem", 11) || !strncmp(name, "aclrtNotify", 11) || !strcmp(name, "aclrtReduceAsync") ||
         !strcmp(name, "aclrtWaitAndResetNotify"))
-        return "declared by CANN's acl_rt.h interface 1.17, absent from older CANN";
+        return "declared by CANN's acl_rt.h interface 1.17";
     return "declared by CANN's public acl_rt.h";
 }
 
