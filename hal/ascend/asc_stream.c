@@ -12,7 +12,7 @@
 
 #include "hal/ascend/asc_internal.h"
 
-#define REPORT_POLL_MS 10000 /* a reporter re-checks its stop flag this often when idle */
+#define REPORT_POLL_MS 60000 /* a reporter re-checks its stop flag this often when idle (stops normally come as callbacks) */
 
 static void *reporter(void *arg)
 {
