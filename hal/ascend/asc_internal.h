@@ -113,6 +113,7 @@ void asc_keydir_close(hal_device *dev);
 
 /* asc_reduce.c */
 int asc_reduce_kind(hal_redop op, hal_dtype dt, int *kind, int *acl_type);
+int asc_host_reduce_supported(hal_dtype dt); /* SDMA types are also host-reducible */
 hal_result asc_host_reduce(void *dst, const void *a, const void *b, uint64_t count, hal_dtype dt, hal_redop op);
 
 /* asc_stream.c / asc_task.c */

@@ -113,6 +113,11 @@ static uint16_t float_to_bf16(float f)
         }                                                                 \
     } while (0)
 
+int asc_host_reduce_supported(hal_dtype dt)
+{
+    return dt != HAL_DT_HIF8 && dt != HAL_DT_FP8E4M3 && dt != HAL_DT_FP8E5M2 && dt != HAL_DT_FP8E8M0;
+}
+
 hal_result asc_host_reduce(void *dst, const void *a, const void *b, uint64_t n, hal_dtype dt, hal_redop op)
 {
     switch (dt) {

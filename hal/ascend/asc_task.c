@@ -102,7 +102,7 @@ static int on_device(const void *p, int32_t dev)
 
 /* A device buffer of at least `bytes` on the stream's device. Outgrown buffers are kept until the
  * stream is destroyed: tasks already queued may still use them. */
-static void *stage(hal_stream *s, uint64_t bytes)
+static void *stage_locked(hal_stream *s, uint64_t bytes)
 {
     if (s->stage_bytes >= bytes)
         return s->stage;
@@ -117,6 +117,15 @@ static void *stage(hal_stream *s, uint64_t bytes)
         s->retired[s->nretired++] = s->stage;
     s->stage = p;
     s->stage_bytes = bytes;
+    return p;
+}
+
+/* The enqueuing thread and the stream's reporter (resolved DMAs) may both ask. */
+static void *stage(hal_stream *s, uint64_t bytes)
+{
+    pthread_mutex_lock(&asc_lock);
+    void *p = stage_locked(s, bytes);
+    pthread_mutex_unlock(&asc_lock);
     return p;
 }
 
@@ -210,8 +219,8 @@ hal_result asc_dma_enqueue(hal_stream *s, const hal_dma_desc *d)
         return HAL_E_PARAM;
     if (d->kind == HAL_DMA_REDUCE && (hal_dtype_size(d->dtype) == 0 || (unsigned)d->op >= HAL_OP_COUNT))
         return HAL_E_PARAM;
-    if (d->kind == HAL_DMA_REDUCE && !hal_reduce_supported(d->dtype, d->op))
-        return HAL_E_NOT_SUPPORTED;
+    if (d->kind == HAL_DMA_REDUCE && (!hal_reduce_supported(d->dtype, d->op) || !asc_host_reduce_supported(d->dtype)))
+        return HAL_E_NOT_SUPPORTED; /* refused at enqueue: the 8-bit floats (asc_reduce.c) */
     if ((d->kind == HAL_DMA_COPY ? d->bytes : d->count) == 0)
         return HAL_OK;
     if (!ref_given(d->dst) || !ref_given(d->src))
@@ -247,7 +256,7 @@ static hal_result memset_async(hal_stream *s, void *dst, int value, size_t bytes
 }
 
 /* The helper stream and the gate notify, created on first need by the enqueuing thread. */
-static hal_result need_helper(hal_stream *s, int gate)
+static hal_result need_helper_locked(hal_stream *s, int gate)
 {
     hal_result rc = HAL_OK;
     if ((!s->helper || (gate && !s->gate)) && (rc = asc_select(s->dev)) != HAL_OK)
@@ -256,6 +265,17 @@ static hal_result need_helper(hal_stream *s, int gate)
         rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&s->helper, 0, ACL_STREAM_FAST_LAUNCH));
     if (rc == HAL_OK && gate && !s->gate)
         rc = asc_from_acl(ACL(aclrtCreateNotify)(&s->gate, ACL_NOTIFY_DEFAULT));
+    return rc;
+}
+
+/* The enqueuing thread and the stream's reporter may both ask. */
+static hal_result need_helper(hal_stream *s, int gate)
+{
+    if (s->helper && (!gate || s->gate))
+        return HAL_OK;
+    pthread_mutex_lock(&asc_lock);
+    hal_result rc = need_helper_locked(s, gate);
+    pthread_mutex_unlock(&asc_lock);
     return rc;
 }
 
