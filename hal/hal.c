@@ -1,7 +1,7 @@
 /* Backend selection for libhccl. The emulator lives in our libascendcl.so, which hands its HAL table
  * over through one exported, versioned entry point (aclExtGetEmuHal). The reference is weak so that
- * libhccl still loads against a libascendcl that lacks it (CANN's): the emulator backend then
- * reports that it is not there instead of the loader failing. */
+ * libhccl still loads against a libascendcl that lacks it (CANN's): HCCL_HAL=auto then picks hal/ascend,
+ * and an explicit HCCL_HAL=emu reports that the emulator is not there instead of the loader failing. */
 #include "hal/hal.h"
 
 #include <pthread.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/oh_log.h"
+#include "hal/ascend/hal_ascend.h"
 
 static const hal_ops *g_hal;
 static pthread_once_t g_hal_once = PTHREAD_ONCE_INIT;
@@ -38,19 +39,24 @@ static const hal_ops *emu_backend(void)
     return ops;
 }
 
+/* HCCL_HAL=auto (default) | emu | ascend. auto: the emulator when the loaded libascendcl.so is ours
+ * (it exports aclExtGetEmuHal), else hal/ascend over whatever libascendcl.so is loaded (CANN's). */
 static void hal_choose(void)
 {
     const char *name = getenv("HCCL_HAL");
-    if (!name || !*name || !strcmp(name, "emu")) {
+    int is_auto = !name || !*name || !strcmp(name, "auto");
+    if (is_auto)
+        name = aclExtGetEmuHal ? "emu" : "ascend";
+    if (!strcmp(name, "emu")) {
         g_hal = emu_backend();
     } else if (!strcmp(name, "ascend")) {
-        OH_ERR("hal", "HCCL_HAL=ascend: the Ascend backend is not built into this library; "
-               "unset HCCL_HAL (or set it to emu) to use the emulator");
-        g_hal = NULL;
+        g_hal = hal_ascend_get(); /* logs which ACL call is missing when it fails */
     } else {
-        OH_ERR("hal", "HCCL_HAL=%s is not a known backend (emu, ascend)", name);
+        OH_ERR("hal", "HCCL_HAL=%s is not a known backend (auto, emu, ascend)", name);
         g_hal = NULL;
     }
+    if (g_hal)
+        OH_INFO("hal", "device backend: %s (HCCL_HAL=%s)", g_hal->name, is_auto ? "auto" : name);
 }
 
 const hal_ops *hal_get(void)

@@ -255,7 +255,8 @@ typedef struct hal_ops {
  * table's layout or semantics. */
 #define HAL_ABI_VERSION 3u
 
-/* The backend chosen for this process: HCCL_HAL=emu|ascend (default emu). libhccl only. */
+/* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
+ * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */
 const hal_ops *hal_get(void);
 /* The emulator's table (hal/emu; its ACL front uses it directly). */
 extern const hal_ops emu_hal_ops;

@@ -198,7 +198,7 @@ Test(hal_reduce, every_dtype_and_op_into_peer, .timeout = 120)
     int checked = 0;
     for (int dt = 0; dt < HAL_DT_COUNT; dt++)
         for (int op = 0; op < HAL_OP_COUNT; op++)
-            if (hal_dtype_size((hal_dtype)dt) && hal_reduce_supported((hal_dtype)dt, (hal_redop)op)) {
+            if (hal_dtype_size((hal_dtype)dt) && ht_reduce_supported(r.h, (hal_dtype)dt, (hal_redop)op)) {
                 check_one(&r, (hal_dtype)dt, (hal_redop)op);
                 checked++;
             }
@@ -226,7 +226,7 @@ Test(hal_reduce, known_values)
         {HAL_DT_FP8E8M0, HAL_OP_MIN, 127, 128, 127},
     };
     for (size_t i = 0; i < sizeof k8 / sizeof k8[0]; i++) {
-        if (!hal_reduce_supported(k8[i].dt, k8[i].op))
+        if (!ht_reduce_supported(r.h, k8[i].dt, k8[i].op))
             continue;
         *(uint8_t *)r.dst = k8[i].a;
         *(uint8_t *)r.src = k8[i].b;
