@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/oh_log.h"
+#include "hal/emu/emu_copy.h"
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_reduce.h"
 #include "hal/emu/emu_sys.h"
@@ -25,6 +26,7 @@ typedef struct dma_piece {
     hal_dtype dt;
     hal_redop op;
     int value;
+    bool nt; /* copy: non-temporal stores (the whole descriptor is larger than the caches) */
     uint32_t desc; /* descriptor index, for messages */
 } dma_piece;
 
@@ -40,7 +42,10 @@ static hal_result piece_run(const dma_piece *p, char *msg, size_t len)
 {
     switch (p->kind) {
     case P_COPY:
-        memcpy(p->dst, p->src, p->n);
+        if (p->nt)
+            emu_copy_nt(p->dst, p->src, p->n);
+        else
+            memcpy(p->dst, p->src, p->n);
         return HAL_OK;
     case P_MOVE:
         memmove(p->dst, p->src, p->n);
@@ -212,9 +217,12 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char 
     p->src = hal_ref_resolve(d->src);
     p->src2 = NULL;
     p->desc = i;
+    p->nt = false;
     if (d->kind == HAL_DMA_COPY) {
+        uint64_t nt_min = emu_cfg()->copy_nt_bytes;
         p->n = d->bytes;
         p->kind = overlap(p->dst, p->src, p->n) ? P_MOVE : P_COPY;
+        p->nt = nt_min && p->n >= nt_min; /* decided on the whole descriptor, kept by its chunks */
     } else {
         p->kind = P_REDUCE;
         p->n = d->count;
