@@ -89,9 +89,13 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
 #define ALGO_EAGER_SLOTS 2u
-/* Default crossover (HCCL_EAGER_MAX_BYTES): ops whose per-box bytes are at most this go eager.
- * Eager beat mesh at every size up to a full box at 2, 4 and 8 ranks (docs/perf.md). */
-#define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX
+/* Default crossover when HCCL_EAGER_MAX_BYTES is unset: ops whose per-box bytes are at most
+ * ALGO_EAGER_SCALE / n^2 (at most a box) go eager: 32 KiB at 2 ranks, 8 KiB at 4, 2 KiB at 8.
+ * Eager copies every box n(n-1) times where mesh copies it n-1 times, so its cost grows with n^2
+ * x bytes; measured with the execution core of issue #8, mesh was faster from 64 KiB at 2 ranks,
+ * 16 KiB at 4 and 8 KiB at 8, and the two tied one step below (docs/perf.md). */
+#define ALGO_EAGER_SCALE (128u << 10)
+#define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX /* the largest setting: one box */
 
 /* The per-call tables of a V-op, in elements, as algo_vtables derives them from the op (the
  * runtime fills them at launch from the call's arrays, the verifier from each rank's op):
@@ -264,5 +268,8 @@ bool algo_supports(algo_kind kind, const algo_op *op);
 /* Bytes one rank puts into one inbox box for op (count x element size): what the eager crossover
  * compares, the same on every rank (it comes from the op signature). */
 uint64_t algo_eager_bytes(const algo_op *op);
+/* The default crossover for n ranks (HCCL_EAGER_MAX_BYTES unset): ALGO_EAGER_SCALE / n^2, at
+ * most one box. The same on every rank of a communicator. */
+uint64_t algo_eager_default(uint32_t nranks);
 
 #endif

@@ -38,6 +38,12 @@ uint64_t algo_eager_bytes(const algo_op *op)
     return op->count * hal_dtype_size(op->dtype);
 }
 
+uint64_t algo_eager_default(uint32_t nranks)
+{
+    uint64_t sq = (uint64_t)nranks * nranks, v = sq ? ALGO_EAGER_SCALE / sq : ALGO_EAGER_BOX;
+    return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : v;
+}
+
 /* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */
 bool algo_eager_supports(const algo_op *op)
 {

@@ -195,3 +195,19 @@ Test(algo_eager, verifier_inbox_rules)
     expect_refused(in, peer_box0, 4, "reading a peer's inbox");
     expect_refused(peer_box0, in, 8, "past the declared box bytes");
 }
+
+/* The default crossover shrinks with n^2 (algos/plan.h ALGO_EAGER_SCALE), never past a box. */
+Test(algo_eager, default_crossover_by_rank_count)
+{
+    cr_expect_eq(algo_eager_default(2), 32u << 10);
+    cr_expect_eq(algo_eager_default(4), 8u << 10);
+    cr_expect_eq(algo_eager_default(8), 2u << 10);
+    cr_expect_eq(algo_eager_default(3), (128u << 10) / 9);
+    cr_expect_eq(algo_eager_default(1), ALGO_EAGER_BOX, "one rank: capped at a box");
+    cr_expect_eq(algo_eager_default(0), ALGO_EAGER_BOX);
+    algo_topo topo = {.nranks = 2, .eager_max = algo_eager_default(2)};
+    algo_op op = {.coll = ALGO_COLL_ALLGATHER, .nranks = 2, .count = 8192, .dtype = HAL_DT_FP32};
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER, "32 KiB blocks at 2 ranks: eager");
+    op.count = 8193;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "past 32 KiB at 2 ranks: mesh");
+}
