@@ -49,7 +49,7 @@ static uint64_t env_eager_max(void)
         if (*end == 0 && env[0] != '-')
             return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : (uint64_t)v;
         OH_WARN("config", "HCCL_EAGER_MAX_BYTES=%s is invalid (expect bytes, 0 = off); using the default "
-                "(%u bytes / nranks^2, at most %u)", env, ALGO_EAGER_SCALE, ALGO_EAGER_BOX);
+                "(by collective and rank count, docs/algorithms.md)", env);
     }
     return RT_EAGER_AUTO;
 }

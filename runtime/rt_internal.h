@@ -19,7 +19,7 @@
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
 #define RT_CTRL_MAGIC 0x4f48434cu /* "OHCL" */
 #define RT_MSG_LEN 512
-#define RT_EAGER_AUTO UINT64_MAX /* rt_comm.eager_max: HCCL_EAGER_MAX_BYTES unset, algo_eager_default(nranks) */
+#define RT_EAGER_AUTO ALGO_EAGER_AUTO /* rt_comm.eager_max: HCCL_EAGER_MAX_BYTES unset (algo_eager_default) */
 
 /* An op's signature: what every rank must agree on for one collective call. */
 typedef struct rt_sig {
