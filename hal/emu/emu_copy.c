@@ -1,7 +1,7 @@
 /* Non-temporal copy (emu_copy.h). glibc's memcpy switches to non-temporal stores only above a
  * threshold derived from the reported cache size; a VM that reports the host's large L3 never
  * reaches it, and a copy split into engine-sized pieces never does either (docs/emulator.md,
- * "DMA"). */
+ * "Copy kernel"). */
 #include "hal/emu/emu_copy.h"
 
 #include <stdint.h>
