@@ -89,9 +89,15 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
 #define ALGO_EAGER_SLOTS 2u
-/* Default crossover (HCCL_EAGER_MAX_BYTES): ops whose per-box bytes are at most this go eager.
- * Eager beat mesh at every size up to a full box at 2, 4 and 8 ranks (docs/perf.md). */
-#define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX
+/* Default crossover when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops
+ * whose per-box bytes are at most ALGO_EAGER_SCALE / n^2 go eager (32 KiB at 2 ranks, 8 KiB at
+ * 4, 2 KiB at 8); Broadcast and Scatter, ALGO_EAGER_SCALE / n (64, 32, 16 KiB); never more than
+ * a box. Where every rank sends to every rank, eager's extra copies (into the inboxes and out)
+ * grow with n(n-1) x bytes; in Broadcast and Scatter only the root's n-1 boxes are copied twice.
+ * Measured with the execution core of issue #8 (docs/perf.md, "Eager protocol crossover"). */
+#define ALGO_EAGER_SCALE (128u << 10)
+#define ALGO_EAGER_AUTO UINT64_MAX
+#define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX /* the largest setting: one box */
 
 /* The per-call tables of a V-op, in elements, as algo_vtables derives them from the op (the
  * runtime fills them at launch from the call's arrays, the verifier from each rank's op):
@@ -197,7 +203,8 @@ typedef struct algo_op {
 typedef struct algo_topo {
     uint32_t nranks;
     const uint32_t *server_of;
-    uint64_t eager_max; /* protocol crossover in bytes (HCCL_EAGER_MAX_BYTES); 0: no eager plans */
+    uint64_t eager_max; /* protocol crossover in bytes (HCCL_EAGER_MAX_BYTES); 0: no eager plans;
+                         * ALGO_EAGER_AUTO: algo_eager_default per op */
 } algo_topo;
 
 /* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables
@@ -264,5 +271,8 @@ bool algo_supports(algo_kind kind, const algo_op *op);
 /* Bytes one rank puts into one inbox box for op (count x element size): what the eager crossover
  * compares, the same on every rank (it comes from the op signature). */
 uint64_t algo_eager_bytes(const algo_op *op);
+/* The default crossover for op (HCCL_EAGER_MAX_BYTES unset; see ALGO_EAGER_SCALE): from its
+ * collective and rank count, so the same on every rank. */
+uint64_t algo_eager_default(const algo_op *op);
 
 #endif

@@ -38,6 +38,14 @@ uint64_t algo_eager_bytes(const algo_op *op)
     return op->count * hal_dtype_size(op->dtype);
 }
 
+uint64_t algo_eager_default(const algo_op *op)
+{
+    uint64_t n = op->nranks ? op->nranks : 1;
+    bool rooted_put = op->coll == ALGO_COLL_BROADCAST || op->coll == ALGO_COLL_SCATTER;
+    uint64_t v = ALGO_EAGER_SCALE / (rooted_put ? n : n * n);
+    return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : v;
+}
+
 /* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */
 bool algo_eager_supports(const algo_op *op)
 {
@@ -72,8 +80,10 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
         return ALGO_P2P;
     if (one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS) {
         /* Eager only where every other plan is mesh (all end full, plan.h INBOX) and unforced. */
-        if (forced == ALGO_AUTO && topo && topo->eager_max && algo_eager_supports(op) &&
-            algo_eager_bytes(op) <= topo->eager_max)
+        uint64_t max = topo ? topo->eager_max : 0;
+        if (max == ALGO_EAGER_AUTO)
+            max = algo_eager_default(op);
+        if (forced == ALGO_AUTO && max && algo_eager_supports(op) && algo_eager_bytes(op) <= max)
             return ALGO_EAGER;
         return ALGO_MESH;
     }

@@ -37,7 +37,9 @@ static uint32_t env_buffsize_mb(void)
     return HCCL_COMM_DEFAULT_BUFFSIZE;
 }
 
-/* HCCL_EAGER_MAX_BYTES: the eager protocol's crossover (docs/algorithms.md); 0 turns it off. */
+/* HCCL_EAGER_MAX_BYTES: the eager protocol's crossover (docs/algorithms.md); 0 turns it off.
+ * Unset (or invalid): RT_EAGER_AUTO, the per-size default for the communicator's rank count
+ * (algo_eager_default), resolved when plans are compiled. */
 static uint64_t env_eager_max(void)
 {
     const char *env = getenv("HCCL_EAGER_MAX_BYTES");
@@ -46,10 +48,10 @@ static uint64_t env_eager_max(void)
         unsigned long long v = strtoull(env, &end, 10);
         if (*end == 0 && env[0] != '-')
             return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : (uint64_t)v;
-        OH_WARN("config", "HCCL_EAGER_MAX_BYTES=%s is invalid (expect bytes, 0 = off); using %u", env,
-                ALGO_EAGER_MAX_DEFAULT);
+        OH_WARN("config", "HCCL_EAGER_MAX_BYTES=%s is invalid (expect bytes, 0 = off); using the default "
+                "(by collective and rank count, docs/algorithms.md)", env);
     }
-    return ALGO_EAGER_MAX_DEFAULT;
+    return RT_EAGER_AUTO;
 }
 
 static uint32_t env_deterministic(void)

@@ -19,6 +19,7 @@
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
 #define RT_CTRL_MAGIC 0x4f48434cu /* "OHCL" */
 #define RT_MSG_LEN 512
+#define RT_EAGER_AUTO ALGO_EAGER_AUTO /* rt_comm.eager_max: HCCL_EAGER_MAX_BYTES unset (algo_eager_default) */
 
 /* An op's signature: what every rank must agree on for one collective call. */
 typedef struct rt_sig {
@@ -126,7 +127,7 @@ typedef struct rt_comm {
     uint32_t ctx_pooled;
     /* config */
     uint32_t buffsize_mb;
-    uint64_t eager_max;       /* HCCL_EAGER_MAX_BYTES (0: eager off) */
+    uint64_t eager_max;       /* HCCL_EAGER_MAX_BYTES (0: eager off; RT_EAGER_AUTO: unset) */
     uint32_t deterministic;
     int32_t exec_timeout_s;
     char algo_spec[HCCL_COMM_ALGO_MAX_LENGTH];

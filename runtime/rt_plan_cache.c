@@ -169,7 +169,7 @@ static uint64_t eager_max(const rt_comm *c)
         if (algo_parse_env(c->algo_spec, (algo_coll)k, &forced) != 0 || forced != ALGO_AUTO)
             return 0;
     }
-    return c->eager_max;
+    return c->eager_max; /* RT_EAGER_AUTO is ALGO_EAGER_AUTO: algo_select applies the default per op */
 }
 
 static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)

@@ -242,7 +242,7 @@ int main(int argc, char **argv)
         return 1;
     for (uint32_t r = 0; r < c.n; r++)
         so[r] = r / c.per_server;
-    algo_topo topo = {.nranks = c.n, .server_of = so, .eager_max = ALGO_EAGER_MAX_DEFAULT};
+    algo_topo topo = {.nranks = c.n, .server_of = so, .eager_max = ALGO_EAGER_AUTO};
     int fails = 0;
     if (c.dump < 0) {
         printf("# %s, %u ranks, %u per server, %s, algo %s (cost model: intra %.0f GB/s %.0f us, net %.0f GB/s %.0f us)\n",

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "common/oh_log.h"
+#include "hal/emu/emu_copy.h"
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_reduce.h"
 #include "hal/emu/emu_sys.h"
 
-#define DMA_INLINE_BYTES (2u << 20) /* below this a batch runs on the worker alone */
 #define DMA_MIN_CHUNK (512u << 10)
 #define DMA_STACK_PIECES 16u /* batches up to this many descriptors resolve on the stack */
 
@@ -25,6 +25,7 @@ typedef struct dma_piece {
     hal_dtype dt;
     hal_redop op;
     int value;
+    bool nt; /* copy: non-temporal stores (the whole descriptor is larger than the caches) */
     uint32_t desc; /* descriptor index, for messages */
 } dma_piece;
 
@@ -40,7 +41,10 @@ static hal_result piece_run(const dma_piece *p, char *msg, size_t len)
 {
     switch (p->kind) {
     case P_COPY:
-        memcpy(p->dst, p->src, p->n);
+        if (p->nt)
+            emu_copy_nt(p->dst, p->src, p->n);
+        else
+            memcpy(p->dst, p->src, p->n);
         return HAL_OK;
     case P_MOVE:
         memmove(p->dst, p->src, p->n);
@@ -193,7 +197,7 @@ static hal_result run_pieces(emu_dma *d, dma_piece *p, uint32_t n, char *msg, si
 /* Chunk size in bytes for a batch of `total` bytes over `par` executors. */
 static size_t chunk_bytes(uint64_t total, uint32_t par)
 {
-    if (total < DMA_INLINE_BYTES || par <= 1)
+    if (total < emu_cfg()->dma_split_bytes || par <= 1)
         return SIZE_MAX;
     size_t c = (size_t)(total / ((uint64_t)par * 4));
     c = c < DMA_MIN_CHUNK ? DMA_MIN_CHUNK : c;
@@ -212,9 +216,12 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char 
     p->src = hal_ref_resolve(d->src);
     p->src2 = NULL;
     p->desc = i;
+    p->nt = false;
     if (d->kind == HAL_DMA_COPY) {
+        uint64_t nt_min = emu_cfg()->copy_nt_bytes;
         p->n = d->bytes;
         p->kind = overlap(p->dst, p->src, p->n) ? P_MOVE : P_COPY;
+        p->nt = nt_min && p->n >= nt_min; /* decided on the whole descriptor, kept by its chunks */
     } else {
         p->kind = P_REDUCE;
         p->n = d->count;
@@ -292,7 +299,7 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
         return HAL_OK;
     emu_vmm_sync_imports(); /* peers' VMM mappings, before touching their memory */
     if (n == 1 && (descs[0].kind == HAL_DMA_COPY ? descs[0].bytes : descs[0].count * hal_dtype_size(descs[0].dtype)) <
-                      DMA_INLINE_BYTES) { /* the common small case: no allocation */
+                      emu_cfg()->dma_split_bytes) { /* the common small case: no allocation */
         dma_piece p;
         hal_result rc = resolve(&descs[0], 0, &p, msg, len);
         return rc != HAL_OK ? rc : piece_run(&p, msg, len);
@@ -315,7 +322,7 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)
 {
-    if (bytes < DMA_INLINE_BYTES) {
+    if (bytes < emu_cfg()->dma_split_bytes) {
         memset(dst, value, bytes);
         return HAL_OK;
     }

@@ -34,6 +34,8 @@ typedef struct emu_config {
     uint32_t server_index;  /* HCCL_EMU_SERVER_INDEX */
     uint32_t ndev;          /* HCCL_EMU_DEVICES */
     uint32_t dma_engines;   /* HCCL_EMU_DMA_ENGINES */
+    uint64_t dma_split_bytes; /* HCCL_EMU_DMA_SPLIT_BYTES: batches this large are shared with the engines */
+    uint64_t copy_nt_bytes; /* HCCL_EMU_COPY_NT_BYTES: copies this large stream around the caches; 0 = never */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: waits poll with cpu_relax this long, then yield */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */

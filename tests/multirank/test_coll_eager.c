@@ -2,7 +2,7 @@
  * dtype and op, odd counts on both sides of the crossover, in and out of place, each element
  * checked by coll_check; 42 collectives back to back across the crossover (coll_misc eagerseq:
  * inbox slots reused while peers are one call apart); and the crossover's setting
- * (HCCL_EAGER_MAX_BYTES: the default (the largest, one box), 16 KiB, off). Mismatches between an eager and a
+ * (HCCL_EAGER_MAX_BYTES: the largest, one box; 16 KiB; off; unset: by collective and n). Mismatches between an eager and a
  * mesh plan are in test_coll_mismatch. */
 #include "multirank/mr_run.h"
 

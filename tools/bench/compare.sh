@@ -9,7 +9,8 @@
 #   1 MiB / 64 MiB: busbw (GB/s, nccl-tests factors), ratio OpenHCCL / MPI (higher is better)
 # "small" is the smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank
 # (16*N B) for allgather, reducescatter and alltoall (nccl-tests rounds per-rank blocks down to
-# 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB,
+# 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB
+# (and 2 threads of the emulator's non-temporal copy kernel, memcpy_bw -k nt),
 # measured at the start and at the end of the same run.
 #
 # MPI is optional: Debian's openmpi-bin + libopenmpi-dev (mpicc, mpirun). Without them the MPI
@@ -145,7 +146,8 @@ run_mpi() { # coll n out
 }
 
 memcpy_ref() {
-    echo "$("$MEMCPY" -t 1 -s 64M) ; $("$MEMCPY" -t 2 -s 64M)"
+    # nt-copy: the emulated DMA's streaming-store kernel (memcpy_bw -k nt; absent in older builds)
+    echo "$("$MEMCPY" -t 1 -s 64M) ; $("$MEMCPY" -t 2 -s 64M) ; $("$MEMCPY" -t 2 -s 64M -k nt 2>/dev/null || echo "nt-copy n/a")"
 }
 
 # ---- report helpers -----------------------------------------------------------------------------

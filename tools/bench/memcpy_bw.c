@@ -3,10 +3,14 @@
  * The threads copy disjoint halves (T slices) of one S-byte buffer into another; bandwidth is
  * S / wall time from a common start to the last thread's end; the median of R repetitions.
  *
- *   memcpy_bw [-t threads (2)] [-s bytes, K/M/G suffix (64M)] [-r repetitions (7)]
+ * -k nt copies with the emulated DMA's non-temporal kernel (hal/emu/emu_copy.c) instead of the C
+ * library's memcpy: the reference stays memcpy, -k nt shows what the kernel gains on this machine.
  *
- * Output: "memcpy threads T size S GB/s X" (one line). */
+ *   memcpy_bw [-t threads (2)] [-s bytes, K/M/G suffix (64M)] [-r repetitions (7)] [-k memcpy|nt]
+ *
+ * Output: "memcpy threads T size S GB/s X" (one line; "nt-copy" instead of "memcpy" with -k nt). */
 #include "../common/size_arg.h"
+#include "hal/emu/emu_copy.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,11 +60,18 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
+static void plain_copy(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+
+static void (*g_copy)(void *, const void *, size_t) = plain_copy;
+
 static void *copy_slice(void *arg)
 {
     slice *sl = arg;
     pthread_barrier_wait(sl->start);
-    memcpy(sl->dst, sl->src, sl->bytes);
+    g_copy(sl->dst, sl->src, sl->bytes);
     sl->end_s = now_s();
     return NULL;
 }
@@ -103,11 +114,17 @@ int main(int argc, char **argv)
     int threads = 2, reps = 7, c;
     size_t bytes = 64u << 20;
     opterr = 0;
-    while ((c = getopt(argc, argv, "t:s:r:")) != -1) {
+    while ((c = getopt(argc, argv, "t:s:r:k:")) != -1) {
         switch (c) {
         case 't': threads = (int)parse_long("-t (1..64)", optarg, 1, MAX_THREADS); break;
         case 's': bytes = parse_size(optarg); break;
         case 'r': reps = (int)parse_long("-r (1..1000)", optarg, 1, 1000); break;
+        case 'k':
+            if (!strcmp(optarg, "nt"))
+                g_copy = emu_copy_nt;
+            else if (strcmp(optarg, "memcpy"))
+                die("-k (memcpy or nt)", optarg);
+            break;
         default: die("a flag (-t threads, -s bytes, -r repetitions)", argv[optind - 1]);
         }
     }
@@ -125,7 +142,8 @@ int main(int argc, char **argv)
     for (int r = 0; r < reps; r++)
         sec[r] = timed_copy(dst, src, bytes, threads);
     qsort(sec, (size_t)reps, sizeof sec[0], cmp_d);
-    printf("memcpy threads %d size %zu GB/s %.2f\n", threads, bytes, (double)bytes / 1e9 / sec[reps / 2]);
+    printf("%s threads %d size %zu GB/s %.2f\n", g_copy == emu_copy_nt ? "nt-copy" : "memcpy", threads, bytes,
+           (double)bytes / 1e9 / sec[reps / 2]);
     free(src);
     return 0;
 }
