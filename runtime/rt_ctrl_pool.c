@@ -102,17 +102,25 @@ static rt_ctrl *take_block(rt_comm *c, pool_dev *p, unsigned k, size_t bytes)
     return ctrl;
 }
 
-HcclResult rt_ctrl_acquire(rt_comm *c)
+/* A block of `kind` (POOL_CTRL or POOL_INBOX) of at least `need` bytes from this device's pool;
+ * its size class in *bytes. NULL when out of memory. */
+static void *acquire_mem(rt_comm *c, int kind, size_t need, size_t *bytes)
 {
-    size_t need = rt_ctrl_size(c->nranks);
     unsigned k = size_class(need);
-    size_t bytes = (size_t)1 << (POOL_MIN_SHIFT + k);
-    if (bytes < need)
-        return HCCL_E_MEMORY;
+    *bytes = (size_t)1 << (POOL_MIN_SHIFT + k);
+    if (*bytes < need)
+        return NULL;
     pthread_mutex_lock(&g_lock);
     pool_dev *p = pool_for(c);
-    rt_ctrl *ctrl = p ? take_block(c, p, k, bytes) : NULL;
+    void *mem = !p ? NULL : kind == POOL_CTRL ? (void *)take_block(c, p, k, *bytes) : take_mem(c, p, kind, k, *bytes);
     pthread_mutex_unlock(&g_lock);
+    return mem;
+}
+
+HcclResult rt_ctrl_acquire(rt_comm *c)
+{
+    size_t bytes;
+    rt_ctrl *ctrl = acquire_mem(c, POOL_CTRL, rt_ctrl_size(c->nranks), &bytes);
     if (!ctrl)
         return HCCL_E_MEMORY;
     memset((char *)ctrl + RT_CTRL_GUARDED_BYTES, 0, bytes - RT_CTRL_GUARDED_BYTES);
@@ -180,15 +188,8 @@ void rt_ctrl_release(rt_comm *c)
 
 HcclResult rt_inbox_acquire(rt_comm *c)
 {
-    size_t need = rt_inbox_bytes(c);
-    unsigned k = size_class(need);
-    size_t bytes = (size_t)1 << (POOL_MIN_SHIFT + k);
-    if (bytes < need)
-        return HCCL_E_MEMORY;
-    pthread_mutex_lock(&g_lock);
-    pool_dev *p = pool_for(c);
-    c->inbox = p ? take_mem(c, p, POOL_INBOX, k, bytes) : NULL;
-    pthread_mutex_unlock(&g_lock);
+    size_t bytes;
+    c->inbox = acquire_mem(c, POOL_INBOX, rt_inbox_bytes(c), &bytes);
     c->inbox_pool_bytes = bytes;
     return c->inbox ? HCCL_SUCCESS : HCCL_E_MEMORY; /* not cleared: read only after a peer wrote it */
 }

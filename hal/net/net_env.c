@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,14 +222,17 @@ static int wait_fd(int fd, short ev, int64_t deadline)
     }
 }
 
-int net_send_all(int fd, const void *buf, size_t len, int64_t deadline)
+/* Moves exactly len bytes through fd (out: send, else receive) before deadline; 0 or -errno. */
+static int io_all(int fd, void *buf, size_t len, int64_t deadline, bool out)
 {
-    const char *p = buf;
+    char *p = buf;
     while (len) {
-        int r = wait_fd(fd, POLLOUT, deadline);
+        int r = wait_fd(fd, out ? POLLOUT : POLLIN, deadline);
         if (r < 0)
             return r;
-        ssize_t k = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t k = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, p, len, MSG_DONTWAIT);
+        if (k == 0 && !out)
+            return -ECONNRESET;
         if (k < 0 && errno != EAGAIN && errno != EINTR)
             return -errno;
         if (k > 0) {
@@ -239,22 +243,12 @@ int net_send_all(int fd, const void *buf, size_t len, int64_t deadline)
     return 0;
 }
 
+int net_send_all(int fd, const void *buf, size_t len, int64_t deadline)
+{
+    return io_all(fd, (void *)buf, len, deadline, true); /* only read through: send() takes const */
+}
+
 int net_recv_all(int fd, void *buf, size_t len, int64_t deadline)
 {
-    char *p = buf;
-    while (len) {
-        int r = wait_fd(fd, POLLIN, deadline);
-        if (r < 0)
-            return r;
-        ssize_t k = recv(fd, p, len, MSG_DONTWAIT);
-        if (k == 0)
-            return -ECONNRESET;
-        if (k < 0 && errno != EAGAIN && errno != EINTR)
-            return -errno;
-        if (k > 0) {
-            p += k;
-            len -= (size_t)k;
-        }
-    }
-    return 0;
+    return io_all(fd, buf, len, deadline, false);
 }
