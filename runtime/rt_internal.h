@@ -42,6 +42,7 @@ typedef struct rt_pub_record {
     uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV/VC), else 0 */
     uint64_t vcounts;       /* device address of the V-op table (rt_ctrl_vtable), else 0 */
     _Atomic uint64_t p2p_taken; /* p2p receive record: its ordinal once the sender's FETCH took it */
+    uint32_t rkey_in, rkey_out; /* remote keys of in/out for peers on other servers (runtime/net) */
 } rt_pub_record;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
@@ -91,6 +92,7 @@ typedef struct rt_peer {
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
     uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
     uint64_t p2p_recvd;       /* p2p items received from this peer so far */
+    bool remote;              /* on another server: reached through runtime/net, ctrl is a local mirror */
 } rt_peer;
 
 typedef struct rt_plan_cache rt_plan_cache;
@@ -114,6 +116,7 @@ typedef struct rt_comm {
     size_t inbox_pool_bytes;
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
+    struct rt_net *net;       /* links to peers on other servers (runtime/net), NULL when none */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */

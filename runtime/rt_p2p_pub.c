@@ -138,7 +138,7 @@ void rt_p2p_finalize(rt_comm *c)
     if (c->hal->stream_create(c->dev, &s) != HAL_OK)
         return;
     for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank)
+        if (p == c->rank || c->peers[p].remote)
             continue;
         c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_P2P_PUB], s);
         c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_P2P_DATA], s);
