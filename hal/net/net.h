@@ -113,7 +113,9 @@ hal_result net_write(net_link *l, const void *src, size_t len, uint64_t raddr, u
 int net_poll(net_transport *t, net_completion *out, int max);
 /* One completion: HAL_E_TIMEOUT when none came within timeout_ms (< 0: forever). */
 hal_result net_wait(net_transport *t, net_completion *out, int timeout_ms);
-/* Waits until every write posted on l completed: HAL_OK, the link's error, or HAL_E_TIMEOUT. */
+/* Waits until every write posted on l completed: HAL_OK when none failed (even if the link failed
+ * since, e.g. the peer closed it after its last write landed), else the link's error; or
+ * HAL_E_TIMEOUT. */
 hal_result net_link_drain(net_link *l, int timeout_ms);
 
 #endif
