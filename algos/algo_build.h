@@ -114,6 +114,9 @@ int algo_ring_build(algo_b *b);
 /* Ring reductions in deterministic mode: a rank-ordered chain (ring_ordered.c). */
 int algo_ring_ordered_build(algo_b *b);
 int algo_mesh_build(algo_b *b);
+/* Ring with receive-side reduction through scratch (ring_push.c): AllReduce, ReduceScatter,
+ * Reduce for ranks on several servers (only copies cross ranks). */
+int algo_ring_push_build(algo_b *b);
 int algo_pairwise_build(algo_b *b);
 int algo_p2p_build(algo_b *b);
 int algo_eager_build(algo_b *b);

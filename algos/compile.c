@@ -4,7 +4,7 @@
 
 const char *algo_kind_name(algo_kind kind)
 {
-    static const char *const names[ALGO_KIND_COUNT] = {"auto", "ring", "mesh", "pairwise", "p2p", "eager"};
+    static const char *const names[ALGO_KIND_COUNT] = {"auto", "ring", "mesh", "pairwise", "p2p", "eager", "ring_push"};
     return (unsigned)kind < ALGO_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -33,6 +33,7 @@ static int build(algo_b *b, algo_kind kind)
     case ALGO_PAIRWISE: return algo_pairwise_build(b);
     case ALGO_P2P: return algo_p2p_build(b);
     case ALGO_EAGER: return algo_eager_build(b);
+    case ALGO_RING_PUSH: return algo_ring_push_build(b);
     default: return HAL_E_NOT_SUPPORTED;
     }
 }

@@ -29,6 +29,8 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_PAIRWISE: return is_a2a(op->coll);
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
     case ALGO_EAGER: return algo_eager_supports(op);
+    case ALGO_RING_PUSH:
+        return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE;
     default: return false;
     }
 }
@@ -64,8 +66,17 @@ static bool one_server(const algo_topo *topo, uint32_t n)
     return true;
 }
 
+/* Several servers: a rank may only copy into another server's memory (runtime/net), so
+ * reductions take ring_push whatever is forced (ring and mesh reduce into peers' buffers). */
+static bool needs_push(const algo_op *op, const algo_topo *topo)
+{
+    return !one_server(topo, op->nranks) && algo_supports(ALGO_RING_PUSH, op);
+}
+
 algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)
 {
+    if (needs_push(op, topo))
+        return ALGO_RING_PUSH;
     if (forced != ALGO_AUTO && algo_supports(forced, op))
         return forced;
     if (op->coll == ALGO_COLL_SENDRECV)

@@ -201,6 +201,9 @@ Test(algo_select, rules)
     uint32_t so[4] = {0, 0, 1, 1};
     algo_topo topo = {.nranks = 4, .server_of = so};
     op.nranks = 4;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING_PUSH, "several servers: only copies cross ranks");
+    cr_expect_eq(algo_select(&op, &topo, ALGO_MESH), ALGO_RING_PUSH, "forced mesh would reduce across servers");
+    op.coll = ALGO_COLL_ALLGATHER;
     cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING);
     op.coll = ALGO_COLL_ALLTOALL;
     cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_PAIRWISE);
