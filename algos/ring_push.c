@@ -137,6 +137,38 @@ static void rp_reduce_scatter(algo_b *b)
     algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), result(b, &L, ALGO_BUF_IN, false), b->op->count);
 }
 
+/* ReduceScatterV: the same chain with symbolic blocks (one plan for every count table). A block
+ * arrives in the receiver's scratch at the block's own displacement (each block arrives once per
+ * call) and is reduced there in place, so the scratch is laid out like IN (ALGO_VSCR_EXTENT). */
+static void rp_reduce_scatterv(algo_b *b)
+{
+    uint32_t n = b->n, r = b->r, R = RIGHT(b), Lf = LEFT(b);
+    neighbours(b);
+    algo_b_prologue(b);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, r, 0);
+    if (n == 1) {
+        algo_b_copy_blk(b, 0, out, algo_blk_ref(b, ALGO_BUF_IN, r, r), r);
+        return;
+    }
+    b->p->vscratch = ALGO_VSCR_EXTENT;
+    for (uint32_t s = 0; s < n; s++) {
+        uint32_t j = algo_mod((int64_t)r - 1 - s, n);
+        algo_ref cur = algo_blk_ref(b, ALGO_BUF_IN, r, j);
+        if (s > 0) {
+            algo_b_wait(b, 0, Lf, ALGO_SLOT_DATA);
+            algo_ref got = algo_blk_ref(b, ALGO_BUF_SCRATCH, r, j);
+            if (s + 1 == n) {
+                algo_b_reduce_blk(b, 0, out, got, &cur, j);
+                break;
+            }
+            algo_b_reduce_blk(b, 0, got, cur, NULL, j);
+            cur = got;
+        }
+        algo_b_copy_blk(b, 0, algo_blk_ref(b, ALGO_BUF_SCRATCH, R, j), cur, j);
+        algo_b_signal(b, 0, R, ALGO_SLOT_DATA);
+    }
+}
+
 /* Reduce: the chain over chunks of IN (accumulating in scratch), then every rank copies its chunk
  * into the root's OUT (DONE slot: the DATA slot's counts belong to the chain). */
 static void rp_reduce(algo_b *b)
@@ -175,6 +207,7 @@ int algo_ring_push_build(algo_b *b)
     case ALGO_COLL_ALLREDUCE: rp_allreduce(b); return 0;
     case ALGO_COLL_REDUCE_SCATTER: rp_reduce_scatter(b); return 0;
     case ALGO_COLL_REDUCE: rp_reduce(b); return 0;
+    case ALGO_COLL_REDUCE_SCATTERV: rp_reduce_scatterv(b); return 0;
     default: return HAL_E_NOT_SUPPORTED;
     }
 }

@@ -30,7 +30,8 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
     case ALGO_EAGER: return algo_eager_supports(op);
     case ALGO_RING_PUSH:
-        return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE;
+        return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE ||
+               op->coll == ALGO_COLL_REDUCE_SCATTERV;
     default: return false;
     }
 }
