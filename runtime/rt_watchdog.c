@@ -23,8 +23,8 @@ static void check_comm(rt_comm *c)
         const rt_peer *peer = &c->peers[p];
         char msg[RT_MSG_LEN];
         if (p != c->rank && peer->remote) { /* another host's pid means nothing here: its link tells */
-            hal_result rc = rt_net_peer_error(c, p);
-            if (rc == HAL_OK)
+            hal_result rc = rt_net_peer_error(c, p); /* first: a leave's word landed before the link ended */
+            if (rc == HAL_OK || rt_ctrl_peer_left(c, p))
                 continue;
             snprintf(msg, sizeof msg, "comm %s: the link to rank %u (server %u) failed: %s", c->name, p,
                      c->server_of[p], hal_result_name(rc));

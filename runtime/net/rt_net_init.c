@@ -9,6 +9,7 @@
  * bumps the peer's hello counter. Init ends once every remote peer's hello landed. */
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,11 +189,40 @@ hal_result rt_net_peer_error(const rt_comm *c, uint32_t p)
     return net_link_error(c->net->peer[p].link);
 }
 
+/* A clean leave, told to every remote peer before the links close (in order on each link): the
+ * FINALIZE record HcclCommDestroy published as the next op, its PUB signal (a peer waiting in a
+ * collective learns the destroy, as on one server), then the destroyed word of the peer's mirror
+ * (its watchdog then takes the link's end for a leave, not a death). */
+static void say_bye(rt_comm *c)
+{
+    static const uint32_t one = 1;
+    rt_net *n = c->net;
+    if (!c->ctrl || !n->nin)
+        return;
+    const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, c->seq + 1);
+    bool fin = atomic_load(&((rt_pub_record *)rec)->ready) == c->seq + 1 && rec->sig.cmd == HCCL_CMD_FINALIZE;
+    uint64_t roff = (uint64_t)((const char *)rec - (const char *)c->ctrl);
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (!c->peers[p].remote || !n->peer[p].link || !n->hello[p].valid)
+            continue;
+        const rt_net_hello *h = &n->hello[p];
+        net_link *l = n->peer[p].link;
+        if (fin && net_write(l, rec, sizeof *rec, h->mirror + roff, h->mirror_rkey, NET_NOTIFY_NONE, 0) == HAL_OK)
+            net_write(l, NULL, 0, 0, 0, h->notify_base + ALGO_SLOT_PUB, 0);
+        net_write(l, &one, sizeof one, h->mirror + offsetof(rt_ctrl, destroyed), h->mirror_rkey, NET_NOTIFY_NONE, 0);
+    }
+    for (uint32_t p = 0; p < c->nranks; p++)
+        if (c->peers[p].remote && n->peer[p].link)
+            net_link_drain(n->peer[p].link, 1000); /* best effort: a dead peer fails it at once */
+}
+
 void rt_net_teardown(rt_comm *c)
 {
     rt_net *n = c->net;
     if (!n)
         return;
+    if (n->t && n->peer)
+        say_bye(c);
     c->net = NULL;
     if (n->t)
         net_destroy(n->t); /* closes every link; no callback runs after this */
