@@ -7,6 +7,7 @@
  * and the net notifies that remote peers' signals will fire, connects to every remote peer, and
  * writes its entry (mirror, notify ids, rkeys) into the peer's hello table with notify 0, which
  * bumps the peer's hello counter. Init ends once every remote peer's hello landed. */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -22,6 +23,28 @@ static void notify_fire(void *arg)
     const hal_ops *hal = hal_get();
     if (hal && hal->notify_host_record)
         hal->notify_host_record(arg);
+}
+
+/* Links listen on the interface the bootstrap would use (HCCL_IF_IP, HCCL_SOCKET_IFNAME,
+ * HCCL_SOCKET_FAMILY), in HCCL_HOST_SOCKET_PORT_RANGE: the address peers connect to must be one
+ * they can reach, not a wildcard. */
+static HcclResult listen_on_iface(rt_comm *c, net_transport *t, rt_net_blob *mine)
+{
+    int family = AF_INET;
+    char ip[RT_IP_LEN];
+    CHECK(rt_boot_pick_address(&family, ip));
+    struct sockaddr_storage a;
+    memset(&a, 0, sizeof a);
+    socklen_t alen = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    void *where = family == AF_INET6 ? (void *)&((struct sockaddr_in6 *)&a)->sin6_addr
+                                     : (void *)&((struct sockaddr_in *)&a)->sin_addr;
+    a.ss_family = (sa_family_t)family;
+    CHECK_ARG(inet_pton(family, ip, where) == 1, HCCL_E_PARA, "net", "rank %u: cannot listen on '%s'", c->rank, ip);
+    hal_result rc = net_listen(t, (struct sockaddr *)&a, alen, &mine->addr);
+    CHECK_ARG(rc == HAL_OK, rt_from_hal(rc), "net", "rank %u: links cannot listen on %s: %s", c->rank, ip,
+              hal_result_name(rc));
+    mine->alen = alen;
+    return HCCL_SUCCESS;
 }
 
 HcclResult rt_net_prepare(rt_comm *c, rt_net_blob *mine)
@@ -50,8 +73,7 @@ HcclResult rt_net_prepare(rt_comm *c, rt_net_blob *mine)
         cfg.kind = NET_KIND_TCP;
     }
     CHECK_MAP(net_create(&cfg, &n->t), rt_from_hal);
-    CHECK_MAP(net_listen(n->t, NULL, 0, &mine->addr), rt_from_hal);
-    mine->alen = mine->addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    CHECK(listen_on_iface(c, n->t, mine));
     CHECK_MAP(net_mr_reg(n->t, n->hello, c->nranks * sizeof *n->hello, &n->hello_mr), rt_from_hal);
     uint32_t id;
     CHECK_MAP(net_notify_add_counter(n->t, &n->hello_count, &id), rt_from_hal);
