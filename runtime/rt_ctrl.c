@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/net/rt_net.h"
 #include "runtime/rt_internal.h"
 
 static size_t align64(size_t n)
@@ -123,16 +124,23 @@ static void abort_one(rt_ctrl *ctrl, uint32_t epoch, HcclResult code, const char
 
 /* Writes the reason into every rank's control block, then raises the flags: a waiting rank
  * polls its own flag, so it fails within a poll interval with the first reason recorded. */
-void rt_abort_all(rt_comm *c, HcclResult code, const char *msg)
+void rt_abort_local(rt_comm *c, HcclResult code, const char *msg)
 {
     for (uint32_t r = 0; r < c->nranks; r++) {
         if (r == c->rank) {
             if (c->ctrl)
                 abort_one(c->ctrl, c->ctrl_epoch, code, msg);
-        } else if (c->peers && c->peers[r].ctrl) {
+        } else if (c->peers && c->peers[r].ctrl && !c->peers[r].remote) { /* a remote's is our mirror */
             abort_one(c->peers[r].ctrl, c->peers[r].ctrl_epoch, code, msg);
         }
     }
+}
+
+void rt_abort_all(rt_comm *c, HcclResult code, const char *msg)
+{
+    rt_abort_local(c, code, msg);
+    if (c->net)
+        rt_net_abort_push(c); /* ranks of other servers, over the links */
 }
 
 bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p)

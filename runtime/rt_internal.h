@@ -198,6 +198,8 @@ uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [RT_VTABLE_ENTRIES(nranks
 /* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll.
  * A peer that already released its block (destroyed) is skipped: epoch-guarded CAS. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg);
+/* The same for this server's ranks only (what a failure pushed from another server triggers). */
+void rt_abort_local(rt_comm *c, HcclResult code, const char *msg);
 /* 1 while peer p still holds the control block it connected with (it has not destroyed). */
 bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p);
 /* 1 if peer p destroyed the communicator (or released its block): the watchdog spares it. */

@@ -37,6 +37,9 @@ HcclResult rt_net_connect(rt_comm *c, const rt_net_blob *const *all);
 void rt_net_teardown(rt_comm *c);
 /* The link's error for a remote peer (HAL_OK while it is up, or for a local peer). */
 hal_result rt_net_peer_error(const rt_comm *c, uint32_t p);
+/* rt_abort_all: the reason recorded in this rank's block goes into every remote peer's mirror of
+ * it, then its abort notify, whose receive path fails the peer's server the same way. */
+void rt_net_abort_push(rt_comm *c);
 /* Registration of a user buffer a remote peer will write into (PUBLISH): its rkey, 0 on failure. */
 uint32_t rt_net_user_rkey(rt_comm *c, void *p);
 

@@ -102,7 +102,19 @@ static HcclResult make_mirror(rt_comm *c, uint32_t p, uint32_t epoch)
     return HCCL_SUCCESS;
 }
 
-/* Net notifies for every remote sender's slots, ids consecutive from the sender's base. */
+/* Remote peer p failed the communicator: its reason is in its mirror; fail this server too. */
+static void abort_fire(void *arg)
+{
+    rt_net_peer *np = arg;
+    rt_comm *c = np->c;
+    const rt_ctrl *m = np->mirror;
+    char msg[RT_MSG_LEN];
+    snprintf(msg, sizeof msg, "%s", m->abort_msg[0] ? m->abort_msg : "a rank on another server failed");
+    rt_abort_local(c, m->abort_code ? (HcclResult)m->abort_code : HCCL_E_REMOTE, msg);
+}
+
+/* Net notifies for every remote sender's slots, ids consecutive from the sender's base, then its
+ * abort notify. */
 static HcclResult add_notifies(rt_comm *c, uint32_t p, rt_net_hello *h)
 {
     for (uint32_t k = 0; k < RT_SLOTS; k++) {
@@ -113,6 +125,12 @@ static HcclResult add_notifies(rt_comm *c, uint32_t p, rt_net_hello *h)
         CHECK_ARG(id == h->notify_base + k, HCCL_E_INTERNAL, "net", "rank %u: notify ids of peer %u not consecutive",
                   c->rank, p);
     }
+    rt_net_peer *np = &c->net->peer[p];
+    np->c = c;
+    np->p = p;
+    uint32_t id;
+    CHECK_MAP(net_notify_add(c->net->t, abort_fire, np, &id), rt_from_hal);
+    CHECK_ARG(id == h->notify_base + RT_SLOTS, HCCL_E_INTERNAL, "net", "rank %u: abort notify of peer %u", c->rank, p);
     return HCCL_SUCCESS;
 }
 
@@ -236,6 +254,23 @@ static void say_bye(rt_comm *c)
     for (uint32_t p = 0; p < c->nranks; p++)
         if (c->peers[p].remote && n->peer[p].link)
             net_link_drain(n->peer[p].link, 1000); /* best effort: a dead peer fails it at once */
+}
+
+void rt_net_abort_push(rt_comm *c)
+{
+    rt_net *n = c->net;
+    if (!n || !n->nin || !c->ctrl || atomic_load(&c->ctrl->abort) != 2)
+        return; /* not connected yet (init failures reach remote peers through their timeouts) */
+    uint64_t off = offsetof(rt_ctrl, abort_code);
+    size_t len = sizeof c->ctrl->abort_code + sizeof c->ctrl->abort_msg;
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (!c->peers[p].remote || !n->peer[p].link || !n->hello[p].valid)
+            continue;
+        const rt_net_hello *h = &n->hello[p];
+        if (net_write(n->peer[p].link, &c->ctrl->abort_code, len, h->mirror + off, h->mirror_rkey, NET_NOTIFY_NONE,
+                      0) == HAL_OK)
+            net_write(n->peer[p].link, NULL, 0, 0, 0, h->notify_base + RT_SLOTS, 0);
+    }
 }
 
 void rt_net_teardown(rt_comm *c)

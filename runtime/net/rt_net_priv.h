@@ -11,7 +11,7 @@
 typedef struct rt_net_hello {
     uint64_t mirror;       /* address of the mirror of the peer's control block here */
     uint32_t mirror_rkey, scratch_rkey, inbox_rkey;
-    uint32_t notify_base;  /* net notify of (the peer, slot k) here: notify_base + k */
+    uint32_t notify_base;  /* net notify of (the peer, slot k) here: notify_base + k; + RT_SLOTS: abort */
     uint32_t valid;
     uint32_t pad;
 } rt_net_hello;
@@ -22,6 +22,8 @@ typedef struct rt_net_peer {
     net_mr *mirror_mr;
     uint64_t hello_raddr; /* my entry in the peer's hello table */
     uint32_t hello_rkey;
+    rt_comm *c;           /* the abort notify's argument: (c, p) */
+    uint32_t p;
 } rt_net_peer;
 
 struct rt_net {

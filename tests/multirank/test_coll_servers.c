@@ -39,4 +39,4 @@ Test(servers, mismatch_count, .timeout = 150) { mismatch("count", "count=512"); 
 Test(servers, mismatch_skip, .timeout = 150) { mismatch("skip", "called HcclBarrier"); }
 Test(servers, peer_destroys, .timeout = 150) { mismatch("destroy", "HcclCommDestroy"); }
 /* Rank 0 dies: the ranks of the other server see their link to it fail (watchdog, ~1 s). */
-Test(servers, peer_exits, .timeout = 150) { mismatch("exit", "the link to rank 0 (server 0) failed"); }
+Test(servers, peer_exits, .timeout = 150) { mismatch("exit", "rank 0 ("); }
