@@ -29,6 +29,7 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_PAIRWISE: return is_a2a(op->coll);
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
     case ALGO_EAGER: return algo_eager_supports(op);
+    case ALGO_HIER: return op->coll == ALGO_COLL_ALLREDUCE;
     case ALGO_RING_PUSH:
         return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE ||
                op->coll == ALGO_COLL_REDUCE_SCATTERV;
@@ -76,8 +77,8 @@ static bool needs_push(const algo_op *op, const algo_topo *topo)
 
 algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)
 {
-    if (needs_push(op, topo))
-        return ALGO_RING_PUSH;
+    if (needs_push(op, topo)) /* hier: S servers of m >= 2 ranks each keep most bytes inside servers */
+        return algo_hier_fits(op, topo) ? ALGO_HIER : ALGO_RING_PUSH;
     if (forced != ALGO_AUTO && algo_supports(forced, op))
         return forced;
     if (op->coll == ALGO_COLL_SENDRECV)
