@@ -77,8 +77,14 @@ static bool needs_push(const algo_op *op, const algo_topo *topo)
 
 algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)
 {
-    if (needs_push(op, topo)) /* hier: S servers of m >= 2 ranks each keep most bytes inside servers */
-        return algo_hier_fits(op, topo) ? ALGO_HIER : ALGO_RING_PUSH;
+    if (forced == ALGO_HIER && !algo_hier_fits(op, topo))
+        forced = ALGO_AUTO; /* needs S >= 2 servers of m >= 2 ranks */
+    if (needs_push(op, topo)) { /* hier: S servers of m >= 2 ranks each keep most bytes inside servers */
+        bool hier = algo_hier_fits(op, topo);
+        if (forced == ALGO_RING_PUSH || (forced == ALGO_HIER && hier))
+            return forced; /* our HCCL_ALGO tokens, to compare the two */
+        return hier ? ALGO_HIER : ALGO_RING_PUSH;
+    }
     if (forced != ALGO_AUTO && algo_supports(forced, op))
         return forced;
     if (op->coll == ALGO_COLL_SENDRECV)
@@ -118,6 +124,7 @@ static int algo_token(const char *t, algo_kind *k)
         {"null", ALGO_AUTO},      {"NA", ALGO_AUTO},       {"pipeline", ALGO_AUTO},
         {"H-D_R", ALGO_AUTO},     {"NHR", ALGO_AUTO},      {"NHR_V1", ALGO_AUTO},
         {"AHC", ALGO_AUTO},       {"AHC_BROKE", ALGO_AUTO}, {"NB", ALGO_AUTO},
+        {"ring_push", ALGO_RING_PUSH}, {"hier", ALGO_HIER}, /* ours: several servers */
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcasecmp(t, map[i].name)) {
