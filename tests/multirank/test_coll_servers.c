@@ -1,6 +1,7 @@
 /* Emulated multi-server jobs (hcclrun --servers): ranks of different servers never map each
  * other's memory, so every byte between them crosses a hal/net TCP link (runtime/net). Every
- * collective checked element by element on 2 servers x 2 ranks and on 3 servers of 2+1+2;
+ * collective checked element by element on 2 servers x 2 ranks and on 3 servers of 2+1+2, AllReduce
+ * hierarchical on 2 x 3 and flat (ring_push) on 2 x 2;
  * mismatches and a dead rank on the other server fail every rank. See docs/testing.md. */
 #include "multirank/mr_run.h"
 
@@ -20,6 +21,20 @@ Test(servers, two_by_two, .timeout = 300) { servers_check(4, "2", ALL); }
 Test(servers, uneven_2_1_2, .timeout = 300)
 {
     servers_check(5, "2+1+2", ALL " --dtypes fp32,bf16,int8,int64,fp16 --counts 0,1,7,1048579");
+}
+
+/* AllReduce takes hier on equal servers (2x2 above too), ring_push when forced (our token). */
+Test(servers, hier_2x3, .timeout = 300)
+{
+    servers_check(6, "2", "--colls allreduce,barrier --dtypes fp32,bf16,int8,int64 --counts 0,1,7,1048579");
+}
+Test(servers, ring_push_forced, .timeout = 300)
+{
+    char prog[512];
+    snprintf(prog, sizeof prog, "--servers 2 %s", MR_COLL_CHECK);
+    mr_expect_ok(mr_run_t("HCCL_ALGO='level0:NA;level1:ring_push'", 4, 240, prog,
+                          "--colls allreduce --dtypes fp32,int8 --counts 0,1,7,1048579"),
+                 "forced ring_push across servers", " 0 failed");
 }
 
 static void mismatch(const char *kind, const char *needle)
