@@ -40,6 +40,9 @@ hal_result rt_net_peer_error(const rt_comm *c, uint32_t p);
 /* rt_abort_all: the reason recorded in this rank's block goes into every remote peer's mirror of
  * it, then its abort notify, whose receive path fails the peer's server the same way. */
 void rt_net_abort_push(rt_comm *c);
+/* p2p PUBLISH of a receive from remote peer: the record into the peer's mirror of my block (its
+ * FETCH reads it there after my PUB signal, which follows on the same link). */
+int rt_net_push_p2p(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len);
 /* Registration of a user buffer a remote peer will write into (PUBLISH): its rkey, 0 on failure. */
 uint32_t rt_net_user_rkey(rt_comm *c, void *p);
 

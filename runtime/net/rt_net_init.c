@@ -249,6 +249,13 @@ static void say_bye(rt_comm *c)
         net_link *l = n->peer[p].link;
         if (fin && net_write(l, rec, sizeof *rec, h->mirror + roff, h->mirror_rkey, NET_NOTIFY_NONE, 0) == HAL_OK)
             net_write(l, NULL, 0, 0, 0, h->notify_base + ALGO_SLOT_PUB, 0);
+        /* rt_p2p_finalize's FINALIZE as my next receive from p: a peer blocked sending to me reads it */
+        const rt_pub_record *pr = rt_ctrl_p2p(c->ctrl, p, c->peers[p].p2p_recvd + 1);
+        uint64_t poff = (uint64_t)((const char *)pr - (const char *)c->ctrl);
+        if (atomic_load(&((rt_pub_record *)pr)->ready) == c->peers[p].p2p_recvd + 1 &&
+            pr->sig.cmd == HCCL_CMD_FINALIZE &&
+            net_write(l, pr, sizeof *pr, h->mirror + poff, h->mirror_rkey, NET_NOTIFY_NONE, 0) == HAL_OK)
+            net_write(l, NULL, 0, 0, 0, h->notify_base + RT_SLOT_P2P_PUB, 0);
         net_write(l, &one, sizeof one, h->mirror + offsetof(rt_ctrl, destroyed), h->mirror_rkey, NET_NOTIFY_NONE, 0);
     }
     for (uint32_t p = 0; p < c->nranks; p++)

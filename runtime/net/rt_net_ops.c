@@ -16,9 +16,11 @@ static int fail(rt_comm *c, uint32_t p, hal_result rc, const char *what, char *m
     return rc;
 }
 
-static uint32_t rkey_of(rt_launch_ctx *ctx, uint32_t p, uint8_t buf)
+static uint32_t rkey_of(rt_launch_ctx *ctx, uint32_t p, uint8_t buf, uint32_t item)
 {
     rt_comm *c = ctx->c;
+    if (ctx->p2p) /* the receiver's record of this send, FETCHed from the mirror */
+        return rt_ctrl_p2p(c->peers[p].ctrl, c->rank, ctx->p2p_items[item].ordinal)->rkey_out;
     const rt_net_hello *h = &c->net->hello[p];
     if (buf == ALGO_BUF_SCRATCH)
         return h->scratch_rkey;
@@ -34,7 +36,7 @@ int rt_net_write_task(void *arg, char *msg, size_t len)
     rt_launch_ctx *ctx = op->ctx;
     rt_comm *c = ctx->c;
     net_link *l = c->net->peer[op->peer].link;
-    uint32_t rkey = rkey_of(ctx, op->peer, op->buf);
+    uint32_t rkey = rkey_of(ctx, op->peer, op->buf, op->item);
     for (uint32_t i = 0; i < op->n; i++) {
         const hal_dma_desc *d = &ctx->descs[op->first + i];
         void *src = hal_ref_resolve(d->src), *dst = hal_ref_resolve(d->dst);
@@ -90,6 +92,15 @@ int rt_net_drain_task(void *arg, char *msg, size_t len)
             return fail(c, p, rc, "completing the writes", msg, len);
     }
     return 0;
+}
+
+int rt_net_push_p2p(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len)
+{
+    const rt_net_hello *h = &c->net->hello[peer];
+    uint64_t off = (uint64_t)((const char *)rec - (const char *)c->ctrl);
+    hal_result rc = net_write(c->net->peer[peer].link, rec, sizeof *rec, h->mirror + off, h->mirror_rkey,
+                              NET_NOTIFY_NONE, 0);
+    return rc == HAL_OK ? 0 : fail(c, peer, rc, "publishing a receive", msg, len);
 }
 
 uint32_t rt_net_user_rkey(rt_comm *c, void *p)

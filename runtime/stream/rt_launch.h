@@ -14,6 +14,7 @@ typedef struct rt_net_op {
     uint32_t peer;
     uint32_t slot;  /* SIGNAL */
     uint8_t buf;    /* COPY: the target's algo_buf (which rkey) */
+    uint32_t item;  /* COPY of a p2p launch: the send item (its receiver's record holds the rkey) */
 } rt_net_op;
 
 typedef struct rt_fetch_arg {

@@ -106,10 +106,6 @@ static bool ref_remote(const rt_launch_ctx *ctx, const algo_ref *r)
 static hal_result build_net_copy(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
     const algo_ref *dst = &st->u.copy.dst;
-    if (ctx->p2p) {
-        OH_ERR("launch", "rank %u: send/receive with a rank on another server is not supported yet", ctx->c->rank);
-        return HAL_E_NOT_SUPPORTED;
-    }
     if (st->kind != ALGO_STEP_COPY || ref_remote(ctx, &st->u.copy.src) || dst->buf == ALGO_BUF_IN) {
         OH_ERR("launch", "rank %u: step %u of stream %u of %s/%s %s rank %u's memory on another server: only copies "
                "into its SCRATCH/OUT/INBOX can cross servers", ctx->c->rank, step, stream,
@@ -126,6 +122,7 @@ static hal_result build_net_copy(rt_launch_ctx *ctx, uint32_t stream, uint32_t s
     op->first = ctx->ndescs;
     op->n = n;
     op->buf = dst->buf;
+    op->item = ctx->p2p && dst->vdispl >= 0 ? (uint32_t)dst->vdispl : 0;
     ctx->ndescs += n;
     return push_fn(ctx, stream, step, rt_net_write_task, NULL); /* arg set in rt_prog_build */
 }
@@ -158,10 +155,6 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     uint32_t peer = st->u.sync.peer, slot = map_slot(ctx, st->u.sync.slot);
     if (peer >= c->nranks || peer == c->rank || slot >= RT_SLOTS)
         return HAL_E_PARAM;
-    if (ctx->p2p && c->peers[peer].remote) {
-        OH_ERR("launch", "rank %u: send/receive with rank %u on another server is not supported yet", c->rank, peer);
-        return HAL_E_NOT_SUPPORTED;
-    }
     if (st->kind == ALGO_STEP_SIGNAL && c->peers[peer].remote) {
         rt_net_op *op = push_netop(ctx, peer);
         if (!op)

@@ -37,6 +37,30 @@ Test(servers, ring_push_forced, .timeout = 300)
                  "forced ring_push across servers", " 0 failed");
 }
 
+/* Point to point across servers: the receiver's record goes into the sender's mirror. */
+Test(servers, p2p_2x2, .timeout = 300) { servers_check(4, "2", "--colls sendrecv,batchsendrecv,group"); }
+Test(servers, p2p_2_1_2, .timeout = 300)
+{
+    servers_check(5, "2+1+2", "--colls sendrecv,batchsendrecv,group --dtypes fp32,bf16,int8 --counts 0,1,7,1048579");
+}
+
+static void p2p_scen(unsigned n, const char *scen, const char *needle)
+{
+    char prog[512];
+    snprintf(prog, sizeof prog, "--servers 2 " OH_BUILD_DIR "/tests/progs/p2p_check");
+    mr_result r = mr_run_t("HCCL_EXEC_TIMEOUT=60", n, 120, prog, scen);
+    cr_expect(strstr(r.out, "FAIL") == NULL, "p2p_check %s across servers: a rank failed", scen);
+    mr_expect_ok(r, scen, needle);
+}
+
+Test(servers, p2p_match, .timeout = 150) { p2p_scen(4, "match", "p2p_check match: PASS"); }
+Test(servers, p2p_batch, .timeout = 150) { p2p_scen(4, "batch", "p2p_check batch: PASS"); }
+/* The receiver destroys while the other server's rank waits in HcclSend to it: named, no timeout. */
+Test(servers, p2p_destroy_wakes_sender, .timeout = 150)
+{
+    p2p_scen(2, "destroy-send", "while rank 1 waits in HcclSend(count=256, fp32) to rank 0");
+}
+
 static void mismatch(const char *kind, const char *needle)
 {
     char prog[512], args[64];
