@@ -117,6 +117,7 @@ typedef struct rt_comm {
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
     struct rt_net *net;       /* links to peers on other servers (runtime/net), NULL when none */
+    HcclResult prep_rc;       /* why the links could not be prepared at init (runtime/net), if so */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */

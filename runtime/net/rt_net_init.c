@@ -47,11 +47,8 @@ static HcclResult listen_on_iface(rt_comm *c, net_transport *t, rt_net_blob *min
     return HCCL_SUCCESS;
 }
 
-HcclResult rt_net_prepare(rt_comm *c, rt_net_blob *mine)
+static HcclResult prepare(rt_comm *c, rt_net_blob *mine)
 {
-    memset(mine, 0, sizeof *mine);
-    if (c->nranks < 2)
-        return HCCL_SUCCESS;
     rt_net *n = calloc(1, sizeof *n);
     if (!n)
         return HCCL_E_MEMORY;
@@ -80,6 +77,22 @@ HcclResult rt_net_prepare(rt_comm *c, rt_net_blob *mine)
     CHECK_ARG(id == RT_NET_NOTIFY_HELLO, HCCL_E_INTERNAL, "net", "rank %u: hello notify got id %u", c->rank, id);
     mine->hello = (uint64_t)(uintptr_t)n->hello;
     mine->hello_rkey = net_mr_rkey(n->hello_mr);
+    return HCCL_SUCCESS;
+}
+
+/* Not fatal: a communicator on one server never uses the links. Without them (alen 0 in the
+ * blob) a communicator that spans servers fails in rt_net_connect, on every rank that sees it. */
+HcclResult rt_net_prepare(rt_comm *c, rt_net_blob *mine)
+{
+    memset(mine, 0, sizeof *mine);
+    if (c->nranks < 2)
+        return HCCL_SUCCESS;
+    HcclResult rc = prepare(c, mine);
+    if (rc != HCCL_SUCCESS) {
+        c->prep_rc = rc;
+        rt_net_teardown(c);
+        memset(mine, 0, sizeof *mine);
+    }
     return HCCL_SUCCESS;
 }
 
@@ -215,6 +228,13 @@ HcclResult rt_net_connect(rt_comm *c, const rt_net_blob *const *all)
         rt_net_teardown(c); /* one server: no links */
         return HCCL_SUCCESS;
     }
+    for (uint32_t p = 0; p < c->nranks; p++)
+        CHECK_ARG(!c->peers[p].remote || all[p]->alen, HCCL_E_NOT_SUPPORT, "net",
+                  "rank %u: rank %u (server %u) could not open its links to other servers (see its log)", c->rank, p,
+                  c->server_of[p]);
+    CHECK_ARG(c->net, c->prep_rc ? c->prep_rc : HCCL_E_INTERNAL, "net",
+              "rank %u: opening links to other servers failed earlier (see above): %s", c->rank,
+              HcclGetErrorString(c->prep_rc));
     OH_INFO("net", "rank %u: %u peer(s) on other servers, over %s links", c->rank, remote,
             net_kind_name(net_transport_kind(c->net->t)));
     CHECK(local_side(c, all));
