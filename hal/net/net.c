@@ -174,6 +174,7 @@ void net_link_init(net_link *l, net_transport *t, const struct sockaddr *peer)
     net_addr_str(peer, l->peer, sizeof l->peer);
     l->posted = l->done = l->nfailed = 0;
     atomic_store(&l->err, HAL_OK);
+    atomic_store(&l->quiet, 0);
 }
 
 void net_posted(net_link *l, uint64_t n)
@@ -258,6 +259,12 @@ hal_result net_wait(net_transport *t, net_completion *out, int timeout_ms)
     }
     pthread_mutex_unlock(&t->mu);
     return net_poll(t, out, 1) == 1 ? HAL_OK : HAL_E_INTERNAL;
+}
+
+void net_link_quiet(net_link *l)
+{
+    if (l)
+        atomic_store(&l->quiet, 1);
 }
 
 hal_result net_link_drain(net_link *l, int timeout_ms)

@@ -77,6 +77,9 @@ hal_result net_connect(net_transport *t, const struct sockaddr *addr, socklen_t 
 void net_link_close(net_link *l);
 /* "10.0.0.2:60051" or "[::1]:60051": the peer, for log lines. */
 const char *net_link_peer(const net_link *l);
+/* From now on the peer may close the link any time (both sides are leaving): its end fails pending
+ * writes as before but logs at INFO, not as an error. */
+void net_link_quiet(net_link *l);
 /* HAL_OK, or the error that failed the link (sticky). */
 hal_result net_link_error(const net_link *l);
 

@@ -56,6 +56,7 @@ struct net_link {
     uint64_t posted, done;       /* writes, under t->mu */
     uint64_t nfailed;            /* writes that completed with an error, under t->mu */
     _Atomic int err;             /* hal_result, sticky */
+    _Atomic int quiet;           /* net_link_quiet: the peer may close any time, its end is no error */
 };
 
 struct net_mr {

@@ -43,6 +43,9 @@ void rt_net_abort_push(rt_comm *c);
 /* p2p PUBLISH of a receive from remote peer: the record into the peer's mirror of my block (its
  * FETCH reads it there after my PUB signal, which follows on the same link). */
 int rt_net_push_p2p(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len);
+/* Sub-communicator creation: this rank's mailbox (with_info: the root info, then the tag; else
+ * the tag only) into every remote peer's mirror of its block; waits for the send completions. */
+HcclResult rt_net_push_mailbox(rt_comm *c, bool with_info);
 /* Registration of a user buffer a remote peer will write into (PUBLISH): its rkey, 0 on failure. */
 uint32_t rt_net_user_rkey(rt_comm *c, void *p);
 

@@ -267,6 +267,7 @@ static void say_bye(rt_comm *c)
             continue;
         const rt_net_hello *h = &n->hello[p];
         net_link *l = n->peer[p].link;
+        net_link_quiet(l); /* the peer may be leaving too: a bye it never reads is no error */
         if (fin && net_write(l, rec, sizeof *rec, h->mirror + roff, h->mirror_rkey, NET_NOTIFY_NONE, 0) == HAL_OK)
             net_write(l, NULL, 0, 0, 0, h->notify_base + ALGO_SLOT_PUB, 0);
         /* rt_p2p_finalize's FINALIZE as my next receive from p: a peer blocked sending to me reads it */
@@ -298,6 +299,30 @@ void rt_net_abort_push(rt_comm *c)
                       0) == HAL_OK)
             net_write(n->peer[p].link, NULL, 0, 0, 0, h->notify_base + RT_SLOTS, 0);
     }
+}
+
+HcclResult rt_net_push_mailbox(rt_comm *c, bool with_info)
+{
+    rt_net *n = c->net;
+    int timeout_ms = rt_bootstrap_timeout_s() * 1000;
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (!c->peers[p].remote)
+            continue;
+        const rt_net_hello *h = &n->hello[p];
+        net_link *l = n->peer[p].link;
+        hal_result rc = HAL_OK;
+        if (with_info) /* the root info lands before the tag that says it is there (one socket: in order) */
+            rc = net_write(l, &c->ctrl->mailbox, sizeof c->ctrl->mailbox, h->mirror + offsetof(rt_ctrl, mailbox),
+                           h->mirror_rkey, NET_NOTIFY_NONE, 0);
+        if (rc == HAL_OK)
+            rc = net_write(l, (const void *)&c->ctrl->mailbox_tag, sizeof c->ctrl->mailbox_tag,
+                           h->mirror + offsetof(rt_ctrl, mailbox_tag), h->mirror_rkey, NET_NOTIFY_NONE, 0);
+        if (rc == HAL_OK)
+            rc = net_link_drain(l, timeout_ms);
+        CHECK_ARG(rc == HAL_OK, rt_from_hal(rc), "net", "rank %u: telling rank %u (server %u) about a sub-communicator "
+                  "failed: %s", c->rank, p, c->server_of[p], hal_result_name(rc));
+    }
+    return HCCL_SUCCESS;
 }
 
 void rt_net_teardown(rt_comm *c)

@@ -76,6 +76,8 @@ static void mismatch(const char *kind, const char *needle)
 Test(servers, mismatch_op, .timeout = 150) { mismatch("op", "called HcclBroadcast"); }
 Test(servers, mismatch_count, .timeout = 150) { mismatch("count", "count=512"); }
 Test(servers, mismatch_skip, .timeout = 150) { mismatch("skip", "called HcclBarrier"); }
+/* In a sub-communicator over every rank (its root info through the mirrors of the mailbox). */
+Test(servers, mismatch_determinism_subcomm, .timeout = 150) { mismatch("determinism", "deterministic)"); }
 Test(servers, peer_destroys, .timeout = 150) { mismatch("destroy", "HcclCommDestroy"); }
 /* Rank 0 dies: the ranks of the other server see their link to it fail (watchdog, ~1 s). */
 Test(servers, peer_exits, .timeout = 150) { mismatch("exit", "rank 0 ("); }
