@@ -23,6 +23,7 @@ typedef struct algo_b {
     uint8_t *fetch;      /* fetch[q]: this rank FETCHes q (and may touch q's IN/OUT) */
     uint8_t *fetched_by; /* fetched_by[q]: q FETCHes this rank, so this rank SIGNALs PUB to q */
     bool no_ring_check; /* SENDRECV: only the item peers take part in the call */
+    const algo_topo *topo; /* where ranks sit (algo_compile's), may be NULL */
     int err;
 } algo_b;
 
@@ -114,6 +115,13 @@ int algo_ring_build(algo_b *b);
 /* Ring reductions in deterministic mode: a rank-ordered chain (ring_ordered.c). */
 int algo_ring_ordered_build(algo_b *b);
 int algo_mesh_build(algo_b *b);
+/* Ring with receive-side reduction through scratch (ring_push.c): AllReduce, ReduceScatter,
+ * Reduce for ranks on several servers (only copies cross ranks). */
+int algo_ring_push_build(algo_b *b);
+/* Hierarchical AllReduce (hier.c): intra reduce-scatter, inter ring_push, intra allgather; needs
+ * S >= 2 servers of m ranks each (algo_hier_fits: and m >= 2, where it pays). */
+int algo_hier_build(algo_b *b);
+bool algo_hier_fits(const algo_op *op, const algo_topo *topo);
 int algo_pairwise_build(algo_b *b);
 int algo_p2p_build(algo_b *b);
 int algo_eager_build(algo_b *b);

@@ -4,7 +4,7 @@
 
 const char *algo_kind_name(algo_kind kind)
 {
-    static const char *const names[ALGO_KIND_COUNT] = {"auto", "ring", "mesh", "pairwise", "p2p", "eager"};
+    static const char *const names[ALGO_KIND_COUNT] = {"auto", "ring", "mesh", "pairwise", "p2p", "eager", "ring_push", "hier"};
     return (unsigned)kind < ALGO_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -33,13 +33,14 @@ static int build(algo_b *b, algo_kind kind)
     case ALGO_PAIRWISE: return algo_pairwise_build(b);
     case ALGO_P2P: return algo_p2p_build(b);
     case ALGO_EAGER: return algo_eager_build(b);
+    case ALGO_RING_PUSH: return algo_ring_push_build(b);
+    case ALGO_HIER: return algo_hier_build(b);
     default: return HAL_E_NOT_SUPPORTED;
     }
 }
 
 int algo_compile(const algo_op *op, const algo_topo *topo, algo_kind kind, algo_plan **out)
 {
-    (void)topo; /* the flat algorithms do not depend on placement; hierarchical ones will */
     CHECK_ARG(out, HAL_E_PARAM, "algos", "algo_compile: out is NULL");
     *out = NULL;
     CHECK(algo_op_check(op));
@@ -47,6 +48,7 @@ int algo_compile(const algo_op *op, const algo_topo *topo, algo_kind kind, algo_
         return HAL_E_NOT_SUPPORTED;
     algo_b b;
     CHECK(algo_b_init(&b, op, kind));
+    b.topo = topo; /* the flat algorithms ignore placement; hier needs it */
     int rc = 0;
     /* Eager plans do their own (full-end) empty call: see plan.h, INBOX. */
     if (op->count == 0 && !has_counts(op->coll) && kind != ALGO_EAGER)

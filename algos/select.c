@@ -29,6 +29,10 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_PAIRWISE: return is_a2a(op->coll);
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
     case ALGO_EAGER: return algo_eager_supports(op);
+    case ALGO_HIER: return op->coll == ALGO_COLL_ALLREDUCE;
+    case ALGO_RING_PUSH:
+        return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE ||
+               op->coll == ALGO_COLL_REDUCE_SCATTERV;
     default: return false;
     }
 }
@@ -72,8 +76,23 @@ static bool one_server(const algo_topo *topo, uint32_t n)
     return true;
 }
 
+/* Several servers: a rank may only copy into another server's memory (runtime/net), so
+ * reductions take ring_push whatever is forced (ring and mesh reduce into peers' buffers). */
+static bool needs_push(const algo_op *op, const algo_topo *topo)
+{
+    return !one_server(topo, op->nranks) && algo_supports(ALGO_RING_PUSH, op);
+}
+
 algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)
 {
+    if (forced == ALGO_HIER && !algo_hier_fits(op, topo))
+        forced = ALGO_AUTO; /* needs S >= 2 servers of m >= 2 ranks */
+    if (needs_push(op, topo)) { /* hier: S servers of m >= 2 ranks each keep most bytes inside servers */
+        bool hier = algo_hier_fits(op, topo);
+        if (forced == ALGO_RING_PUSH || (forced == ALGO_HIER && hier))
+            return forced; /* our HCCL_ALGO tokens, to compare the two */
+        return hier ? ALGO_HIER : ALGO_RING_PUSH;
+    }
     if (forced != ALGO_AUTO && algo_supports(forced, op))
         return forced;
     if (op->coll == ALGO_COLL_SENDRECV)
@@ -115,6 +134,7 @@ static int algo_token(const char *t, algo_kind *k)
         {"null", ALGO_AUTO},      {"NA", ALGO_AUTO},       {"pipeline", ALGO_AUTO},
         {"H-D_R", ALGO_AUTO},     {"NHR", ALGO_AUTO},      {"NHR_V1", ALGO_AUTO},
         {"AHC", ALGO_AUTO},       {"AHC_BROKE", ALGO_AUTO}, {"NB", ALGO_AUTO},
+        {"ring_push", ALGO_RING_PUSH}, {"hier", ALGO_HIER}, /* ours: several servers */
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcasecmp(t, map[i].name)) {

@@ -301,6 +301,7 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
     s.T = (s.T + 7) & ~7u; /* padding threads never run */
     int rc = sim_alloc(&s);
     if (!rc) {
+        vsim_check_links(&s);
         run(&s);
         if (s.oom) {
             rc = HAL_E_NOMEM;

@@ -71,6 +71,8 @@ typedef struct vsim {
 
 /* verify.c */
 void vsim_error(vsim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Across servers only COPY from self into a peer's SCRATCH/OUT/INBOX (verify_links.c). */
+void vsim_check_links(vsim *s);
 uint32_t *vsim_vc(vsim *s, uint32_t tid);
 /* "rank 3 stream 1 step 7 (COPY)" */
 void vsim_where(const vsim *s, const vthr *th, char *buf, size_t cap);

@@ -249,11 +249,17 @@ typedef struct hal_ops {
     hal_result (*ipc_notify_import)(hal_device *dev, const char *key, hal_notify **n);
     /* Owner: ends the export (later imports fail). Importer: forgets its import of the key. */
     hal_result (*ipc_close)(const char *key);
+
+    /* --- host side --- */
+    /* count += 1 and wake, now, from any host thread (no stream): what a network link's receive
+     * path does when a write that names the notify has landed (runtime/net). Same generation rule
+     * as notify_record. Optional (NULL: the backend cannot take host records). */
+    hal_result (*notify_host_record)(hal_notify *n);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 3u
+#define HAL_ABI_VERSION 4u
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/net/rt_net.h"
 #include "runtime/rt_internal.h"
 #include "runtime/stream/rt_launch.h"
 
@@ -19,6 +20,7 @@ typedef struct rt_rank_blob {
     uint64_t scratch;
     uint64_t scratch_bytes;
     uint64_t inbox;
+    rt_net_blob net;          /* links between servers (runtime/net) */
 } rt_rank_blob;
 
 static HcclResult alloc_device_state(rt_comm *c)
@@ -46,9 +48,14 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
         return HCCL_SUCCESS;
     }
     hal_link_class link = c->hal->link_class(c->dev, &b->dev);
-    CHECK_ARG(link != HAL_LINK_NET, HCCL_E_NOT_SUPPORT, "comm",
-              "rank %u: peer %u is on another server (server %u); links between servers are not built yet",
-              c->rank, p, b->dev.server_index);
+    if (link == HAL_LINK_NET) { /* its memory stays unmapped: runtime/net makes a mirror of its block */
+        CHECK_ARG(c->hal->notify_host_record, HCCL_E_NOT_SUPPORT, "comm",
+                  "rank %u: peer %u is on another server (server %u) and the %s backend cannot take signals from "
+                  "links", c->rank, p, b->dev.server_index, c->hal->name);
+        peer->remote = true;
+        peer->ctrl_epoch = b->ctrl_epoch;
+        return HCCL_SUCCESS;
+    }
     CHECK_ARG(link != HAL_LINK_SELF, HCCL_E_PARA, "comm",
               "rank %u and rank %u use the same device %u: give every rank its own device (aclrtSetDevice)", c->rank,
               p, b->dev.device_id);
@@ -83,14 +90,21 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
     rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox};
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0}};
+    CHECK(rt_net_prepare(c, &mine.net));
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
-    if (!all)
-        return HCCL_E_MEMORY;
-    HcclResult rc = rt_bootstrap_allgather(root, c->nranks, c->rank, &mine, sizeof mine, all);
-    for (uint32_t p = 0; rc == HCCL_SUCCESS && p < c->nranks; p++)
+    const rt_net_blob **nets = calloc(c->nranks, sizeof *nets);
+    HcclResult rc = all && nets ? HCCL_SUCCESS : HCCL_E_MEMORY;
+    if (rc == HCCL_SUCCESS)
+        rc = rt_bootstrap_allgather(root, c->nranks, c->rank, &mine, sizeof mine, all);
+    for (uint32_t p = 0; rc == HCCL_SUCCESS && p < c->nranks; p++) {
+        nets[p] = &all[p].net;
         rc = connect_peer(c, p, &all[p]);
+    }
+    if (rc == HCCL_SUCCESS)
+        rc = rt_net_connect(c, nets);
     free(all);
+    free(nets);
     CHECK(rc);
     CHECK(rt_notify_connect_peers(c));
     CHECK(check_peers_live(c));
@@ -202,6 +216,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
         rt_ctrl_wait_fetched(c); /* peers may still read the last eager call's record */
     rt_launch_pool_free(c);
     rt_streams_teardown(c);
+    rt_net_teardown(c); /* links first: nothing lands in our memory or records our notifies after it */
     rt_notify_teardown(c);
     if (c->scratch)
         c->hal->mem_free(c->dev, c->scratch);

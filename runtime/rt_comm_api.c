@@ -195,7 +195,7 @@ static void publish_finalize(rt_comm *c)
     /* Generation-tagged notifies: a peer that destroyed its side already (and may have a new
      * communicator on the recycled slots) gets nothing; the record is dropped. */
     for (uint32_t p = 0; p < c->nranks; p++)
-        if (p != c->rank)
+        if (p != c->rank && c->peers[p].to_peer[ALGO_SLOT_PUB]) /* remote peers: their links close */
             c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_PUB], s);
     c->hal->stream_sync(s, -1);
     c->hal->stream_destroy(s);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/net/rt_net.h"
 #include "runtime/rt_internal.h"
 
 static size_t align64(size_t n)
@@ -123,16 +124,23 @@ static void abort_one(rt_ctrl *ctrl, uint32_t epoch, HcclResult code, const char
 
 /* Writes the reason into every rank's control block, then raises the flags: a waiting rank
  * polls its own flag, so it fails within a poll interval with the first reason recorded. */
-void rt_abort_all(rt_comm *c, HcclResult code, const char *msg)
+void rt_abort_local(rt_comm *c, HcclResult code, const char *msg)
 {
     for (uint32_t r = 0; r < c->nranks; r++) {
         if (r == c->rank) {
             if (c->ctrl)
                 abort_one(c->ctrl, c->ctrl_epoch, code, msg);
-        } else if (c->peers && c->peers[r].ctrl) {
+        } else if (c->peers && c->peers[r].ctrl && !c->peers[r].remote) { /* a remote's is our mirror */
             abort_one(c->peers[r].ctrl, c->peers[r].ctrl_epoch, code, msg);
         }
     }
+}
+
+void rt_abort_all(rt_comm *c, HcclResult code, const char *msg)
+{
+    rt_abort_local(c, code, msg);
+    if (c->net)
+        rt_net_abort_push(c); /* ranks of other servers, over the links */
 }
 
 bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p)
@@ -183,8 +191,17 @@ void rt_ctrl_join_fail_all(rt_comm *c)
  * Init path only, so a 1 ms poll costs nothing. */
 HcclResult rt_ctrl_join(rt_comm *c)
 {
-    _Atomic uint64_t *word = &c->peers[0].ctrl->join_word;
-    uint32_t epoch = c->peers[0].ctrl_epoch;
+    /* Per server: the first rank of this rank's server keeps the count (peers on other servers
+     * never map this memory; runtime/net's hello exchange is their handshake). */
+    uint32_t leader = c->nranks, members = 0;
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        if (c->peers[r].remote)
+            continue;
+        leader = leader < r ? leader : r;
+        members++;
+    }
+    _Atomic uint64_t *word = &c->peers[leader].ctrl->join_word;
+    uint32_t epoch = c->peers[leader].ctrl_epoch;
     uint64_t w = atomic_load(word);
     do {
         if (epoch_of(w) != epoch)
@@ -196,11 +213,11 @@ HcclResult rt_ctrl_join(rt_comm *c)
         if ((uint32_t)atomic_load(&c->ctrl->join_word) & JOIN_FAILED)
             return join_failed(c);
         w = atomic_load(word);
-        if (epoch_of(w) != epoch || ((uint32_t)w & ~JOIN_FAILED) >= c->nranks)
+        if (epoch_of(w) != epoch || ((uint32_t)w & ~JOIN_FAILED) >= members)
             return HCCL_SUCCESS;
         if (waited > limit_ms) {
-            OH_ERR("comm", "rank %u: only %u of %u ranks finished connecting within HCCL_CONNECT_TIMEOUT=%d s",
-                   c->rank, (uint32_t)w & ~JOIN_FAILED, c->nranks, rt_bootstrap_timeout_s());
+            OH_ERR("comm", "rank %u: only %u of %u ranks of its server finished connecting within "
+                   "HCCL_CONNECT_TIMEOUT=%d s", c->rank, (uint32_t)w & ~JOIN_FAILED, members, rt_bootstrap_timeout_s());
             return HCCL_E_TIMEOUT;
         }
         nanosleep(&nap, NULL);

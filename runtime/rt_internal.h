@@ -43,6 +43,7 @@ typedef struct rt_pub_record {
     uint64_t vdispl;        /* device address of recv displacements (ALLTOALLV/VC), else 0 */
     uint64_t vcounts;       /* device address of the V-op table (rt_ctrl_vtable), else 0 */
     _Atomic uint64_t p2p_taken; /* p2p receive record: its ordinal once the sender's FETCH took it */
+    uint32_t rkey_in, rkey_out; /* remote keys of in/out for peers on other servers (runtime/net) */
 } rt_pub_record;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
@@ -92,6 +93,7 @@ typedef struct rt_peer {
     hal_notify *from_peer[RT_SLOTS]; /* mine: notifies the peer signals */
     uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
     uint64_t p2p_recvd;       /* p2p items received from this peer so far */
+    bool remote;              /* on another server: reached through runtime/net, ctrl is a local mirror */
 } rt_peer;
 
 typedef struct rt_plan_cache rt_plan_cache;
@@ -115,6 +117,8 @@ typedef struct rt_comm {
     size_t inbox_pool_bytes;
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
+    struct rt_net *net;       /* links to peers on other servers (runtime/net), NULL when none */
+    HcclResult prep_rc;       /* why the links could not be prepared at init (runtime/net), if so */
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
@@ -196,6 +200,8 @@ uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq); /* [RT_VTABLE_ENTRIES(nranks
 /* Marks the communicator failed on every rank (first reason wins) and wakes nobody: waits poll.
  * A peer that already released its block (destroyed) is skipped: epoch-guarded CAS. */
 void rt_abort_all(rt_comm *c, HcclResult code, const char *msg);
+/* The same for this server's ranks only (what a failure pushed from another server triggers). */
+void rt_abort_local(rt_comm *c, HcclResult code, const char *msg);
 /* 1 while peer p still holds the control block it connected with (it has not destroyed). */
 bool rt_ctrl_peer_live(const rt_comm *c, uint32_t p);
 /* 1 if peer p destroyed the communicator (or released its block): the watchdog spares it. */

@@ -10,12 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/net/rt_net.h"
 #include "runtime/stream/rt_launch.h"
 
 int rt_p2p_publish_task(void *arg, char *msg, size_t len)
 {
-    (void)msg;
-    (void)len;
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     for (uint32_t k = 0; k < ctx->plan->op.nitems; k++) {
@@ -32,8 +31,16 @@ int rt_p2p_publish_task(void *arg, char *msg, size_t len)
         rec->in = 0;
         rec->out = (uint64_t)(uintptr_t)it->buf;
         rec->vdispl = rec->vcounts = 0;
+        rec->rkey_in = rec->rkey_out = 0;
         atomic_store_explicit(&rec->p2p_taken, 0, memory_order_relaxed);
+        if (c->peers[it->peer].remote) /* the sender reads it in its mirror of my block */
+            rec->rkey_out = rt_net_user_rkey(c, it->buf);
         atomic_store_explicit(&rec->ready, it->ordinal, memory_order_release);
+        if (c->peers[it->peer].remote) {
+            int rc = rt_net_push_p2p(c, it->peer, rec, msg, len);
+            if (rc)
+                return rc;
+        }
     }
     return 0;
 }
@@ -107,6 +114,8 @@ int rt_p2p_recv_task(void *arg, char *msg, size_t len)
     const rt_p2p_item *it = arg;
     rt_comm *c = it->ctx->c;
     rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
+    if (c->peers[it->peer].remote)
+        return 0; /* a remote sender's destroy signals nothing on the data slot: the signal was its data */
     if (atomic_load_explicit(&rec->p2p_taken, memory_order_acquire) != it->ordinal)
         return report_destroy(it, msg, len);
     return 0;
@@ -138,7 +147,7 @@ void rt_p2p_finalize(rt_comm *c)
     if (c->hal->stream_create(c->dev, &s) != HAL_OK)
         return;
     for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank)
+        if (p == c->rank || c->peers[p].remote)
             continue;
         c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_P2P_PUB], s);
         c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_P2P_DATA], s);

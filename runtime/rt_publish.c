@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/net/rt_net.h"
 #include "runtime/stream/rt_launch.h"
 
 static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq)
@@ -16,6 +17,11 @@ static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq)
     rec->in = (uint64_t)(uintptr_t)ctx->base[0 * c->nranks + c->rank];
     rec->out = (uint64_t)(uintptr_t)ctx->base[1 * c->nranks + c->rank];
     rec->vdispl = rec->vcounts = 0;
+    rec->rkey_in = rec->rkey_out = 0;
+    if (c->net) { /* peers on other servers write into OUT through the links */
+        rec->rkey_in = rt_net_user_rkey(c, (void *)(uintptr_t)rec->in);
+        rec->rkey_out = rec->out == rec->in ? rec->rkey_in : rt_net_user_rkey(c, (void *)(uintptr_t)rec->out);
+    }
 }
 
 int rt_publish_task(void *arg, char *msg, size_t len)
@@ -70,6 +76,13 @@ static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *thei
 static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec)
 {
     rt_comm *c = ctx->c;
+    if (rec->vdispl && c->peers[peer].remote) { /* the table's copy in the mirror, same layout */
+        const uint64_t *displ = rt_ctrl_vtable(c->peers[peer].ctrl, ctx->seq) + 2 * (size_t)c->nranks;
+        ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
+        ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
+        ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
+        return;
+    }
     ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
     ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
     if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT */

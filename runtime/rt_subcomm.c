@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/net/rt_net.h"
 #include "runtime/rt_internal.h"
 
 #define RT_SUBCOMM_NOT_MEMBER 0xFFFFFFFFull
@@ -73,6 +74,8 @@ HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *r
         CHECK(rt_bootstrap_root_listen(&info));
         memcpy(&g->ctrl->mailbox, &info, sizeof info);
         atomic_store_explicit(&g->ctrl->mailbox_tag, tag, memory_order_release);
+        if (g->net) /* members on other servers read it in their mirrors of this block */
+            CHECK(rt_net_push_mailbox(g, true));
     } else {
         CHECK(wait_mailbox(g, rankIds[0], tag, &info));
     }
@@ -80,8 +83,11 @@ HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *r
     snprintf(name, sizeof name, "%.64s_sub_%llu", g->name, (unsigned long long)subCommId);
     rt_comm *c = NULL;
     HcclResult rc = rt_comm_create(rankNum, subCommRankId, config, name, &info, &c);
-    if (subCommRankId == 0)
+    if (subCommRankId == 0) {
         atomic_store(&g->ctrl->mailbox_tag, 0); /* every member has joined (or failed) */
+        if (g->net)
+            rt_net_push_mailbox(g, false);
+    }
     CHECK(rc);
     c->is_sub = true;
     *subComm = c->handle;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "runtime/net/rt_net.h"
 #include "runtime/rt_internal.h"
 
 static bool process_gone(uint32_t pid)
@@ -20,9 +21,19 @@ static void check_comm(rt_comm *c)
         return;
     for (uint32_t p = 0; p < c->nranks; p++) {
         const rt_peer *peer = &c->peers[p];
+        char msg[RT_MSG_LEN];
+        if (p != c->rank && peer->remote) { /* another host's pid means nothing here: its link tells */
+            hal_result rc = rt_net_peer_error(c, p); /* first: a leave's word landed before the link ended */
+            if (rc == HAL_OK || rt_ctrl_peer_left(c, p))
+                continue;
+            snprintf(msg, sizeof msg, "comm %s: the link to rank %u (server %u) failed: %s", c->name, p,
+                     c->server_of[p], hal_result_name(rc));
+            OH_ERR("watchdog", "rank %u: %s", c->rank, msg);
+            rt_abort_all(c, HCCL_E_REMOTE, msg);
+            return;
+        }
         if (p == c->rank || rt_ctrl_peer_left(c, p) || !process_gone(peer->dev.pid))
             continue;
-        char msg[RT_MSG_LEN];
         snprintf(msg, sizeof msg, "comm %s: rank %u (pid %u, device %u) exited without HcclCommDestroy", c->name, p,
                  peer->dev.pid, peer->dev.device_id);
         OH_ERR("watchdog", "rank %u: %s", c->rank, msg);

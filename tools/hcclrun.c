@@ -1,7 +1,13 @@
 /* hcclrun: starts N ranks of a program on this host with torchrun-style environment, serves their
  * key-value store, prefixes their output with "[rank R] ", and stops them all when one fails.
  *
- *   hcclrun -n N [--servers 1] [--timeout SEC] PROGRAM [ARGS...]
+ *   hcclrun -n N [--servers S | --servers A+B+...] [--timeout SEC] PROGRAM [ARGS...]
+ *
+ * --servers emulates several servers on this host: ranks are placed in blocks (S equal ones, or
+ * A ranks on server 0, B on server 1, ...), each rank gets HCCL_EMU_SERVER_INDEX of its server and
+ * LOCAL_RANK / LOCAL_WORLD_SIZE within it; devices of different servers never map each other's
+ * memory (the emulator keys its sharing by namespace and server index), so every byte between
+ * them crosses a hal/net link.
  *
  * One thread, one poll() loop: the ranks' output pipes, the store's sockets and a self-pipe woken
  * by SIGCHLD/SIGINT/SIGTERM. Only the processes it started are ever signalled, by pid. */
@@ -21,6 +27,7 @@
 #include <unistd.h>
 
 #define HR_MAX_DEVICES_PER_SERVER 16
+#define HR_MAX_SERVERS 64
 #define HR_KILL_GRACE_MS 3000
 #define HR_EXIT_TIMEOUT 124 /* like timeout(1) */
 
@@ -42,6 +49,10 @@ typedef struct job {
     int64_t kill_at;       /* when stragglers get SIGKILL */
     int64_t deadline;      /* --timeout, or 0 */
     hr_store *store;
+    unsigned nservers;
+    unsigned *server_of;   /* [n] */
+    unsigned *local_rank;  /* [n] */
+    unsigned server_size[HR_MAX_SERVERS];
 } job;
 
 static int g_sigpipe[2] = {-1, -1};
@@ -68,10 +79,12 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hcclrun -n N [--servers 1] [--timeout SEC] PROGRAM [ARGS...]\n"
+    fprintf(f, "usage: hcclrun -n N [--servers S | --servers A+B+...] [--timeout SEC] PROGRAM [ARGS...]\n"
                "  Starts N ranks of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
                "  MASTER_PORT and HCCL_EMU_* set; prefixes their output with \"[rank R] \"; exits with the first\n"
-               "  failing rank's status after stopping the others (124 on --timeout).\n");
+               "  failing rank's status after stopping the others (124 on --timeout).\n"
+               "  --servers S splits the N ranks into S emulated servers of N/S ranks (in rank order);\n"
+               "  --servers 3+2+3 gives the ranks of each server (their sum is N; -n may then be omitted).\n");
 }
 
 static int parse_uint_arg(const char *s, const char *what, unsigned max, unsigned *out)
@@ -87,19 +100,96 @@ static int parse_uint_arg(const char *s, const char *what, unsigned max, unsigne
     return 0;
 }
 
+/* "S" (equal split of -n) or "A+B+..." (ranks per server); fills nservers and server_size. */
+static int parse_servers(const char *spec, job *j)
+{
+    j->nservers = 1;
+    if (!spec) {
+        j->server_size[0] = j->n;
+        return 0;
+    }
+    if (!strchr(spec, '+')) {
+        unsigned s;
+        if (parse_uint_arg(spec, "--servers", HR_MAX_SERVERS, &s) < 0)
+            return -1;
+        if (!j->n || j->n % s) {
+            fprintf(stderr, "[hcclrun] --servers %u: -n (%u) must be a multiple of it; use --servers A+B+... for an "
+                            "unequal split\n", s, j->n);
+            return -1;
+        }
+        j->nservers = s;
+        for (unsigned i = 0; i < s; i++)
+            j->server_size[i] = j->n / s;
+        return 0;
+    }
+    unsigned total = 0, k = 0;
+    for (const char *p = spec; *p; k++) {
+        char buf[16];
+        size_t len = strcspn(p, "+");
+        if (k >= HR_MAX_SERVERS || len == 0 || len >= sizeof buf) {
+            fprintf(stderr, "[hcclrun] --servers '%s': expected ranks per server like 3+2+3 (at most %d servers)\n",
+                    spec, HR_MAX_SERVERS);
+            return -1;
+        }
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (parse_uint_arg(buf, "ranks of a server in --servers", HR_MAX_DEVICES_PER_SERVER, &j->server_size[k]) < 0)
+            return -1;
+        total += j->server_size[k];
+        p += len;
+        if (*p == '+' && !*++p) {
+            fprintf(stderr, "[hcclrun] --servers '%s': trailing '+'\n", spec);
+            return -1;
+        }
+    }
+    if (j->n && j->n != total) {
+        fprintf(stderr, "[hcclrun] --servers %s places %u ranks but -n is %u\n", spec, total, j->n);
+        return -1;
+    }
+    j->n = total;
+    j->nservers = k;
+    return 0;
+}
+
+/* Ranks in blocks, server by server: server_of and local_rank of every rank. */
+static int place_ranks(job *j)
+{
+    for (unsigned s = 0; s < j->nservers; s++)
+        if (j->server_size[s] > HR_MAX_DEVICES_PER_SERVER) {
+            fprintf(stderr, "[hcclrun] -n %u: one emulated server holds at most %d devices; use -n %d or fewer per "
+                            "server (--servers)\n", j->server_size[s], HR_MAX_DEVICES_PER_SERVER,
+                    HR_MAX_DEVICES_PER_SERVER);
+            return -1;
+        }
+    j->server_of = calloc(j->n, sizeof *j->server_of);
+    j->local_rank = calloc(j->n, sizeof *j->local_rank);
+    if (!j->server_of || !j->local_rank) {
+        fprintf(stderr, "[hcclrun] out of memory\n");
+        return -1;
+    }
+    unsigned r = 0;
+    for (unsigned s = 0; s < j->nservers; s++)
+        for (unsigned l = 0; l < j->server_size[s]; l++, r++) {
+            j->server_of[r] = s;
+            j->local_rank[r] = l;
+        }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, job *j)
 {
     static const struct option opts[] = {{"nproc", required_argument, 0, 'n'}, {"servers", required_argument, 0, 's'},
                                          {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    unsigned servers = 1, t = 0;
+    unsigned t = 0;
+    const char *servers = NULL;
     int c;
     j->n = 0;
     while ((c = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
         if (c == 'n' && parse_uint_arg(optarg, "-n", 4096, &j->n) < 0)
             return -1;
-        if (c == 's' && parse_uint_arg(optarg, "--servers", 4096, &servers) < 0)
-            return -1;
+        if (c == 's')
+            servers = optarg;
         if (c == 't' && parse_uint_arg(optarg, "--timeout", 7 * 86400, &t) < 0)
             return -1;
         if (c == 'h') {
@@ -111,24 +201,16 @@ static int parse_args(int argc, char **argv, job *j)
             return -1;
         }
     }
+    if (parse_servers(servers, j) < 0)
+        return -1;
     if (!j->n || optind >= argc) {
         fprintf(stderr, "[hcclrun] %s\n", !j->n ? "-n N is required" : "no PROGRAM given");
         usage(stderr);
         return -1;
     }
-    if (servers != 1) {
-        fprintf(stderr, "[hcclrun] --servers %u: only one server (this host) is supported so far; use --servers 1 "
-                        "and up to %d ranks\n", servers, HR_MAX_DEVICES_PER_SERVER);
-        return -1;
-    }
-    if (j->n > HR_MAX_DEVICES_PER_SERVER) {
-        fprintf(stderr, "[hcclrun] -n %u: one emulated server holds at most %d devices; use -n %d or fewer\n", j->n,
-                HR_MAX_DEVICES_PER_SERVER, HR_MAX_DEVICES_PER_SERVER);
-        return -1;
-    }
     j->timeout_s = (int)t;
     j->argv = argv + optind;
-    return 0;
+    return place_ranks(j);
 }
 
 /* Job-wide environment, set once in hcclrun itself so every child inherits it. */
@@ -140,10 +222,11 @@ static void set_job_env(const job *j, uint32_t store_port)
     setenv("MASTER_PORT", buf, 1);
     snprintf(buf, sizeof buf, "%u", j->n);
     setenv("WORLD_SIZE", buf, 1);
-    setenv("LOCAL_WORLD_SIZE", buf, 1);
-    snprintf(buf, sizeof buf, "%u", j->n > 8 ? j->n : 8);
+    unsigned most = 8;
+    for (unsigned s = 0; s < j->nservers; s++)
+        most = j->server_size[s] > most ? j->server_size[s] : most;
+    snprintf(buf, sizeof buf, "%u", most);
     setenv("HCCL_EMU_DEVICES", buf, 1);
-    setenv("HCCL_EMU_SERVER_INDEX", "0", 1);
     const char *ns = getenv("HCCL_EMU_NAMESPACE");
     if (!ns || !*ns) {
         /* Unique per job so two jobs on one host never share emulated devices. */
@@ -177,7 +260,13 @@ static void child_exec(const job *j, unsigned r, int out[2], int err[2])
         _exit(127);
     snprintf(buf, sizeof buf, "%u", r);
     setenv("RANK", buf, 1);
+    snprintf(buf, sizeof buf, "%u", j->local_rank[r]);
     setenv("LOCAL_RANK", buf, 1);
+    snprintf(buf, sizeof buf, "%u", j->server_size[j->server_of[r]]);
+    setenv("LOCAL_WORLD_SIZE", buf, 1);
+    snprintf(buf, sizeof buf, "%u", j->server_of[r]);
+    setenv("HCCL_EMU_SERVER_INDEX", buf, 1);
+    setenv("GROUP_RANK", buf, 1); /* torchrun's name for the node index */
     execvp(j->argv[0], j->argv);
     fprintf(stderr, "[hcclrun] cannot run '%s': %s\n", j->argv[0], strerror(errno));
     _exit(127);
@@ -367,5 +456,7 @@ int main(int argc, char **argv)
     }
     hr_store_close(j.store);
     free(j.ranks);
+    free(j.server_of);
+    free(j.local_rank);
     return j.first_fail;
 }

@@ -44,7 +44,7 @@ static uint64_t parse_size(const char *s)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: plansim -c COLL -n RANKS [-p RANKS_PER_SERVER | -s SERVERS] [-a ring|mesh|pairwise|p2p|eager|auto]\n"
+            "usage: plansim -c COLL -n RANKS [-p RANKS_PER_SERVER | -s SERVERS] [-a ring|mesh|pairwise|p2p|eager|ring_push|hier|auto]\n"
             "               [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-d fp32|fp16|bf16|int8|int32|int64|fp64]\n"
             "               [--dump RANK] [--check]\n"
             "COLL: allreduce broadcast allgather reducescatter reduce scatter alltoall alltoallv alltoallvc\n"

@@ -311,6 +311,16 @@ void emu_notify_do_record(hal_stream *s, const hal_notify *n)
         emu_futex_wake_all(emu_notify_count_word(slot), true);
 }
 
+hal_result emu_notify_host_record(hal_notify *n)
+{
+    if (!n)
+        return HAL_E_PARAM;
+    if (EMU_NOTIFY_COUNT(atomic_load(&n->slot->word)) == UINT32_MAX)
+        return HAL_E_INTERNAL; /* the stream-side record reports it with the notify named */
+    emu_notify_do_record(NULL, n);
+    return HAL_OK;
+}
+
 void emu_notify_run(hal_stream *s, emu_task *t)
 {
     if (t->kind == EMU_T_NOTIFY_WAIT) {

@@ -172,8 +172,9 @@ void net_link_init(net_link *l, net_transport *t, const struct sockaddr *peer)
 {
     l->t = t;
     net_addr_str(peer, l->peer, sizeof l->peer);
-    l->posted = l->done = 0;
+    l->posted = l->done = l->nfailed = 0;
     atomic_store(&l->err, HAL_OK);
+    atomic_store(&l->quiet, 0);
 }
 
 void net_posted(net_link *l, uint64_t n)
@@ -197,6 +198,7 @@ void net_complete(net_link *l, uint64_t tag, hal_result status)
         net_link_fail(l, status);
     pthread_mutex_lock(&t->mu);
     l->done++;
+    l->nfailed += status != HAL_OK;
     if (it) {
         it->next = NULL;
         it->c = (net_completion){.tag = tag, .status = status, .link = l};
@@ -259,6 +261,12 @@ hal_result net_wait(net_transport *t, net_completion *out, int timeout_ms)
     return net_poll(t, out, 1) == 1 ? HAL_OK : HAL_E_INTERNAL;
 }
 
+void net_link_quiet(net_link *l)
+{
+    if (l)
+        atomic_store(&l->quiet, 1);
+}
+
 hal_result net_link_drain(net_link *l, int timeout_ms)
 {
     net_transport *t = l->t;
@@ -274,8 +282,11 @@ hal_result net_link_drain(net_link *l, int timeout_ms)
             return HAL_E_TIMEOUT;
         }
     }
+    uint64_t failed = l->nfailed;
     pthread_mutex_unlock(&t->mu);
-    return net_link_error(l);
+    /* A peer that closed the link after its last write landed failed nothing of ours. */
+    hal_result rc = net_link_error(l);
+    return failed ? (rc != HAL_OK ? rc : HAL_E_PEER) : HAL_OK;
 }
 
 /* ---- memory ---- */

@@ -77,6 +77,9 @@ hal_result net_connect(net_transport *t, const struct sockaddr *addr, socklen_t 
 void net_link_close(net_link *l);
 /* "10.0.0.2:60051" or "[::1]:60051": the peer, for log lines. */
 const char *net_link_peer(const net_link *l);
+/* From now on the peer may close the link any time (both sides are leaving): its end fails pending
+ * writes as before but logs at INFO, not as an error. */
+void net_link_quiet(net_link *l);
 /* HAL_OK, or the error that failed the link (sticky). */
 hal_result net_link_error(const net_link *l);
 
@@ -113,7 +116,9 @@ hal_result net_write(net_link *l, const void *src, size_t len, uint64_t raddr, u
 int net_poll(net_transport *t, net_completion *out, int max);
 /* One completion: HAL_E_TIMEOUT when none came within timeout_ms (< 0: forever). */
 hal_result net_wait(net_transport *t, net_completion *out, int timeout_ms);
-/* Waits until every write posted on l completed: HAL_OK, the link's error, or HAL_E_TIMEOUT. */
+/* Waits until every write posted on l completed: HAL_OK when none failed (even if the link failed
+ * since, e.g. the peer closed it after its last write landed), else the link's error; or
+ * HAL_E_TIMEOUT. */
 hal_result net_link_drain(net_link *l, int timeout_ms);
 
 #endif

@@ -54,7 +54,9 @@ struct net_link {
     net_transport *t;
     char peer[NET_ADDR_LEN];
     uint64_t posted, done;       /* writes, under t->mu */
+    uint64_t nfailed;            /* writes that completed with an error, under t->mu */
     _Atomic int err;             /* hal_result, sticky */
+    _Atomic int quiet;           /* net_link_quiet: the peer may close any time, its end is no error */
 };
 
 struct net_mr {

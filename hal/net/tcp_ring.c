@@ -326,7 +326,7 @@ void tcp_link_fail(tcp_link *l, int err, const char *what)
     net_link_fail(&l->base, l->closing ? HAL_E_ABORTED : HAL_E_PEER);
     uint64_t pending = link_pending(l);
     if (!l->closing)
-        oh_log(pending ? OH_LOG_ERROR : OH_LOG_INFO, "net",
+        oh_log(pending && !atomic_load(&l->base.quiet) ? OH_LOG_ERROR : OH_LOG_INFO, "net",
                "%s: tcp link to %s failed in %s: %s (errno %d); failing %llu pending write(s)", t->name,
                l->base.peer, what, strerror(err), err, (unsigned long long)pending);
     for (uint32_t i = 0; i < l->nsocks; i++) {

@@ -22,7 +22,7 @@ HcclResult rt_notify_setup_local(rt_comm *c)
 HcclResult rt_notify_connect_peers(rt_comm *c)
 {
     for (uint32_t p = 0; p < c->nranks; p++) {
-        if (p == c->rank)
+        if (p == c->rank || c->peers[p].remote) /* remote: signals go over the link (runtime/net) */
             continue;
         const hal_notify_handle *row = rt_ctrl_notify_tbl(c->peers[p].ctrl, c->rank);
         for (uint32_t k = 0; k < RT_SLOTS; k++) {

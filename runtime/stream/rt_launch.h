@@ -6,6 +6,17 @@
 
 typedef struct rt_launch_ctx rt_launch_ctx;
 
+/* A step that crosses servers (runtime/net): a COPY into a remote peer's buffer (its DMA pieces,
+ * descs[first, first + n)) or a SIGNAL (n = 0), issued on the link to `peer`. */
+typedef struct rt_net_op {
+    rt_launch_ctx *ctx;
+    uint32_t first, n;
+    uint32_t peer;
+    uint32_t slot;  /* SIGNAL */
+    uint8_t buf;    /* COPY: the target's algo_buf (which rkey) */
+    uint32_t item;  /* COPY of a p2p launch: the send item (its receiver's record holds the rkey) */
+} rt_net_op;
+
 typedef struct rt_fetch_arg {
     rt_launch_ctx *ctx;
     uint32_t peer;
@@ -78,6 +89,8 @@ struct rt_launch_ctx {
     uint32_t ndescs, descs_cap;
     rt_seg *segs;
     uint32_t nsegs, segs_cap;
+    rt_net_op *netops;         /* steps across servers, arguments of FN instructions (rt_prog.c) */
+    uint32_t nnetops, netops_cap;
 };
 
 /* A launch context for plan, from the communicator's pool (or new), bindings reset; NULL when out

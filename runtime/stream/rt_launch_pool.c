@@ -57,6 +57,7 @@ static void ctx_destroy(rt_launch_ctx *ctx)
     free(ctx->isrc);
     free(ctx->descs);
     free(ctx->segs);
+    free(ctx->netops);
     free(ctx);
 }
 

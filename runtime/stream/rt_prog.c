@@ -5,6 +5,7 @@
  * task (hal prog_launch) or, where the backend has no program executor (or while the timeline
  * trace records, so that every step stays its own timed task, docs/tracing.md), one task per
  * instruction, with the same semantics. Arrays live in the launch context until it is reclaimed. */
+#include "runtime/net/rt_net.h"
 #include "runtime/rt_trace.h"
 #include "runtime/stream/rt_launch.h"
 
@@ -85,10 +86,56 @@ static hal_result push_seg(rt_launch_ctx *ctx, rt_seg g)
     return HAL_OK;
 }
 
+static rt_net_op *push_netop(rt_launch_ctx *ctx, uint32_t peer)
+{
+    if (!rt_grow((void **)&ctx->netops, &ctx->netops_cap, ctx->nnetops + 1, sizeof *ctx->netops))
+        return NULL;
+    rt_net_op *op = &ctx->netops[ctx->nnetops++];
+    *op = (rt_net_op){.ctx = ctx, .peer = peer};
+    return op;
+}
+
+static bool ref_remote(const rt_launch_ctx *ctx, const algo_ref *r)
+{
+    return r->owner != ALGO_SELF && (uint32_t)r->owner < ctx->c->nranks &&
+           ctx->c->peers[r->owner].remote;
+}
+
+/* A COPY into a remote peer's buffer: its pieces become writes on the link (rt_net_write_task).
+ * Nothing else may touch another server's memory. */
+static hal_result build_net_copy(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
+{
+    const algo_ref *dst = &st->u.copy.dst;
+    if (st->kind != ALGO_STEP_COPY || ref_remote(ctx, &st->u.copy.src) || dst->buf == ALGO_BUF_IN) {
+        OH_ERR("launch", "rank %u: step %u of stream %u of %s/%s %s rank %u's memory on another server: only copies "
+               "into its SCRATCH/OUT/INBOX can cross servers", ctx->c->rank, step, stream,
+               algo_coll_name(ctx->plan->op.coll), ctx->plan->name,
+               st->kind == ALGO_STEP_COPY ? "copies with" : "reduces with", (unsigned)dst->owner);
+        return HAL_E_NOT_SUPPORTED;
+    }
+    uint32_t n = rt_dma_build(ctx, st, &ctx->descs[ctx->ndescs]);
+    if (n == 0)
+        return HAL_OK;
+    rt_net_op *op = push_netop(ctx, (uint32_t)dst->owner);
+    if (!op)
+        return HAL_E_NOMEM;
+    op->first = ctx->ndescs;
+    op->n = n;
+    op->buf = dst->buf;
+    op->item = ctx->p2p && dst->vdispl >= 0 ? (uint32_t)dst->vdispl : 0;
+    ctx->ndescs += n;
+    return push_fn(ctx, stream, step, rt_net_write_task, NULL); /* arg set in rt_prog_build */
+}
+
 static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
     if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + RT_DMA_MAX_PIECES, sizeof *ctx->descs))
         return HAL_E_NOMEM;
+    bool is_copy = st->kind == ALGO_STEP_COPY;
+    if (ref_remote(ctx, is_copy ? &st->u.copy.dst : &st->u.reduce.dst) ||
+        ref_remote(ctx, is_copy ? &st->u.copy.src : &st->u.reduce.src) ||
+        (!is_copy && st->u.reduce.has_src2 && ref_remote(ctx, &st->u.reduce.src2)))
+        return build_net_copy(ctx, stream, step, st);
     uint32_t n = rt_dma_build(ctx, st, &ctx->descs[ctx->ndescs]);
     if (n == 0)
         return HAL_OK; /* nothing to move (an empty V block) */
@@ -108,6 +155,13 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     uint32_t peer = st->u.sync.peer, slot = map_slot(ctx, st->u.sync.slot);
     if (peer >= c->nranks || peer == c->rank || slot >= RT_SLOTS)
         return HAL_E_PARAM;
+    if (st->kind == ALGO_STEP_SIGNAL && c->peers[peer].remote) {
+        rt_net_op *op = push_netop(ctx, peer);
+        if (!op)
+            return HAL_E_NOMEM;
+        op->slot = slot;
+        return push_fn(ctx, stream, step, rt_net_signal_task, NULL);
+    }
     if (st->kind == ALGO_STEP_SIGNAL)
         return push_notify(ctx, stream, step, false, c->peers[peer].to_peer[slot]);
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[slot]));
@@ -247,16 +301,35 @@ static hal_result build_list(prog_builder *b, uint32_t stream)
     return close_prog(b, stream, &first);
 }
 
+/* A launch that wrote across servers ends with waiting for its send completions: the user may
+ * reuse the source buffers once the stream passes the end. */
+static hal_result build_net_end(prog_builder *b)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    if (!ctx->nnetops)
+        return HAL_OK;
+    uint32_t first = ctx->ninsns, last = ctx->plan->streams[0].nsteps;
+    CHECK(push_fn(ctx, 0, last ? last - 1 : 0, rt_net_drain_task, ctx));
+    return close_prog(b, 0, &first);
+}
+
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
-    ctx->ninsns = ctx->ndescs = ctx->nsegs = 0;
+    ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = 0;
     prog_builder b = {ctx, NULL, 0};
     hal_result rc = build_list(&b, 0);
+    if (rc == HAL_OK)
+        rc = build_net_end(&b);
     if (rc != HAL_OK)
         return rc;
-    for (uint32_t i = 0; i < ctx->ninsns; i++) /* the descriptor array has its final address now */
-        if (ctx->insns[i].kind == HAL_INSN_DMA)
-            ctx->insns[i].u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
+    uint32_t k = 0; /* the arrays have their final addresses now */
+    for (uint32_t i = 0; i < ctx->ninsns; i++) {
+        hal_insn *in = &ctx->insns[i];
+        if (in->kind == HAL_INSN_DMA)
+            in->u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
+        else if (in->kind == HAL_INSN_FN && (in->u.fn.fn == rt_net_write_task || in->u.fn.fn == rt_net_signal_task))
+            in->u.fn.arg = &ctx->netops[k++];
+    }
     return HAL_OK;
 }
 

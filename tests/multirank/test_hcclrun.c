@@ -105,9 +105,28 @@ Test(hcclrun, usage_errors)
     char out[4096];
     cr_assert_eq(run(HCCLRUN " -n 17 true", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "16"), "%s", out);
-    cr_assert_eq(run(HCCLRUN " --servers 2 -n 2 true", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(run(HCCLRUN " --servers 2 -n 3 true", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(run(HCCLRUN " --servers 2+1 -n 4 true", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(run(HCCLRUN " --servers 2+ true", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(run(HCCLRUN " --servers 17+1 true", out, sizeof out), 2, "%s", out);
     cr_assert_eq(run(HCCLRUN " true", out, sizeof out), 2, "%s", out);
     cr_assert_eq(run(HCCLRUN " -n 1 /nonexistent/prog", out, sizeof out), 127, "%s", out);
+}
+
+/* Ranks placed server by server: RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, HCCL_EMU_SERVER_INDEX. */
+Test(hcclrun, servers_placement)
+{
+    char out[4096];
+    cr_assert_eq(run(HCCLRUN " --servers 3+2+1 sh -c 'echo \"x $RANK $LOCAL_RANK $LOCAL_WORLD_SIZE "
+                             "$HCCL_EMU_SERVER_INDEX $WORLD_SIZE\"'", out, sizeof out), 0, "%s", out);
+    static const char *const want[] = {"x 0 0 3 0 6", "x 1 1 3 0 6", "x 2 2 3 0 6",
+                                       "x 3 0 2 1 6", "x 4 1 2 1 6", "x 5 0 1 2 6"};
+    for (int i = 0; i < 6; i++)
+        cr_expect(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
+    cr_assert_eq(run(HCCLRUN " -n 4 --servers 2 sh -c 'echo \"x $RANK $LOCAL_RANK $HCCL_EMU_SERVER_INDEX\"'", out,
+                     sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "x 3 1 1"), "%s", out);
+    cr_expect(strstr(out, "x 1 1 0"), "%s", out);
 }
 
 /* ---- the store, from this process, against a live hcclrun ---- */

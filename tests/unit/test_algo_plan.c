@@ -201,6 +201,15 @@ Test(algo_select, rules)
     uint32_t so[4] = {0, 0, 1, 1};
     algo_topo topo = {.nranks = 4, .server_of = so};
     op.nranks = 4;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_HIER, "servers of 2 ranks each: hierarchical");
+    cr_expect_eq(algo_select(&op, &topo, ALGO_MESH), ALGO_HIER, "forced mesh would reduce across servers");
+    op.coll = ALGO_COLL_REDUCE_SCATTER;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING_PUSH, "several servers: only copies cross ranks");
+    uint32_t uneven[4] = {0, 0, 0, 1};
+    algo_topo topo3 = {.nranks = 4, .server_of = uneven};
+    op.coll = ALGO_COLL_ALLREDUCE;
+    cr_expect_eq(algo_select(&op, &topo3, ALGO_AUTO), ALGO_RING_PUSH, "unequal servers: no hier");
+    op.coll = ALGO_COLL_ALLGATHER;
     cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING);
     op.coll = ALGO_COLL_ALLTOALL;
     cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_PAIRWISE);
@@ -229,5 +238,80 @@ Test(algo_select, picks_verify)
             topo.nranks = n;
             cr_expect_eq(algo_verify(&op, &topo, ALGO_AUTO, &rep), 0, "%s n=%u\n%s", algo_coll_name(op.coll), n, rep.msg);
         }
+    }
+}
+
+/* Across servers only copies into a peer's SCRATCH/OUT/INBOX: the verifier refuses the flat ring
+ * (it reduces into its neighbour's OUT) and ring_push passes for every rank count, split, root,
+ * reduce op, in/out of place and counts smaller than the rank count. */
+Test(algo_verify, links_across_servers)
+{
+    uint32_t so[4] = {0, 0, 1, 1};
+    algo_topo topo = {.nranks = 4, .server_of = so};
+    algo_op op = mkop(ALGO_COLL_ALLREDUCE, 4, 0, 64);
+    algo_verify_report rep;
+    cr_expect_eq(algo_verify(&op, &topo, ALGO_RING, &rep), ALGO_VERIFY_FAILED);
+    cr_expect(strstr(rep.msg, "another server"), "%s", rep.msg);
+    cr_expect_eq(algo_verify(&op, NULL, ALGO_RING, &rep), 0, "one server: fine\n%s", rep.msg);
+    op.coll = ALGO_COLL_ALLGATHER;
+    cr_expect_eq(algo_verify(&op, &topo, ALGO_RING, &rep), 0, "copies only\n%s", rep.msg);
+}
+
+Test(algo_verify, ring_push)
+{
+    static const algo_coll colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE};
+    static const uint64_t counts[] = {1, 5, 37};
+    uint32_t so[9];
+    for (uint32_t n = 1; n <= 9; n++) {
+        for (uint32_t r = 0; r < n; r++)
+            so[r] = r < 2 ? 0 : r < 3 ? 1 : 2 + r % 2; /* 2+1+... uneven servers */
+        algo_topo topo = {.nranks = n, .server_of = so};
+        for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+                for (int inp = 0; inp < 2; inp++) {
+                    algo_op op = mkop(colls[c], n, 0, counts[k]);
+                    op.in_place = inp;
+                    op.redop = k == 1 ? HAL_OP_MAX : HAL_OP_SUM;
+                    op.root = n - 1;
+                    algo_verify_report rep;
+                    cr_expect_eq(algo_verify(&op, &topo, ALGO_AUTO, &rep), 0, "%s n=%u count=%llu inplace=%d\n%s",
+                                 algo_coll_name(op.coll), n, (unsigned long long)counts[k], inp, rep.msg);
+                    cr_expect(n < 3 || !strcmp(rep.name, "ring_push"), "%s", rep.name);
+                    cr_expect_eq(rep.link_bytes[ALGO_LINK_SELF] + rep.link_bytes[ALGO_LINK_INTRA] +
+                                 rep.link_bytes[ALGO_LINK_NET] > 0 || n == 1, 1);
+                }
+    }
+}
+
+/* Hierarchical AllReduce verifies on S servers x m ranks, and sends exactly 2(S-1)/S of the data
+ * per server across servers: total 2(S-1) x data, where the flat ring_push sends about 2 x data
+ * per server boundary. */
+Test(algo_verify, hier_allreduce)
+{
+    static const uint32_t shapes[][2] = {{2, 2}, {2, 3}, {3, 2}, {4, 2}, {2, 4}, {3, 3}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        uint32_t S = shapes[i][0], m = shapes[i][1], n = S * m, so[16];
+        for (uint32_t r = 0; r < n; r++)
+            so[r] = r / m;
+        algo_topo topo = {.nranks = n, .server_of = so};
+        static const uint64_t counts[] = {1, 5, 37, 0};
+        for (size_t k = 0; k < 4; k++)
+            for (int inp = 0; inp < 2; inp++) {
+                algo_op op = mkop(ALGO_COLL_ALLREDUCE, n, 0, counts[k] ? counts[k] : (uint64_t)n * 24);
+                op.in_place = inp;
+                algo_verify_report rep;
+                cr_expect_eq(algo_verify(&op, &topo, ALGO_AUTO, &rep), 0, "%ux%u count=%llu inplace=%d\n%s", S, m,
+                             (unsigned long long)op.count, inp, rep.msg);
+                cr_expect_str_eq(rep.name, "hier");
+                if (counts[k])
+                    continue;
+                uint64_t data = op.count * 4;
+                cr_expect_eq(rep.link_bytes[ALGO_LINK_NET], 2ull * (S - 1) * data, "%ux%u: %llu net bytes", S, m,
+                             (unsigned long long)rep.link_bytes[ALGO_LINK_NET]);
+                algo_verify_report flat;
+                cr_expect_eq(algo_verify(&op, &topo, ALGO_RING_PUSH, &flat), 0, "%s", flat.msg);
+                cr_expect_gt(flat.link_bytes[ALGO_LINK_NET], rep.link_bytes[ALGO_LINK_NET], "%ux%u: flat %llu", S, m,
+                             (unsigned long long)flat.link_bytes[ALGO_LINK_NET]);
+            }
     }
 }

@@ -1,0 +1,42 @@
+/* runtime/net's own state (rt_net.h is what the rest of the runtime uses). */
+#ifndef RT_NET_PRIV_H
+#define RT_NET_PRIV_H
+
+#include "hal/net/net.h"
+#include "runtime/net/rt_net.h"
+
+#define RT_NET_NOTIFY_HELLO 0u /* the first notify of every transport: the hello counter */
+
+/* What a rank tells a remote peer over the link at init (written into the peer's hello table). */
+typedef struct rt_net_hello {
+    uint64_t mirror;       /* address of the mirror of the peer's control block here */
+    uint32_t mirror_rkey, scratch_rkey, inbox_rkey;
+    uint32_t notify_base;  /* net notify of (the peer, slot k) here: notify_base + k; + RT_SLOTS: abort */
+    uint32_t valid;
+    uint32_t pad;
+} rt_net_hello;
+
+typedef struct rt_net_peer {
+    net_link *link;       /* outgoing: this rank's writes to the peer */
+    rt_ctrl *mirror;      /* local mirror of the peer's control block */
+    net_mr *mirror_mr;
+    uint64_t hello_raddr; /* my entry in the peer's hello table */
+    uint32_t hello_rkey;
+    rt_comm *c;           /* the abort notify's argument: (c, p) */
+    uint32_t p;
+} rt_net_peer;
+
+struct rt_net {
+    net_transport *t;
+    rt_net_hello *hello;   /* [nranks] received: hello[p] is what remote peer p told me */
+    net_mr *hello_mr;
+    uint64_t hello_count;  /* hellos landed */
+    rt_net_hello *mine;    /* [nranks] sent: what I told remote peer p */
+    rt_net_peer *peer;     /* [nranks] */
+    net_link **in;         /* accepted links (the peers' writes to me) */
+    uint32_t nin, nremote;
+    net_mr *scratch_mr, *inbox_mr;
+};
+typedef struct rt_net rt_net;
+
+#endif

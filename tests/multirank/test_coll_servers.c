@@ -1,0 +1,83 @@
+/* Emulated multi-server jobs (hcclrun --servers): ranks of different servers never map each
+ * other's memory, so every byte between them crosses a hal/net TCP link (runtime/net). Every
+ * collective checked element by element on 2 servers x 2 ranks and on 3 servers of 2+1+2, AllReduce
+ * hierarchical on 2 x 3 and flat (ring_push) on 2 x 2;
+ * mismatches and a dead rank on the other server fail every rank. See docs/testing.md. */
+#include "multirank/mr_run.h"
+
+#define ALL "--colls allreduce,broadcast,allgather,reducescatter,reduce,scatter,alltoall,alltoallv," \
+            "alltoallvc,allgatherv,reducescatterv,barrier"
+
+static void servers_check(unsigned n, const char *servers, const char *args)
+{
+    char prog[512], what[96];
+    snprintf(prog, sizeof prog, "--servers %s %s", servers, MR_COLL_CHECK);
+    snprintf(what, sizeof what, "coll_check on %u ranks, servers %s", n, servers);
+    mr_expect_ok(mr_run_t("", n, 240, prog, args), what, " 0 failed");
+}
+
+/* Counts 0, 1, 7 for every dtype x op; 1048579 for fp32 sum, bf16 max, int8 sum, int64 prod. */
+Test(servers, two_by_two, .timeout = 300) { servers_check(4, "2", ALL); }
+Test(servers, uneven_2_1_2, .timeout = 300)
+{
+    servers_check(5, "2+1+2", ALL " --dtypes fp32,bf16,int8,int64,fp16 --counts 0,1,7,1048579");
+}
+
+/* AllReduce takes hier on equal servers (2x2 above too), ring_push when forced (our token). */
+Test(servers, hier_2x3, .timeout = 300)
+{
+    servers_check(6, "2", "--colls allreduce,barrier --dtypes fp32,bf16,int8,int64 --counts 0,1,7,1048579");
+}
+Test(servers, ring_push_forced, .timeout = 300)
+{
+    char prog[512];
+    snprintf(prog, sizeof prog, "--servers 2 %s", MR_COLL_CHECK);
+    mr_expect_ok(mr_run_t("HCCL_ALGO='level0:NA;level1:ring_push'", 4, 240, prog,
+                          "--colls allreduce --dtypes fp32,int8 --counts 0,1,7,1048579"),
+                 "forced ring_push across servers", " 0 failed");
+}
+
+/* Point to point across servers: the receiver's record goes into the sender's mirror. */
+Test(servers, p2p_2x2, .timeout = 300) { servers_check(4, "2", "--colls sendrecv,batchsendrecv,group"); }
+Test(servers, p2p_2_1_2, .timeout = 300)
+{
+    servers_check(5, "2+1+2", "--colls sendrecv,batchsendrecv,group --dtypes fp32,bf16,int8 --counts 0,1,7,1048579");
+}
+
+static void p2p_scen(unsigned n, const char *scen, const char *needle)
+{
+    char prog[512];
+    snprintf(prog, sizeof prog, "--servers 2 " OH_BUILD_DIR "/tests/progs/p2p_check");
+    mr_result r = mr_run_t("HCCL_EXEC_TIMEOUT=60", n, 120, prog, scen);
+    cr_expect(strstr(r.out, "FAIL") == NULL, "p2p_check %s across servers: a rank failed", scen);
+    mr_expect_ok(r, scen, needle);
+}
+
+Test(servers, p2p_match, .timeout = 150) { p2p_scen(4, "match", "p2p_check match: PASS"); }
+Test(servers, p2p_batch, .timeout = 150) { p2p_scen(4, "batch", "p2p_check batch: PASS"); }
+/* The receiver destroys while the other server's rank waits in HcclSend to it: named, no timeout. */
+Test(servers, p2p_destroy_wakes_sender, .timeout = 150)
+{
+    p2p_scen(2, "destroy-send", "while rank 1 waits in HcclSend(count=256, fp32) to rank 0");
+}
+
+static void mismatch(const char *kind, const char *needle)
+{
+    char prog[512], args[64];
+    snprintf(prog, sizeof prog, "--servers 2 %s", MR_COLL_MISC);
+    snprintf(args, sizeof args, "mismatch-%s", kind);
+    mr_result r = mr_run_t("HCCL_EXEC_TIMEOUT=60", 4, 120, prog, args);
+    cr_expect_eq(r.status, 0, "mismatch-%s across servers: hcclrun exited with %d", kind, r.status);
+    cr_expect(strstr(r.out, "NOT DETECTED") == NULL, "mismatch-%s: some rank did not see the failure", kind);
+    cr_expect(strstr(r.out, needle) != NULL, "mismatch-%s: no \"%s\" in the output", kind, needle);
+    free(r.out);
+}
+
+Test(servers, mismatch_op, .timeout = 150) { mismatch("op", "called HcclBroadcast"); }
+Test(servers, mismatch_count, .timeout = 150) { mismatch("count", "count=512"); }
+Test(servers, mismatch_skip, .timeout = 150) { mismatch("skip", "called HcclBarrier"); }
+/* In a sub-communicator over every rank (its root info through the mirrors of the mailbox). */
+Test(servers, mismatch_determinism_subcomm, .timeout = 150) { mismatch("determinism", "deterministic)"); }
+Test(servers, peer_destroys, .timeout = 150) { mismatch("destroy", "HcclCommDestroy"); }
+/* Rank 0 dies: the ranks of the other server see their link to it fail (watchdog, ~1 s). */
+Test(servers, peer_exits, .timeout = 150) { mismatch("exit", "rank 0 ("); }
