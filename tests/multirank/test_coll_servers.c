@@ -1,6 +1,6 @@
 /* Emulated multi-server jobs (hcclrun --servers): ranks of different servers never map each
  * other's memory, so every byte between them crosses a hal/net TCP link (runtime/net). Every
- * collective checked element by element on 2 servers x 2 ranks and on 3 servers of 2+1+2, AllReduce
+ * collective checked element by element on 2 servers x 2 ranks, on 3 servers of 2+1+2 and of 3+2+3, AllReduce
  * hierarchical on 2 x 3 and flat (ring_push) on 2 x 2;
  * mismatches and a dead rank on the other server fail every rank. See docs/testing.md. */
 #include "multirank/mr_run.h"
@@ -21,6 +21,13 @@ Test(servers, two_by_two, .timeout = 300) { servers_check(4, "2", ALL); }
 Test(servers, uneven_2_1_2, .timeout = 300)
 {
     servers_check(5, "2+1+2", ALL " --dtypes fp32,bf16,int8,int64,fp16 --counts 0,1,7,1048579");
+}
+
+/* Issue #9's 3 servers of 3+2+3 (8 ranks on the 2-core VM: counts kept small, one past the eager
+ * crossover), collectives and point to point across all three. */
+Test(servers, uneven_3_2_3, .timeout = 300)
+{
+    servers_check(8, "3+2+3", ALL ",sendrecv,batchsendrecv,group --dtypes fp32,bf16,int8,int64,fp16 --counts 0,1,7,65537");
 }
 
 /* AllReduce takes hier on equal servers (2x2 above too), ring_push when forced (our token). */
