@@ -49,6 +49,7 @@ typedef struct job {
     int64_t kill_at;       /* when stragglers get SIGKILL */
     int64_t deadline;      /* --timeout, or 0 */
     hr_store *store;
+    const char *store_addr; /* --store-addr: where the store listens (MASTER_ADDR) */
     unsigned nservers;
     unsigned *server_of;   /* [n] */
     unsigned *local_rank;  /* [n] */
@@ -79,12 +80,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hcclrun -n N [--servers S | --servers A+B+...] [--timeout SEC] PROGRAM [ARGS...]\n"
+    fprintf(f, "usage: hcclrun -n N [--servers S | --servers A+B+...] [--timeout SEC] [--store-addr IPV4] PROGRAM "
+               "[ARGS...]\n"
                "  Starts N ranks of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
                "  MASTER_PORT and HCCL_EMU_* set; prefixes their output with \"[rank R] \"; exits with the first\n"
                "  failing rank's status after stopping the others (124 on --timeout).\n"
                "  --servers S splits the N ranks into S emulated servers of N/S ranks (in rank order);\n"
-               "  --servers 3+2+3 gives the ranks of each server (their sum is N; -n may then be omitted).\n");
+               "  --servers 3+2+3 gives the ranks of each server (their sum is N; -n may then be omitted).\n"
+               "  --store-addr: the address the store listens on and MASTER_ADDR (default 127.0.0.1).\n");
 }
 
 static int parse_uint_arg(const char *s, const char *what, unsigned max, unsigned *out)
@@ -180,16 +183,20 @@ static int parse_args(int argc, char **argv, job *j)
 {
     static const struct option opts[] = {{"nproc", required_argument, 0, 'n'}, {"servers", required_argument, 0, 's'},
                                          {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
+                                         {"store-addr", required_argument, 0, 'a'},
                                          {0, 0, 0, 0}};
     unsigned t = 0;
     const char *servers = NULL;
     int c;
     j->n = 0;
+    j->store_addr = "127.0.0.1";
     while ((c = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
         if (c == 'n' && parse_uint_arg(optarg, "-n", 4096, &j->n) < 0)
             return -1;
         if (c == 's')
             servers = optarg;
+        if (c == 'a')
+            j->store_addr = optarg;
         if (c == 't' && parse_uint_arg(optarg, "--timeout", 7 * 86400, &t) < 0)
             return -1;
         if (c == 'h') {
@@ -217,7 +224,7 @@ static int parse_args(int argc, char **argv, job *j)
 static void set_job_env(const job *j, uint32_t store_port)
 {
     char buf[64];
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_ADDR", j->store_addr, 1);
     snprintf(buf, sizeof buf, "%u", store_port);
     setenv("MASTER_PORT", buf, 1);
     snprintf(buf, sizeof buf, "%u", j->n);
@@ -436,7 +443,7 @@ int main(int argc, char **argv)
         return 2;
     uint32_t port = 0;
     j.ranks = calloc(j.n, sizeof *j.ranks);
-    if (!j.ranks || install_signals() < 0 || !(j.store = hr_store_open(&port))) {
+    if (!j.ranks || install_signals() < 0 || !(j.store = hr_store_open(j.store_addr, &port))) {
         fprintf(stderr, "[hcclrun] setup failed: %s\n", strerror(errno));
         return 1;
     }

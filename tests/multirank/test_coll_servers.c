@@ -1,8 +1,9 @@
 /* Emulated multi-server jobs (hcclrun --servers): ranks of different servers never map each
  * other's memory, so every byte between them crosses a hal/net TCP link (runtime/net). Every
- * collective checked element by element on 2 servers x 2 ranks and on 3 servers of 2+1+2, AllReduce
+ * collective checked element by element on 2 servers x 2 ranks, on 3 servers of 2+1+2 and of 3+2+3, AllReduce
  * hierarchical on 2 x 3 and flat (ring_push) on 2 x 2;
- * mismatches and a dead rank on the other server fail every rank. See docs/testing.md. */
+ * mismatches and a dead rank on the other server fail every rank; a rank that never joins times
+ * out the others naming it; kill -9 of a rank mid-collective fails every survivor. See docs/testing.md. */
 #include "multirank/mr_run.h"
 
 #define ALL "--colls allreduce,broadcast,allgather,reducescatter,reduce,scatter,alltoall,alltoallv," \
@@ -21,6 +22,13 @@ Test(servers, two_by_two, .timeout = 300) { servers_check(4, "2", ALL); }
 Test(servers, uneven_2_1_2, .timeout = 300)
 {
     servers_check(5, "2+1+2", ALL " --dtypes fp32,bf16,int8,int64,fp16 --counts 0,1,7,1048579");
+}
+
+/* Issue #9's 3 servers of 3+2+3 (8 ranks on the 2-core VM: counts kept small, one past the eager
+ * crossover), collectives and point to point across all three. */
+Test(servers, uneven_3_2_3, .timeout = 300)
+{
+    servers_check(8, "3+2+3", ALL ",sendrecv,batchsendrecv,group --dtypes fp32,bf16,int8,int64,fp16 --counts 0,1,7,65537");
 }
 
 /* AllReduce takes hier on equal servers (2x2 above too), ring_push when forced (our token). */
@@ -81,3 +89,51 @@ Test(servers, mismatch_determinism_subcomm, .timeout = 150) { mismatch("determin
 Test(servers, peer_destroys, .timeout = 150) { mismatch("destroy", "HcclCommDestroy"); }
 /* Rank 0 dies: the ranks of the other server see their link to it fail (watchdog, ~1 s). */
 Test(servers, peer_exits, .timeout = 150) { mismatch("exit", "rank 0 ("); }
+
+/* ---- faults across servers (tests/progs/net_faults.c) ---- */
+
+#define MR_NET_FAULTS OH_BUILD_DIR "/tests/progs/net_faults"
+
+static unsigned count_of(const char *hay, const char *needle)
+{
+    unsigned k = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        k++;
+    return k;
+}
+
+/* Rank 3 (server 1) never joins: ranks 0-2 fail init with HCCL_E_TIMEOUT, each naming rank 3. */
+Test(servers, absent_rank_times_out_naming_it, .timeout = 120)
+{
+    mr_result r = mr_run_t("HCCL_CONNECT_TIMEOUT=3", 4, 60, "--servers 2 " MR_NET_FAULTS, "absent");
+    cr_expect_eq(r.status, 0, "hcclrun exited with %d", r.status);
+    cr_expect_eq(count_of(r.out, "HcclCommInitRootInfo returned 9 (timeout)"), 3, "not every present rank got HCCL_E_TIMEOUT");
+    cr_expect_geq(count_of(r.out, "ranks never seen: 3 "), 3, "the missing rank is not named by every present rank");
+    cr_expect_eq(count_of(r.out, "net_faults absent: PASS"), 3);
+    free(r.out);
+}
+
+/* kill -9 of rank 3 (server 1) with 64 MiB AllReduces in flight: every survivor's op fails, the
+ * async error reports it, HcclCommDestroy returns. Rank 3 runs under a shell that exits 0, so
+ * hcclrun does not stop the survivors itself. The issue's bound is 5 s; the check allows 15 s
+ * (a loaded machine), still far below HCCL_EXEC_TIMEOUT=60, so only link failure detection passes. */
+Test(servers, killed_rank_fails_survivors, .timeout = 150)
+{
+    mr_result r = mr_run_t("HCCL_EXEC_TIMEOUT=60", 4, 100,
+                           "--servers 2 /bin/sh -c 'if [ \"$RANK\" = 3 ]; then \"$0\" \"$@\"; echo \"rank 3: status "
+                           "$?\"; exit 0; fi; exec \"$0\" \"$@\"' " MR_NET_FAULTS, "kill");
+    cr_expect_eq(r.status, 0, "hcclrun exited with %d", r.status);
+    cr_expect(strstr(r.out, "rank 3: status 137") != NULL, "rank 3 was not killed by SIGKILL");
+    cr_expect_eq(count_of(r.out, "net_faults kill: PASS"), 3, "not every survivor saw its op fail");
+    unsigned timed = 0;
+    for (const char *p = strstr(r.out, "op failure REPORTED after "); p; p = strstr(p + 1, "op failure REPORTED after ")) {
+        double s = 1e9;
+        int dr = -1;
+        cr_expect_eq(sscanf(p, "op failure REPORTED after %lf s; HcclCommDestroy returned %d", &s, &dr), 2);
+        cr_expect_lt(s, 15.0, "a survivor took %.2f s to see the failure", s);
+        cr_expect_eq(dr, 0, "HcclCommDestroy returned %d", dr);
+        timed++;
+    }
+    cr_expect_eq(timed, 3);
+    free(r.out);
+}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/net_testutil.h"
+#include "multirank/mr_run.h"
 
 TestSuite(net_peers, .timeout = 180);
 
@@ -175,7 +176,9 @@ static void ns_writer(const char *ns, unsigned char *dst, const struct sockaddr_
     _exit(net_link_drain(l, NT_TIMEOUT_MS) ? 5 : 0);
 }
 
-Test(net_peers, link_between_network_namespaces, .fini = ns_cleanup)
+/* Makes ns_a (10.231.0.1 on veth va) and ns_b (10.231.0.2 on veth vb) joined by a veth pair, or
+ * skips the test saying why. */
+static void make_ns_pair(char va[16], char vb[16])
 {
     if (geteuid() != 0)
         cr_skip_test("needs root to create network namespaces (ip netns add)");
@@ -187,14 +190,19 @@ Test(net_peers, link_between_network_namespaces, .fini = ns_cleanup)
         cr_skip_test("ip netns add failed: no privilege for network namespaces here");
     }
     cr_assert_eq(sh("ip netns add %s", ns_b), 0);
-    char va[16], vb[16];
-    snprintf(va, sizeof va, "ohv%da", (int)getpid() % 100000);
-    snprintf(vb, sizeof vb, "ohv%db", (int)getpid() % 100000);
+    snprintf(va, 16, "ohv%da", (int)getpid() % 100000);
+    snprintf(vb, 16, "ohv%db", (int)getpid() % 100000);
     cr_assert_eq(sh("ip link add %s netns %s type veth peer name %s netns %s", va, ns_a, vb, ns_b), 0);
     cr_assert_eq(sh("ip -n %s addr add 10.231.0.1/24 dev %s && ip -n %s link set %s up && ip -n %s link set lo up",
                     ns_a, va, ns_a, va, ns_a), 0);
     cr_assert_eq(sh("ip -n %s addr add 10.231.0.2/24 dev %s && ip -n %s link set %s up && ip -n %s link set lo up",
                     ns_b, vb, ns_b, vb, ns_b), 0);
+}
+
+Test(net_peers, link_between_network_namespaces, .fini = ns_cleanup)
+{
+    char va[16], vb[16];
+    make_ns_pair(va, vb);
     unsigned char *dst = calloc(NS_W, NS_SZ); /* same address in both children (fork) */
     int pfd[2];
     cr_assert_eq(pipe(pfd), 0);
@@ -213,4 +221,44 @@ Test(net_peers, link_between_network_namespaces, .fini = ns_cleanup)
     cr_assert(WIFEXITED(sw) && WEXITSTATUS(sw) == 0, "writer in %s: status 0x%x", ns_b, sw);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target in %s: status 0x%x (6: data wrong)", ns_a, st);
     free(dst);
+}
+
+/* ---- 2+2 ranks in two network namespaces (each an emulated server) ---- */
+
+static unsigned long long veth_rx_bytes(const char *ns, const char *dev)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ip netns exec %s cat /sys/class/net/%s/statistics/rx_bytes", ns, dev);
+    FILE *f = popen(cmd, "r");
+    unsigned long long v = 0;
+    int got = f ? fscanf(f, "%llu", &v) : 0;
+    if (f)
+        pclose(f);
+    cr_assert_eq(got, 1, "cannot read %s's rx_bytes in %s", dev, ns);
+    return v;
+}
+
+/* hcclrun runs in ns_a with its store on ns_a's veth address; ranks of server 1 re-exec themselves
+ * into ns_b (ip netns exec keeps the pid, so hcclrun still stops them). HCCL_SOCKET_IFNAME names
+ * the veths (prefix "ohv<pid>": each namespace has one of them), so the bootstrap root and every
+ * link listen there; both namespaces share /dev/shm, but server 1's ranks never map server 0's
+ * memory, so every byte between them crosses the veth pair. */
+Test(net_peers, collectives_across_network_namespaces, .fini = ns_cleanup, .timeout = 240)
+{
+    char va[16], vb[16];
+    make_ns_pair(va, vb);
+    unsigned long long rx0 = veth_rx_bytes(ns_a, va);
+    char env[128], prog[512];
+    snprintf(env, sizeof env, "HCCL_SOCKET_IFNAME=ohv%d ip netns exec %s", (int)getpid() % 100000, ns_a);
+    snprintf(prog, sizeof prog,
+             "--store-addr 10.231.0.1 --servers 2 /bin/sh -c 'if [ \"$HCCL_EMU_SERVER_INDEX\" = 1 ]; then exec ip "
+             "netns exec %s \"$0\" \"$@\"; fi; exec \"$0\" \"$@\"' %s", ns_b, MR_COLL_CHECK);
+    mr_expect_ok(mr_run_t(env, 4, 200, prog,
+                          "--colls allreduce,broadcast,allgather,reducescatter,reduce,scatter,alltoall,alltoallv,"
+                          "alltoallvc,allgatherv,reducescatterv,barrier,sendrecv,batchsendrecv,group "
+                          "--dtypes fp32,bf16,int8,int64 --counts 0,1,7,1048579 --quiet"),
+                 "coll_check on 2+2 ranks in two network namespaces", " 0 failed");
+    /* The 4 MiB AllReduces alone bring server 0 at least 4 MiB from server 1 over the veth. */
+    unsigned long long rx = veth_rx_bytes(ns_a, va) - rx0;
+    cr_expect_geq(rx, 4ull << 20, "only %llu bytes arrived on %s: the ranks did not talk over the veth pair", rx, va);
 }

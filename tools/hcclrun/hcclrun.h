@@ -9,8 +9,8 @@
 
 /* ---- store server (store_server.c): protocol in runtime/bootstrap/store.h ---- */
 typedef struct hr_store hr_store;
-/* Listens on 127.0.0.1 with an ephemeral port; NULL (after printing why) on failure. */
-hr_store *hr_store_open(uint32_t *port);
+/* Listens on addr (IPv4, e.g. 127.0.0.1) with an ephemeral port; NULL (after printing why) on failure. */
+hr_store *hr_store_open(const char *addr, uint32_t *port);
 /* How many pollfds hr_store_fill writes. */
 size_t hr_store_npoll(const hr_store *s);
 void hr_store_fill(const hr_store *s, struct pollfd *p);

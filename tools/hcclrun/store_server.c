@@ -37,14 +37,14 @@ struct hr_store {
     size_t nconns;
 };
 
-hr_store *hr_store_open(uint32_t *port)
+hr_store *hr_store_open(const char *addr, uint32_t *port)
 {
     hr_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    int err = rt_sock_listen(AF_INET, "127.0.0.1", 0, &s->lfd, port);
+    int err = rt_sock_listen(AF_INET, addr, 0, &s->lfd, port);
     if (err) {
-        fprintf(stderr, "[hcclrun] cannot start the store on 127.0.0.1: %s\n", strerror(err));
+        fprintf(stderr, "[hcclrun] cannot start the store on %s: %s\n", addr, strerror(err));
         free(s);
         return NULL;
     }
