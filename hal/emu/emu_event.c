@@ -117,7 +117,9 @@ hal_result emu_event_destroy(hal_event *e)
     return HAL_OK;
 }
 
-static hal_result event_enqueue(hal_event *e, hal_stream *s, emu_task_kind kind, uint64_t seq)
+/* Enqueues a record or wait task of e; pos/gen (may be NULL) as emu_stream_push_at. */
+static hal_result event_enqueue(hal_event *e, hal_stream *s, emu_task_kind kind, uint64_t seq, uint64_t *pos,
+                                uint32_t *gen)
 {
     emu_task *t = emu_task_new(kind);
     if (!t)
@@ -125,7 +127,7 @@ static hal_result event_enqueue(hal_event *e, hal_stream *s, emu_task_kind kind,
     atomic_fetch_add(&e->refs, 1);
     t->u.ev.e = e;
     t->u.ev.seq = seq;
-    return emu_stream_push(s, t);
+    return emu_stream_push_at(s, t, pos, gen);
 }
 
 hal_result emu_event_record(hal_event *e, hal_stream *s)
@@ -140,15 +142,9 @@ hal_result emu_event_record(hal_event *e, hal_stream *s)
     uint64_t seq = ++e->rec_enq;
     e->rec_stream = NULL;
     pthread_mutex_unlock(&e->mu);
-    emu_task *t = emu_task_new(EMU_T_EVENT_RECORD);
-    if (!t)
-        return HAL_E_NOMEM;
-    atomic_fetch_add(&e->refs, 1);
-    t->u.ev.e = e;
-    t->u.ev.seq = seq;
     uint64_t pos;
     uint32_t gen;
-    hal_result rc = emu_stream_push_at(s, t, &pos, &gen);
+    hal_result rc = event_enqueue(e, s, EMU_T_EVENT_RECORD, seq, &pos, &gen);
     if (rc != HAL_OK)
         return rc;
     pthread_mutex_lock(&e->mu);
@@ -182,7 +178,7 @@ hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
     pthread_mutex_unlock(&e->mu);
     if (target == 0)
         return HAL_OK;
-    return event_enqueue(e, s, EMU_T_EVENT_WAIT, target);
+    return event_enqueue(e, s, EMU_T_EVENT_WAIT, target, NULL, NULL);
 }
 
 void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
