@@ -90,7 +90,7 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
     rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0}};
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0, 0, 0}};
     CHECK(rt_net_prepare(c, &mine.net));
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
     const rt_net_blob **nets = calloc(c->nranks, sizeof *nets);
@@ -169,6 +169,7 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
         rc = alloc_device_state(c);
     if (rc == HCCL_SUCCESS)
         rc = rt_notify_setup_local(c);
+    default_name(c, root, name); /* before the links: their log lines name the communicator */
     if (rc == HCCL_SUCCESS)
         rc = exchange_and_connect(c, root);
     if (rc == HCCL_SUCCESS)
@@ -184,7 +185,6 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
         rt_comm_destroy(c);
         return rc;
     }
-    default_name(c, root, name);
     c->magic = RT_COMM_MAGIC;
     rt_registry_add(c);
     rt_mem_range_comm_created(c);

@@ -5,7 +5,8 @@
  * binds the receiver's buffer.
  * HcclCommDestroy (rt_p2p_finalize) writes FINALIZE as the next receive from every peer and signals
  * both p2p slots of every peer: a peer blocked sending to this rank reads the FINALIZE; a peer blocked
- * receiving from it wakes on the data slot and finds its own record not taken. So a receiver never
+ * receiving from it wakes on the data slot and finds its own record not taken (a sender on another
+ * server does the same over the link, runtime/net). So a receiver never
  * reads the sender's memory after its wait (the sender may have released it by then). */
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +105,8 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
         return report_destroy(it, msg, len);
     /* Before the copy and the data signal: the receiver checks it after its wait. */
     atomic_store_explicit(&rec->p2p_taken, it->ordinal, memory_order_release);
+    if (c->peers[it->peer].remote) /* rec is my mirror of its block: the mark goes over the link too */
+        return rt_net_push_taken(c, it->peer, rec, msg, len);
     return 0;
 }
 
@@ -114,8 +117,7 @@ int rt_p2p_recv_task(void *arg, char *msg, size_t len)
     const rt_p2p_item *it = arg;
     rt_comm *c = it->ctx->c;
     rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
-    if (c->peers[it->peer].remote)
-        return 0; /* a remote sender's destroy signals nothing on the data slot: the signal was its data */
+    /* A remote sender's taken mark came over the link before its data and signal (rt_net_push_taken). */
     if (atomic_load_explicit(&rec->p2p_taken, memory_order_acquire) != it->ordinal)
         return report_destroy(it, msg, len);
     return 0;

@@ -41,6 +41,7 @@ hal_result net_choose_from(const char *env, int have_device, net_kind *kind)
 static pthread_once_t choose_once_flag = PTHREAD_ONCE_INIT;
 static net_kind choose_kind;
 static hal_result choose_result;
+static char choose_reason[224];
 
 static void choose_once(void)
 {
@@ -48,14 +49,25 @@ static void choose_once(void)
     char why[160] = "";
     int ndev = verbs_device_count(why, sizeof why);
     choose_result = net_choose_from(env, ndev > 0, &choose_kind);
+    const char *shown = env && *env ? env : "auto";
     if (choose_result == HAL_E_PARAM)
-        OH_ERR("net", "HCCL_NET=%s is invalid: use auto, roce or tcp", env);
+        snprintf(choose_reason, sizeof choose_reason, "HCCL_NET=%s is invalid: use auto, roce or tcp", shown);
     else if (choose_result != HAL_OK)
-        OH_ERR("net", "HCCL_NET=roce but no RDMA device is usable (%s); use HCCL_NET=tcp or auto", why);
+        snprintf(choose_reason, sizeof choose_reason, "HCCL_NET=roce but no RDMA device is usable (%s); install "
+                 "one (or Soft-RoCE: rdma link add rxe0 type rxe netdev eth0), or use HCCL_NET=tcp or auto", why);
+    else if (ndev > 0)
+        snprintf(choose_reason, sizeof choose_reason, "HCCL_NET=%s; %d RDMA device(s)", shown, ndev);
     else
-        OH_INFO("net", "links between servers use %s (HCCL_NET=%s; %d RDMA device(s)%s%s)",
-                net_kind_name(choose_kind), env && *env ? env : "auto", ndev > 0 ? ndev : 0, why[0] ? ": " : "",
-                why);
+        snprintf(choose_reason, sizeof choose_reason, "HCCL_NET=%s; %s", shown, why);
+    if (choose_result != HAL_OK)
+        OH_ERR("net", "%s", choose_reason);
+    else
+        OH_DBG("net", "links between servers use %s (%s)", net_kind_name(choose_kind), choose_reason);
+}
+
+const char *net_choose_reason(void)
+{
+    return choose_reason;
 }
 
 /* Decided and logged once per process: every communicator of a process uses the same kind. */
@@ -92,6 +104,11 @@ void net_destroy(net_transport *t)
 net_kind net_transport_kind(const net_transport *t)
 {
     return t ? t->kind : NET_KIND_NONE;
+}
+
+const char *net_transport_where(const net_transport *t)
+{
+    return t ? t->where : "";
 }
 
 hal_result net_listen(net_transport *t, const struct sockaddr *addr, socklen_t alen, struct sockaddr_storage *bound)

@@ -36,6 +36,8 @@ typedef struct net_config {
     uint32_t nsocks;    /* TCP sockets per peer; 0: HCCL_NSOCKS_PERTHREAD, else 2 */
     int zerocopy;       /* TCP: -1 auto (send_zc when the kernel has it), 0 off, 1 on when possible */
     const char *device; /* verbs device name; NULL: the first with an active port */
+    uint32_t nqps;      /* verbs QPs per peer; 0: HCCL_RDMA_QPS_PER_CONNECTION. 1 keeps a link's writes
+                           in order (RC: a write-with-imm lands after every earlier write of its QP) */
 } net_config;
 
 /* One finished write that carried a non-zero tag. */
@@ -51,9 +53,13 @@ typedef void (*net_notify_fn)(void *arg);
 
 /* ---- transport choice (net.c) ---- */
 /* HCCL_NET: "auto" (default: roce when a verbs device is present, else tcp), "roce", "tcp".
- * Logged once per process. HAL_E_PARAM on another value, HAL_E_NOT_SUPPORTED for roce without
+ * Decided once per process (logged at debug level; communicators log their own choice).
+ * HAL_E_PARAM on another value, HAL_E_NOT_SUPPORTED for roce without
  * a device. */
 hal_result net_choose(net_kind *kind);
+/* Why net_choose decided as it did, e.g. "HCCL_NET=auto; ibv_get_device_list found no RDMA device"
+ * (after net_choose; "" before). */
+const char *net_choose_reason(void);
 /* Pure part of the choice, for tests: env value (NULL = unset) and whether a device exists. */
 hal_result net_choose_from(const char *env, int have_device, net_kind *kind);
 const char *net_kind_name(net_kind kind);
@@ -63,6 +69,9 @@ hal_result net_create(const net_config *cfg, net_transport **out);
 /* Closes every link (pending writes fail with HAL_E_ABORTED) and frees everything. */
 void net_destroy(net_transport *t);
 net_kind net_transport_kind(const net_transport *t);
+/* Where the transport's links go out, for log lines: "device rxe0 port 1, RoCE v2 GID ... (index 1)"
+ * for verbs, "" for tcp (its listening address tells). */
+const char *net_transport_where(const net_transport *t);
 /* Listens on addr (IPv4 or IPv6; NULL = the wildcard of HCCL_SOCKET_FAMILY). Port 0: the ports
  * of HCCL_HOST_SOCKET_PORT_RANGE in order, or an ephemeral one when it is unset or "auto".
  * *bound (may be NULL) gets the address actually bound. */

@@ -40,6 +40,7 @@ struct net_transport {
     const net_ops *ops;
     net_kind kind;
     char name[48];
+    char where[192];         /* net_transport_where */
     net_regcache rc;
     /* completions and the links' counters: one lock, one condition (CLOCK_MONOTONIC) */
     pthread_mutex_t mu;

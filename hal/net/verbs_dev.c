@@ -242,6 +242,8 @@ hal_result verbs_create(const net_config *cfg, net_transport **out)
     vt->lfd = -1;
     pthread_mutex_init(&vt->lmu, NULL);
     rc = verbs_env_read(&vt->env, NULL);
+    if (rc == HAL_OK && cfg->nqps)
+        vt->env.nqps = cfg->nqps < VERBS_MAX_QPS ? cfg->nqps : VERBS_MAX_QPS;
     if (rc == HAL_OK)
         rc = open_device(vt, cfg->device);
     if (rc == HAL_OK) {
@@ -260,6 +262,8 @@ hal_result verbs_create(const net_config *cfg, net_transport **out)
         return rc;
     }
     char gid[INET6_ADDRSTRLEN];
+    snprintf(vt->base.where, sizeof vt->base.where, "device %s port %u, RoCE v2 GID %s (index %d)", vt->dev_name,
+             vt->port, inet_ntop(AF_INET6, vt->gid, gid, sizeof gid), vt->gid_index);
     OH_INFO("net", "%s: roce on %s port %u, RoCE v2 GID %s (index %d), TC %u SL %u timeout %u retry %u, %u QP(s) "
             "per peer", vt->base.name, vt->dev_name, vt->port, inet_ntop(AF_INET6, vt->gid, gid, sizeof gid),
             vt->gid_index, vt->env.tc, vt->env.sl, vt->env.timeout, vt->env.retry_cnt, vt->env.nqps);

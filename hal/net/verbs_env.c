@@ -126,16 +126,37 @@ hal_result verbs_wc_result(int status, const char **reason)
     return rc;
 }
 
+static int has_active_port(struct ibv_device *d)
+{
+    struct ibv_context *ctx = ibv_open_device(d);
+    struct ibv_device_attr da;
+    int active = 0;
+    if (!ctx)
+        return 0;
+    if (ibv_query_device(ctx, &da) == 0)
+        for (uint8_t p = 1; p <= da.phys_port_cnt && !active; p++) {
+            struct ibv_port_attr pa;
+            active = ibv_query_port(ctx, p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE;
+        }
+    ibv_close_device(ctx);
+    return active;
+}
+
+/* Devices with an active port: a device whose links are all down cannot carry a link. */
 int verbs_device_count(char *why, size_t len)
 {
-    int n = 0;
+    int n = 0, active = 0;
     struct ibv_device **l = ibv_get_device_list(&n);
     if (!l) {
         snprintf(why, len, "ibv_get_device_list failed: %s", strerror(errno));
         return 0;
     }
+    for (int i = 0; i < n; i++)
+        active += has_active_port(l[i]);
     ibv_free_device_list(l);
     if (n == 0)
         snprintf(why, len, "ibv_get_device_list found no RDMA device");
-    return n;
+    else if (active == 0)
+        snprintf(why, len, "ibv_get_device_list found %d RDMA device(s), none with an active port", n);
+    return active;
 }

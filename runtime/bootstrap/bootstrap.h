@@ -106,6 +106,8 @@ int rt_iface_match(const char *spec, const char *name);
 int rt_iface_pick(const rt_iface *list, size_t n, const char *spec, int family, rt_iface *out);
 /* Applies HCCL_IF_IP / HCCL_SOCKET_IFNAME / HCCL_SOCKET_FAMILY to this host's interfaces. */
 HcclResult rt_boot_pick_address(int *family, char ip[RT_IP_LEN]);
+/* The same, also naming the interface (ifname: "eth0", "HCCL_IF_IP" or "none"), for log lines. */
+HcclResult rt_boot_pick_iface(int *family, char ip[RT_IP_LEN], char *ifname, size_t len);
 
 /* Environment (bootstrap_env.c). */
 /* HCCL_SOCKET_FAMILY: AF_INET (default) or AF_INET6; HCCL_E_PARA on anything else. */

@@ -148,8 +148,9 @@ static HcclResult pick_if_ip(const char *env, int *family, char ip[RT_IP_LEN])
     return HCCL_SUCCESS;
 }
 
-HcclResult rt_boot_pick_address(int *family, char ip[RT_IP_LEN])
+HcclResult rt_boot_pick_iface(int *family, char ip[RT_IP_LEN], char *ifname, size_t len)
 {
+    snprintf(ifname, len, "%s", "HCCL_IF_IP");
     const char *env = getenv("HCCL_IF_IP");
     if (env && *env)
         return pick_if_ip(env, family, ip);
@@ -171,10 +172,18 @@ HcclResult rt_boot_pick_address(int *family, char ip[RT_IP_LEN])
     } else if (rt_iface_pick(list, n, NULL, *family, &got) < 0) {
         /* No interface listed at all (odd containers): the loopback address still works locally. */
         snprintf(ip, RT_IP_LEN, "%s", *family == AF_INET6 ? "::1" : "127.0.0.1");
+        snprintf(ifname, len, "none");
         OH_INFO("bootstrap", "no interface found; root listens on %s", ip);
         return HCCL_SUCCESS;
     }
     snprintf(ip, RT_IP_LEN, "%s", got.ip);
+    snprintf(ifname, len, "%s", got.name);
     OH_INFO("bootstrap", "root listens on interface %s (%s)", got.name, got.ip);
     return HCCL_SUCCESS;
+}
+
+HcclResult rt_boot_pick_address(int *family, char ip[RT_IP_LEN])
+{
+    char name[64];
+    return rt_boot_pick_iface(family, ip, name, sizeof name);
 }

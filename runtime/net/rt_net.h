@@ -26,6 +26,8 @@ typedef struct rt_net_blob {
     uint64_t hello;               /* host address of the hello table peers write into */
     uint32_t alen;
     uint32_t hello_rkey;
+    uint32_t kind;                /* net_kind of the transport (HCCL_NET): every rank must agree */
+    uint32_t pad;
 } rt_net_blob;
 
 /* Before the bootstrap exchange: a transport listening, a hello table registered (nranks > 1). */
@@ -46,6 +48,13 @@ int rt_net_push_p2p(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *m
 /* Sub-communicator creation: this rank's mailbox (with_info: the root info, then the tag; else
  * the tag only) into every remote peer's mirror of its block; waits for the send completions. */
 HcclResult rt_net_push_mailbox(rt_comm *c, bool with_info);
+/* p2p FETCH of a remote receiver's record (in my mirror of its block): the taken mark into the
+ * receiver's own record, before the data and its signal on the same link, so the receiver tells
+ * the data's signal from a destroying sender's (rt_p2p_recv_task). 0 or a hal_result (logged). */
+int rt_net_push_taken(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len);
+/* Payload bytes (and writes) this rank's links sent to other servers, plan copies only (no records
+ * or signals); also logged at INFO by HcclCommDestroy. 0 without links. */
+uint64_t rt_net_bytes_sent(const rt_comm *c, uint64_t *writes);
 /* Registration of a user buffer a remote peer will write into (PUBLISH): its rkey, 0 on failure. */
 uint32_t rt_net_user_rkey(rt_comm *c, void *p);
 

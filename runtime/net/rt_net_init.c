@@ -32,7 +32,7 @@ static HcclResult listen_on_iface(rt_comm *c, net_transport *t, rt_net_blob *min
 {
     int family = AF_INET;
     char ip[RT_IP_LEN];
-    CHECK(rt_boot_pick_address(&family, ip));
+    CHECK(rt_boot_pick_iface(&family, ip, c->net->ifname, sizeof c->net->ifname));
     struct sockaddr_storage a;
     memset(&a, 0, sizeof a);
     socklen_t alen = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -60,21 +60,21 @@ static HcclResult prepare(rt_comm *c, rt_net_blob *mine)
         return HCCL_E_MEMORY;
     char name[48];
     snprintf(name, sizeof name, "rank %u", c->rank);
-    /* One socket per link: writes of a link land in order, so a signal after a copy is the
-     * copy's completion at the target (net.h leaves order open with several sockets). */
-    net_config cfg = {.kind = NET_KIND_NONE, .name = name, .nsocks = 1, .zerocopy = -1};
+    /* One socket (TCP) or QP (verbs) per link: writes of a link land in order, so a signal after
+     * a copy is the copy's completion at the target (net.h leaves order open with several). */
+    net_config cfg = {.kind = NET_KIND_NONE, .name = name, .nsocks = 1, .zerocopy = -1, .nqps = 1};
     CHECK_MAP(net_choose(&cfg.kind), rt_from_hal);
-    if (cfg.kind != NET_KIND_TCP) {
-        OH_WARN("net", "rank %u: HCCL_NET chose %s; communicators use tcp links for now", c->rank,
-                net_kind_name(cfg.kind));
-        cfg.kind = NET_KIND_TCP;
-    }
+    mine->kind = cfg.kind;
     CHECK_MAP(net_create(&cfg, &n->t), rt_from_hal);
     CHECK(listen_on_iface(c, n->t, mine));
     CHECK_MAP(net_mr_reg(n->t, n->hello, c->nranks * sizeof *n->hello, &n->hello_mr), rt_from_hal);
     uint32_t id;
     CHECK_MAP(net_notify_add_counter(n->t, &n->hello_count, &id), rt_from_hal);
     CHECK_ARG(id == RT_NET_NOTIFY_HELLO, HCCL_E_INTERNAL, "net", "rank %u: hello notify got id %u", c->rank, id);
+    /* The control block is a write source (records, abort reasons) and, for p2p taken marks, a
+     * target: one registration for all of it. */
+    CHECK_MAP(net_mr_reg(n->t, c->ctrl, rt_ctrl_size(c->nranks), &n->ctrl_mr), rt_from_hal);
+    n->one = 1;
     mine->hello = (uint64_t)(uintptr_t)n->hello;
     mine->hello_rkey = net_mr_rkey(n->hello_mr);
     return HCCL_SUCCESS;
@@ -164,6 +164,8 @@ static HcclResult local_side(rt_comm *c, const rt_net_blob *const *all)
         h->mirror_rkey = net_mr_rkey(n->peer[p].mirror_mr);
         h->scratch_rkey = net_mr_rkey(n->scratch_mr);
         h->inbox_rkey = net_mr_rkey(n->inbox_mr);
+        h->ctrl = (uint64_t)(uintptr_t)c->ctrl;
+        h->ctrl_rkey = net_mr_rkey(n->ctrl_mr);
         h->valid = 1;
         n->peer[p].hello_raddr = all[p]->hello + (uint64_t)c->rank * sizeof(rt_net_hello);
         n->peer[p].hello_rkey = all[p]->hello_rkey;
@@ -219,6 +221,42 @@ static HcclResult say_hello(rt_comm *c)
     return HCCL_SUCCESS;
 }
 
+/* Every rank must use the same transport: a tcp rank cannot talk to a roce one. */
+static HcclResult check_peers(rt_comm *c, const rt_net_blob *const *all)
+{
+    net_kind mine = net_transport_kind(c->net->t);
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (!c->peers[p].remote)
+            continue;
+        CHECK_ARG(all[p]->alen, HCCL_E_NOT_SUPPORT, "net",
+                  "comm %s: rank %u: rank %u (server %u) could not open its links to other servers (see its log)",
+                  c->name, c->rank, p, c->server_of[p]);
+        CHECK_ARG(all[p]->kind == (uint32_t)mine, HCCL_E_PARA, "net",
+                  "comm %s: rank %u uses %s links but rank %u (server %u) uses %s: set the same HCCL_NET on every "
+                  "rank", c->name, c->rank, net_kind_name(mine), p, c->server_of[p],
+                  net_kind_name((net_kind)all[p]->kind));
+    }
+    return HCCL_SUCCESS;
+}
+
+/* Once per communicator (and rank): which transport, why, and where its links go out. */
+static void log_choice(const rt_comm *c, uint32_t remote, const rt_net_blob *mine)
+{
+    const rt_net *n = c->net;
+    char addr[96] = "?";
+    const struct sockaddr_storage *a = &mine->addr;
+    char ip[RT_IP_LEN] = "";
+    if (a->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, ip, sizeof ip);
+    else
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, ip, sizeof ip);
+    snprintf(addr, sizeof addr, "%s", ip);
+    const char *where = net_transport_where(n->t);
+    OH_INFO("net", "comm %s: rank %u: links to %u peer(s) on other servers use %s (%s), interface %s (%s)%s%s",
+            c->name, c->rank, remote, net_kind_name(net_transport_kind(n->t)), net_choose_reason(), n->ifname, addr,
+            where[0] ? ", " : "", where);
+}
+
 HcclResult rt_net_connect(rt_comm *c, const rt_net_blob *const *all)
 {
     uint32_t remote = 0;
@@ -228,15 +266,17 @@ HcclResult rt_net_connect(rt_comm *c, const rt_net_blob *const *all)
         rt_net_teardown(c); /* one server: no links */
         return HCCL_SUCCESS;
     }
-    for (uint32_t p = 0; p < c->nranks; p++)
-        CHECK_ARG(!c->peers[p].remote || all[p]->alen, HCCL_E_NOT_SUPPORT, "net",
-                  "rank %u: rank %u (server %u) could not open its links to other servers (see its log)", c->rank, p,
-                  c->server_of[p]);
-    CHECK_ARG(c->net, c->prep_rc ? c->prep_rc : HCCL_E_INTERNAL, "net",
-              "rank %u: opening links to other servers failed earlier (see above): %s", c->rank,
-              HcclGetErrorString(c->prep_rc));
-    OH_INFO("net", "rank %u: %u peer(s) on other servers, over %s links", c->rank, remote,
-            net_kind_name(net_transport_kind(c->net->t)));
+    if (!c->net) { /* this rank's own failure first: it is the cause, the peers' are its echo */
+        net_kind k;
+        CHECK_ARG(net_choose(&k) == HAL_OK, c->prep_rc ? c->prep_rc : HCCL_E_NOT_SUPPORT, "net",
+                  "comm %s: rank %u: %u peer(s) are on other servers but links cannot be made: %s", c->name, c->rank,
+                  remote, net_choose_reason());
+        CHECK_ARG(0, c->prep_rc ? c->prep_rc : HCCL_E_INTERNAL, "net",
+                  "comm %s: rank %u: opening links to other servers failed earlier (see above): %s", c->name, c->rank,
+                  HcclGetErrorString(c->prep_rc));
+    }
+    CHECK(check_peers(c, all));
+    log_choice(c, remote, all[c->rank]);
     CHECK(local_side(c, all));
     CHECK(open_links(c, all));
     return say_hello(c);
@@ -255,7 +295,6 @@ hal_result rt_net_peer_error(const rt_comm *c, uint32_t p)
  * (its watchdog then takes the link's end for a leave, not a death). */
 static void say_bye(rt_comm *c)
 {
-    static const uint32_t one = 1;
     rt_net *n = c->net;
     if (!c->ctrl || !n->nin)
         return;
@@ -275,9 +314,13 @@ static void say_bye(rt_comm *c)
         uint64_t poff = (uint64_t)((const char *)pr - (const char *)c->ctrl);
         if (atomic_load(&((rt_pub_record *)pr)->ready) == c->peers[p].p2p_recvd + 1 &&
             pr->sig.cmd == HCCL_CMD_FINALIZE &&
-            net_write(l, pr, sizeof *pr, h->mirror + poff, h->mirror_rkey, NET_NOTIFY_NONE, 0) == HAL_OK)
+            net_write(l, pr, sizeof *pr, h->mirror + poff, h->mirror_rkey, NET_NOTIFY_NONE, 0) == HAL_OK) {
+            /* a peer blocked sending to me reads the FINALIZE; one blocked receiving from me wakes
+             * on its data slot and finds its record not taken (rt_p2p_recv_task) */
             net_write(l, NULL, 0, 0, 0, h->notify_base + RT_SLOT_P2P_PUB, 0);
-        net_write(l, &one, sizeof one, h->mirror + offsetof(rt_ctrl, destroyed), h->mirror_rkey, NET_NOTIFY_NONE, 0);
+            net_write(l, NULL, 0, 0, 0, h->notify_base + ALGO_SLOT_P2P_DATA, 0);
+        }
+        net_write(l, &n->one, sizeof n->one, h->mirror + offsetof(rt_ctrl, destroyed), h->mirror_rkey, NET_NOTIFY_NONE, 0);
     }
     for (uint32_t p = 0; p < c->nranks; p++)
         if (c->peers[p].remote && n->peer[p].link)
@@ -332,6 +375,10 @@ void rt_net_teardown(rt_comm *c)
         return;
     if (n->t && n->peer)
         say_bye(c);
+    if (n->nin)
+        OH_INFO("net", "comm %s: rank %u: links sent %llu payload bytes in %llu writes to peers on other servers",
+                c->name, c->rank, (unsigned long long)atomic_load(&n->sent_bytes),
+                (unsigned long long)atomic_load(&n->sent_writes));
     c->net = NULL;
     if (n->t)
         net_destroy(n->t); /* closes every link; no callback runs after this */

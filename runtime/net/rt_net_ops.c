@@ -37,6 +37,7 @@ int rt_net_write_task(void *arg, char *msg, size_t len)
     rt_comm *c = ctx->c;
     net_link *l = c->net->peer[op->peer].link;
     uint32_t rkey = rkey_of(ctx, op->peer, op->buf, op->item);
+    uint64_t bytes = 0;
     for (uint32_t i = 0; i < op->n; i++) {
         const hal_dma_desc *d = &ctx->descs[op->first + i];
         void *src = hal_ref_resolve(d->src), *dst = hal_ref_resolve(d->dst);
@@ -45,7 +46,10 @@ int rt_net_write_task(void *arg, char *msg, size_t len)
         hal_result rc = net_write(l, src, d->bytes, (uint64_t)(uintptr_t)dst, rkey, NET_NOTIFY_NONE, 0);
         if (rc != HAL_OK)
             return fail(c, op->peer, rc, "a write", msg, len);
+        bytes += d->bytes;
     }
+    atomic_fetch_add_explicit(&c->net->sent_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->net->sent_writes, op->n, memory_order_relaxed);
     return 0;
 }
 
@@ -101,6 +105,23 @@ int rt_net_push_p2p(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *m
     hal_result rc = net_write(c->net->peer[peer].link, rec, sizeof *rec, h->mirror + off, h->mirror_rkey,
                               NET_NOTIFY_NONE, 0);
     return rc == HAL_OK ? 0 : fail(c, peer, rc, "publishing a receive", msg, len);
+}
+
+int rt_net_push_taken(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len)
+{
+    const rt_net_hello *h = &c->net->hello[peer];
+    uint64_t off = (uint64_t)((const char *)&rec->p2p_taken - (const char *)c->peers[peer].ctrl);
+    hal_result rc = net_write(c->net->peer[peer].link, (const void *)&rec->p2p_taken, sizeof rec->p2p_taken,
+                              h->ctrl + off, h->ctrl_rkey, NET_NOTIFY_NONE, 0);
+    return rc == HAL_OK ? 0 : fail(c, peer, rc, "marking a receive taken", msg, len);
+}
+
+uint64_t rt_net_bytes_sent(const rt_comm *c, uint64_t *writes)
+{
+    const rt_net *n = c->net;
+    if (writes)
+        *writes = n ? atomic_load(&n->sent_writes) : 0;
+    return n ? atomic_load(&n->sent_bytes) : 0;
 }
 
 uint32_t rt_net_user_rkey(rt_comm *c, void *p)

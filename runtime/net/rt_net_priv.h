@@ -10,10 +10,10 @@
 /* What a rank tells a remote peer over the link at init (written into the peer's hello table). */
 typedef struct rt_net_hello {
     uint64_t mirror;       /* address of the mirror of the peer's control block here */
-    uint32_t mirror_rkey, scratch_rkey, inbox_rkey;
+    uint64_t ctrl;         /* address of my own control block (p2p taken marks land there) */
+    uint32_t mirror_rkey, scratch_rkey, inbox_rkey, ctrl_rkey;
     uint32_t notify_base;  /* net notify of (the peer, slot k) here: notify_base + k; + RT_SLOTS: abort */
     uint32_t valid;
-    uint32_t pad;
 } rt_net_hello;
 
 typedef struct rt_net_peer {
@@ -35,7 +35,10 @@ struct rt_net {
     rt_net_peer *peer;     /* [nranks] */
     net_link **in;         /* accepted links (the peers' writes to me) */
     uint32_t nin, nremote;
-    net_mr *scratch_mr, *inbox_mr;
+    net_mr *scratch_mr, *inbox_mr, *ctrl_mr;
+    uint32_t one;          /* the destroyed word a leave writes: a source verbs can register */
+    char ifname[64];       /* the interface the links listen on, for log lines */
+    _Atomic uint64_t sent_bytes, sent_writes; /* plan copies to other servers (rt_net_bytes_sent) */
 };
 typedef struct rt_net rt_net;
 

@@ -69,6 +69,14 @@ Test(servers, p2p_destroy_wakes_sender, .timeout = 150)
     p2p_scen(2, "destroy-send", "while rank 1 waits in HcclSend(count=256, fp32) to rank 0");
 }
 
+/* The sender on the other server destroys while rank 1 waits in HcclRecv from it: its taken marks
+ * travel over the link, so the destroy's data-slot signal is told from data at once, not at
+ * HCCL_EXEC_TIMEOUT (60 s here: a timeout would print a different message). */
+Test(servers, p2p_destroy_wakes_receiver, .timeout = 150)
+{
+    p2p_scen(2, "destroy-recv", "while rank 1 waits in HcclRecv(count=256, fp32) from rank 0");
+}
+
 static void mismatch(const char *kind, const char *needle)
 {
     char prog[512], args[64];
