@@ -2,12 +2,16 @@
  * key-value store, prefixes their output with "[rank R] ", and stops them all when one fails.
  *
  *   hcclrun -n N [--servers S | --servers A+B+...] [--timeout SEC] PROGRAM [ARGS...]
+ *   hcclrun --ranktable FILE PROGRAM [ARGS...]
+ *   hcclrun -n N --nnodes K --node-rank I --store-addr A --master-port P PROGRAM [ARGS...]  (on each host)
  *
  * --servers emulates several servers on this host: ranks are placed in blocks (S equal ones, or
  * A ranks on server 0, B on server 1, ...), each rank gets HCCL_EMU_SERVER_INDEX of its server and
  * LOCAL_RANK / LOCAL_WORLD_SIZE within it; devices of different servers never map each other's
  * memory (the emulator keys its sharing by namespace and server index), so every byte between
- * them crosses a hal/net link.
+ * them crosses a hal/net link. --ranktable takes the servers and devices from a CANN rank table
+ * (and sets CANN's RANK_TABLE_FILE, RANK_ID, RANK_SIZE, DEVICE_ID). --nnodes runs one hcclrun per
+ * host: node I's ranks are I*N..I*N+N-1 of K*N, node 0 serves the store at A:P, the others use it.
  *
  * One thread, one poll() loop: the ranks' output pipes, the store's sockets and a self-pipe woken
  * by SIGCHLD/SIGINT/SIGTERM. Only the processes it started are ever signalled, by pid. */
@@ -54,6 +58,10 @@ typedef struct job {
     unsigned *server_of;   /* [n] */
     unsigned *local_rank;  /* [n] */
     unsigned server_size[HR_MAX_SERVERS];
+    const char *ranktable;  /* --ranktable: its absolute path, or NULL */
+    int32_t *device_id;     /* [n] from the rank table, or NULL */
+    unsigned nnodes, node_rank; /* --nnodes / --node-rank: hosts of the job, this one's index */
+    unsigned master_port;   /* --master-port: the store's fixed port (0: ephemeral) */
 } job;
 
 static int g_sigpipe[2] = {-1, -1};
@@ -87,7 +95,10 @@ static void usage(FILE *f)
                "  failing rank's status after stopping the others (124 on --timeout).\n"
                "  --servers S splits the N ranks into S emulated servers of N/S ranks (in rank order);\n"
                "  --servers 3+2+3 gives the ranks of each server (their sum is N; -n may then be omitted).\n"
-               "  --store-addr: the address the store listens on and MASTER_ADDR (default 127.0.0.1).\n");
+               "  --store-addr: the address the store listens on and MASTER_ADDR (default 127.0.0.1).\n"
+               "  --ranktable FILE: ranks, emulated servers and devices from a CANN rank table (1.0 or 1.2).\n"
+               "  --nnodes K --node-rank I --master-port P: one hcclrun per host; node I starts ranks I*N..;\n"
+               "  node 0 serves the store on --store-addr:P, the other nodes' ranks use it.\n");
 }
 
 static int parse_uint_arg(const char *s, const char *what, unsigned max, unsigned *out)
@@ -179,12 +190,60 @@ static int place_ranks(job *j)
     return 0;
 }
 
+static int parse_node_rank(const char *s, unsigned *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || !*s || s[0] == '-' || v >= HR_MAX_SERVERS) {
+        fprintf(stderr, "[hcclrun] --node-rank must be an integer in [0, %d), got '%s'\n", HR_MAX_SERVERS, s);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* --ranktable: the table gives the ranks, servers and devices (not with --servers or -n). */
+static int table_servers(job *j, const char *servers)
+{
+    static char path[4096];
+    if (servers || j->n || j->nnodes > 1) {
+        fprintf(stderr, "[hcclrun] --ranktable gives the ranks and servers: leave out -n, --servers and --nnodes\n");
+        return -1;
+    }
+    if (!realpath(j->ranktable, path)) {
+        fprintf(stderr, "[hcclrun] --ranktable %s: %s\n", j->ranktable, strerror(errno));
+        return -1;
+    }
+    j->ranktable = path;
+    return hr_table_place(path, HR_MAX_SERVERS, HR_MAX_DEVICES_PER_SERVER, &j->n, &j->nservers, j->server_size,
+                          &j->device_id);
+}
+
+/* Several hosts: each needs its place, and all need one store at a port known in advance. */
+static int check_nodes(job *j)
+{
+    if (!j->nnodes)
+        j->nnodes = 1;
+    if (j->node_rank >= j->nnodes) {
+        fprintf(stderr, "[hcclrun] --node-rank %u must be below --nnodes %u\n", j->node_rank, j->nnodes);
+        return -1;
+    }
+    if (j->nnodes > 1 && !j->master_port) {
+        fprintf(stderr, "[hcclrun] --nnodes %u needs --master-port (the same on every host) and --store-addr (node "
+                        "0's address, reachable from every host)\n", j->nnodes);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, job *j)
 {
     static const struct option opts[] = {{"nproc", required_argument, 0, 'n'}, {"servers", required_argument, 0, 's'},
                                          {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
                                          {"store-addr", required_argument, 0, 'a'},
-                                         {0, 0, 0, 0}};
+                                         {"ranktable", required_argument, 0, 'r'}, {"nnodes", required_argument, 0, 'N'},
+                                         {"node-rank", required_argument, 0, 'I'},
+                                         {"master-port", required_argument, 0, 'P'}, {0, 0, 0, 0}};
     unsigned t = 0;
     const char *servers = NULL;
     int c;
@@ -199,6 +258,14 @@ static int parse_args(int argc, char **argv, job *j)
             j->store_addr = optarg;
         if (c == 't' && parse_uint_arg(optarg, "--timeout", 7 * 86400, &t) < 0)
             return -1;
+        if (c == 'r')
+            j->ranktable = optarg;
+        if (c == 'N' && parse_uint_arg(optarg, "--nnodes", HR_MAX_SERVERS, &j->nnodes) < 0)
+            return -1;
+        if (c == 'I' && parse_node_rank(optarg, &j->node_rank) < 0)
+            return -1;
+        if (c == 'P' && parse_uint_arg(optarg, "--master-port", 65535, &j->master_port) < 0)
+            return -1;
         if (c == 'h') {
             usage(stdout);
             exit(0);
@@ -208,7 +275,9 @@ static int parse_args(int argc, char **argv, job *j)
             return -1;
         }
     }
-    if (parse_servers(servers, j) < 0)
+    if (j->ranktable ? table_servers(j, servers) < 0 : parse_servers(servers, j) < 0)
+        return -1;
+    if (check_nodes(j) < 0)
         return -1;
     if (!j->n || optind >= argc) {
         fprintf(stderr, "[hcclrun] %s\n", !j->n ? "-n N is required" : "no PROGRAM given");
@@ -227,11 +296,20 @@ static void set_job_env(const job *j, uint32_t store_port)
     setenv("MASTER_ADDR", j->store_addr, 1);
     snprintf(buf, sizeof buf, "%u", store_port);
     setenv("MASTER_PORT", buf, 1);
-    snprintf(buf, sizeof buf, "%u", j->n);
+    snprintf(buf, sizeof buf, "%u", j->n * j->nnodes);
     setenv("WORLD_SIZE", buf, 1);
+    snprintf(buf, sizeof buf, "%u", j->nnodes);
+    setenv("NNODES", buf, 1);
     unsigned most = 8;
     for (unsigned s = 0; s < j->nservers; s++)
         most = j->server_size[s] > most ? j->server_size[s] : most;
+    for (unsigned r = 0; j->device_id && r < j->n; r++)
+        most = (unsigned)j->device_id[r] + 1 > most ? (unsigned)j->device_id[r] + 1 : most;
+    if (j->ranktable) { /* CANN's variables of rank table jobs */
+        setenv("RANK_TABLE_FILE", j->ranktable, 1);
+        snprintf(buf, sizeof buf, "%u", j->n);
+        setenv("RANK_SIZE", buf, 1);
+    }
     snprintf(buf, sizeof buf, "%u", most);
     setenv("HCCL_EMU_DEVICES", buf, 1);
     const char *ns = getenv("HCCL_EMU_NAMESPACE");
@@ -265,13 +343,18 @@ static void child_exec(const job *j, unsigned r, int out[2], int err[2])
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
         _exit(127);
-    snprintf(buf, sizeof buf, "%u", r);
+    snprintf(buf, sizeof buf, "%u", j->node_rank * j->n + r);
     setenv("RANK", buf, 1);
+    if (j->ranktable) {
+        setenv("RANK_ID", buf, 1);
+        snprintf(buf, sizeof buf, "%d", (int)j->device_id[r]);
+        setenv("DEVICE_ID", buf, 1);
+    }
     snprintf(buf, sizeof buf, "%u", j->local_rank[r]);
     setenv("LOCAL_RANK", buf, 1);
     snprintf(buf, sizeof buf, "%u", j->server_size[j->server_of[r]]);
     setenv("LOCAL_WORLD_SIZE", buf, 1);
-    snprintf(buf, sizeof buf, "%u", j->server_of[r]);
+    snprintf(buf, sizeof buf, "%u", j->node_rank * j->nservers + j->server_of[r]);
     setenv("HCCL_EMU_SERVER_INDEX", buf, 1);
     setenv("GROUP_RANK", buf, 1); /* torchrun's name for the node index */
     execvp(j->argv[0], j->argv);
@@ -441,9 +524,11 @@ int main(int argc, char **argv)
     memset(&j, 0, sizeof j);
     if (parse_args(argc, argv, &j) < 0)
         return 2;
-    uint32_t port = 0;
+    uint32_t port = j.master_port;
     j.ranks = calloc(j.n, sizeof *j.ranks);
-    if (!j.ranks || install_signals() < 0 || !(j.store = hr_store_open(j.store_addr, &port))) {
+    /* Several hosts: node 0 serves the store, the others' ranks reach it at --store-addr. */
+    if (!j.ranks || install_signals() < 0 ||
+        (j.node_rank == 0 && !(j.store = hr_store_open(j.store_addr, &port)))) {
         fprintf(stderr, "[hcclrun] setup failed: %s\n", strerror(errno));
         return 1;
     }
@@ -465,5 +550,6 @@ int main(int argc, char **argv)
     free(j.ranks);
     free(j.server_of);
     free(j.local_rank);
+    free(j.device_id);
     return j.first_fail;
 }

@@ -20,9 +20,13 @@ extern "C" {
  * shares the n-th root info, so one job can create several communicators. */
 HcclResult HcclExtShareRootInfo(uint32_t rank, HcclRootInfo *rootInfo);
 
-/* OpenHCCL extension. Reads the launcher's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE.
- * RANK and WORLD_SIZE are required (HCCL_E_PARA with a hint to use hcclrun otherwise); LOCAL_RANK and
- * LOCAL_WORLD_SIZE default to RANK and WORLD_SIZE. Any output pointer may be NULL. */
+/* OpenHCCL extension. Reads the launcher's rank, world size, local rank and local world size from the
+ * first of: torchrun/hcclrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), Open MPI's mpirun
+ * (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE), MPICH/Intel MPI (PMI_RANK, PMI_SIZE,
+ * MPI_LOCALRANKID, MPI_LOCALNRANKS), Slurm's srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+ * SLURM_NTASKS_PER_NODE or an even SLURM_TASKS_PER_NODE) whose rank and size are both set
+ * (HCCL_E_PARA with a hint otherwise); the local rank and size default to the rank and size. Any
+ * output pointer may be NULL. */
 HcclResult HcclExtGetLaunchEnv(uint32_t *rank, uint32_t *worldSize, uint32_t *localRank, uint32_t *localWorldSize);
 
 /* OpenHCCL extension. Plans compiled by this process so far: a second call of the same shape on

@@ -69,27 +69,70 @@ static int env_u32(const char *name, uint32_t *out)
     return 1;
 }
 
+/* One launcher's names for rank, size, local rank and local size (local ones may be NULL). */
+typedef struct launch_names {
+    const char *who, *rank, *size, *local_rank, *local_size;
+} launch_names;
+
+static const launch_names g_launchers[] = {
+    {"torchrun/hcclrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"Open MPI (mpirun)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"MPICH/Intel MPI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {"Slurm (srun)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+};
+
+/* SLURM_TASKS_PER_NODE ("4(x2)" or "4"): the tasks of every node when they are equal, else 0. */
+static uint32_t slurm_tasks_per_node(void)
+{
+    const char *s = getenv("SLURM_TASKS_PER_NODE");
+    char *end;
+    if (!s || !*s)
+        return 0;
+    unsigned long v = strtoul(s, &end, 10);
+    return (end != s && (!*end || (end[0] == '(' && end[1] == 'x' && !strchr(end, ','))) && v <= UINT32_MAX) ?
+               (uint32_t)v : 0;
+}
+
+/* The first launcher whose rank and size are both set; -1 (logged) when one is malformed. */
+static int launch_lookup(uint32_t *r, uint32_t *w, uint32_t *lr, uint32_t *lw, const char **who)
+{
+    for (size_t i = 0; i < sizeof g_launchers / sizeof *g_launchers; i++) {
+        const launch_names *l = &g_launchers[i];
+        int hr = env_u32(l->rank, r), hw = env_u32(l->size, w);
+        if (hr < 0 || hw < 0)
+            return -1;
+        if (!hr || !hw)
+            continue;
+        int hlr = env_u32(l->local_rank, lr), hlw = env_u32(l->local_size, lw);
+        if (hlr < 0 || hlw < 0)
+            return -1;
+        if (!hlr)
+            *lr = *r;
+        if (!hlw && !(i == 3 && (*lw = slurm_tasks_per_node()) != 0))
+            *lw = *w; /* unknown: as if the whole job were on one host */
+        *who = l->who;
+        return 1;
+    }
+    return 0;
+}
+
 HcclResult HcclExtGetLaunchEnv(uint32_t *rank, uint32_t *worldSize, uint32_t *localRank, uint32_t *localWorldSize)
 {
-    uint32_t r, w, lr, lw;
-    int hr = env_u32("RANK", &r), hw = env_u32("WORLD_SIZE", &w);
-    if (hr < 0 || hw < 0)
+    uint32_t r = 0, w = 0, lr = 0, lw = 0;
+    const char *who = "";
+    int found = launch_lookup(&r, &w, &lr, &lw, &who);
+    if (found < 0)
         return HCCL_E_PARA;
-    if (!hr || !hw) {
-        OH_ERR("bootstrap", "RANK and WORLD_SIZE are not set: launch this program with hcclrun -n N (or torchrun), "
-               "or export RANK and WORLD_SIZE");
+    if (!found) {
+        OH_ERR("bootstrap", "no launcher environment: set RANK and WORLD_SIZE (hcclrun -n N, torchrun), or run under "
+               "mpirun (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) or srun (SLURM_PROCID, SLURM_NTASKS)");
         return HCCL_E_PARA;
     }
-    int hlr = env_u32("LOCAL_RANK", &lr), hlw = env_u32("LOCAL_WORLD_SIZE", &lw);
-    if (hlr < 0 || hlw < 0)
-        return HCCL_E_PARA;
-    if (!hlr)
-        lr = r;
-    if (!hlw)
-        lw = w;
+    OH_DBG("bootstrap", "launch env from %s: rank %u of %u, local %u of %u", who, r, w, lr, lw);
     if (r >= w || lr >= lw) {
-        OH_ERR("bootstrap", "launch env is inconsistent: RANK=%u WORLD_SIZE=%u LOCAL_RANK=%u LOCAL_WORLD_SIZE=%u "
-               "(each rank must be below its size)", r, w, lr, lw);
+        OH_ERR("bootstrap", "launch env of %s is inconsistent: rank %u, world size %u, local rank %u, local world "
+               "size %u (each rank must be below its size)", who, r, w, lr, lw);
         return HCCL_E_PARA;
     }
     if (rank)

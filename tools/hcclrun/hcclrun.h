@@ -9,7 +9,9 @@
 
 /* ---- store server (store_server.c): protocol in runtime/bootstrap/store.h ---- */
 typedef struct hr_store hr_store;
-/* Listens on addr (IPv4, e.g. 127.0.0.1) with an ephemeral port; NULL (after printing why) on failure. */
+/* Listens on addr (IPv4, e.g. 127.0.0.1) on *port (0: an ephemeral one, written back); NULL (after
+ * printing why) on failure. The other functions take NULL as a store with nothing to do (a job
+ * whose store another host's hcclrun serves). */
 hr_store *hr_store_open(const char *addr, uint32_t *port);
 /* How many pollfds hr_store_fill writes. */
 size_t hr_store_npoll(const hr_store *s);
@@ -17,6 +19,12 @@ void hr_store_fill(const hr_store *s, struct pollfd *p);
 /* Handles the events of the pollfds hr_store_fill wrote (same count and order). */
 void hr_store_handle(hr_store *s, const struct pollfd *p, size_t n);
 void hr_store_close(hr_store *s);
+
+/* ---- rank table placement (ranktable_place.c) ---- */
+/* Fills n, nservers, server_size[0..nservers) and *device_id (malloc'ed, [n]) from a CANN rank
+ * table; -1 (after printing why) when it cannot be read or does not fit the limits. */
+int hr_table_place(const char *path, unsigned max_servers, unsigned max_per_server, unsigned *n, unsigned *nservers,
+                   unsigned *server_size, int32_t **device_id);
 
 /* ---- output forwarding (output.c) ---- */
 typedef struct hr_stream {

@@ -42,7 +42,7 @@ hr_store *hr_store_open(const char *addr, uint32_t *port)
     hr_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    int err = rt_sock_listen(AF_INET, addr, 0, &s->lfd, port);
+    int err = rt_sock_listen(AF_INET, addr, *port, &s->lfd, port);
     if (err) {
         fprintf(stderr, "[hcclrun] cannot start the store on %s: %s\n", addr, strerror(err));
         free(s);
@@ -53,11 +53,13 @@ hr_store *hr_store_open(const char *addr, uint32_t *port)
 
 size_t hr_store_npoll(const hr_store *s)
 {
-    return 1 + s->nconns;
+    return s ? 1 + s->nconns : 0;
 }
 
 void hr_store_fill(const hr_store *s, struct pollfd *p)
 {
+    if (!s)
+        return;
     p[0] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
     for (size_t i = 0; i < s->nconns; i++) {
         const sconn *c = s->conns[i];
@@ -238,6 +240,8 @@ static void accept_all(hr_store *s)
 
 void hr_store_handle(hr_store *s, const struct pollfd *p, size_t n)
 {
+    if (!s)
+        return;
     size_t nc = n > 1 ? n - 1 : 0;
     for (size_t i = 0; i < nc && i < s->nconns; i++) {
         sconn *c = s->conns[i];
