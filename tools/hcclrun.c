@@ -382,8 +382,8 @@ static int spawn(job *j, unsigned r)
     rank_proc *p = &j->ranks[r];
     p->pid = pid;
     p->running = 1;
-    hr_stream_init(&p->out, out[0], 1, r);
-    hr_stream_init(&p->err, err[0], 2, r);
+    hr_stream_init(&p->out, out[0], 1, j->node_rank * j->n + r);
+    hr_stream_init(&p->err, err[0], 2, j->node_rank * j->n + r);
     j->running++;
     return 0;
 }
@@ -427,8 +427,8 @@ static void reap(job *j)
             j->running--;
             int code = exit_code(status);
             if (code && !j->stopping) {
-                fprintf(stderr, "[hcclrun] rank %u (pid %d) %s %d; stopping the other ranks\n", r, (int)pid,
-                        WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+                fprintf(stderr, "[hcclrun] rank %u (pid %d) %s %d; stopping the other ranks\n",
+                        j->node_rank * j->n + r, (int)pid, WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
                         WIFSIGNALED(status) ? WTERMSIG(status) : code);
                 stop_all(j, code);
             }
