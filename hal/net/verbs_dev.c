@@ -1,6 +1,7 @@
 /* The verbs transport: opening the device (first active port, RoCE v2 GID chosen automatically),
  * memory registration through the cache, and the progress thread that turns completions into
  * write completions and notifies. */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -103,11 +104,41 @@ static void on_wc(verbs_transport *vt, const struct ibv_wc *wc)
     free(op);
 }
 
-/* Blocks in poll on the completion channel (non-blocking fd, 200 ms slices to see stop): no
- * busy polling, and destroy never has to cancel the thread. */
+/* The peer's end of a link's setup socket (its process died or it closed the link): the QPs go to
+ * error, which flushes every pending write at once instead of after the RC retries (seconds). */
+static void on_hangup(verbs_transport *vt, int fd)
+{
+    pthread_mutex_lock(&vt->lmu);
+    for (verbs_link *l = vt->links; l; l = l->next) {
+        if (l->fd != fd)
+            continue;
+        if (net_link_fail(&l->base, HAL_E_PEER)) {
+            char where[320];
+            pthread_mutex_lock(&vt->base.mu);
+            uint64_t pending = l->base.posted - l->base.done;
+            pthread_mutex_unlock(&vt->base.mu);
+            /* as tcp: an error only when writes are lost and we were not leaving ourselves */
+            oh_log(pending && !atomic_load(&l->base.quiet) ? OH_LOG_ERROR : OH_LOG_INFO, "net",
+                   "%s: roce link to %s failed: the peer's end of the link closed (process gone or leaving) on %s; "
+                   "failing %llu pending write(s)", vt->base.name, l->base.peer,
+                   verbs_where(l, l->qp[0]->qp_num, where, sizeof where), (unsigned long long)pending);
+            for (uint32_t i = 0; i < l->nqps; i++) {
+                struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+                ibv_modify_qp(l->qp[i], &a, IBV_QP_STATE);
+            }
+        }
+        l->fd = -1; /* reported once; verbs_link_close still closes it (kept in hup_fd) */
+        l->hup_fd = fd;
+    }
+    pthread_mutex_unlock(&vt->lmu);
+}
+
+/* Blocks in poll on the completion channel and the links' setup sockets (non-blocking fd, 200 ms
+ * slices to see stop and new links): no busy polling, and destroy never has to cancel the thread. */
 static void *verbs_progress(void *arg)
 {
     verbs_transport *vt = arg;
+    struct pollfd p[1 + VERBS_POLL_LINKS];
     while (!__atomic_load_n(&vt->stop, __ATOMIC_ACQUIRE)) {
         if (ibv_req_notify_cq(vt->cq, 0))
             break;
@@ -116,8 +147,19 @@ static void *verbs_progress(void *arg)
         while ((n = ibv_poll_cq(vt->cq, 32, wc)) > 0) /* completions that came before the request */
             for (int i = 0; i < n; i++)
                 on_wc(vt, &wc[i]);
-        struct pollfd p = {vt->ch->fd, POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0)
+        nfds_t np = 1;
+        p[0] = (struct pollfd){vt->ch->fd, POLLIN, 0};
+        pthread_mutex_lock(&vt->lmu);
+        for (verbs_link *l = vt->links; l && np < 1 + VERBS_POLL_LINKS; l = l->next)
+            if (l->fd >= 0)
+                p[np++] = (struct pollfd){l->fd, POLLRDHUP, 0};
+        pthread_mutex_unlock(&vt->lmu);
+        if (poll(p, np, 200) <= 0)
+            continue;
+        for (nfds_t i = 1; i < np; i++)
+            if (p[i].revents & (POLLRDHUP | POLLHUP | POLLERR))
+                on_hangup(vt, p[i].fd);
+        if (!p[0].revents)
             continue;
         struct ibv_cq *cq;
         void *cctx;

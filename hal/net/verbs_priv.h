@@ -9,6 +9,7 @@
 #define VERBS_MAX_QPS 32
 #define VERBS_RECV_DEPTH 256   /* receives posted per QP (write-with-imm consumes one) */
 #define VERBS_SEND_DEPTH 1024
+#define VERBS_POLL_LINKS 1024  /* setup sockets the progress thread watches (links beyond: by their QPs) */
 
 typedef struct verbs_transport verbs_transport;
 
@@ -20,6 +21,9 @@ typedef struct verbs_link {
     _Atomic uint32_t rr;
     uint32_t remote_qpn[VERBS_MAX_QPS];
     uint8_t remote_gid[16];
+    int fd;                    /* the setup socket, kept open: its end is the peer's (progress thread);
+                                  -1 once its end was reported (then in hup_fd), under vt->lmu */
+    int hup_fd;
     struct verbs_link *next;   /* the transport's links (under vt->lmu) */
 } verbs_link;
 

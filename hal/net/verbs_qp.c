@@ -74,6 +74,10 @@ static void free_link(verbs_link *l)
     for (uint32_t i = 0; i < l->nqps; i++)
         if (l->qp[i])
             ibv_destroy_qp(l->qp[i]);
+    if (l->fd >= 0)
+        close(l->fd);
+    if (l->hup_fd >= 0)
+        close(l->hup_fd);
     free(l);
 }
 
@@ -104,6 +108,7 @@ static hal_result link_setup(verbs_transport *vt, int fd, const struct sockaddr 
         return HAL_E_NOMEM;
     net_link_init(&l->base, &vt->base, peer);
     l->vt = vt;
+    l->fd = l->hup_fd = -1;
     l->nqps = vt->env.nqps;
     verbs_wire me = {.magic = VERBS_MAGIC, .nqps = l->nqps, .mtu = vt->mtu}, them;
     memcpy(me.gid, vt->gid, 16);
@@ -139,6 +144,11 @@ static hal_result link_setup(verbs_transport *vt, int fd, const struct sockaddr 
         if (r)
             link_list(vt, l, 0);
     }
+    if (!r) { /* the link owns the socket now: an idle RC QP says nothing, the socket's end does */
+        pthread_mutex_lock(&vt->lmu);
+        l->fd = fd;
+        pthread_mutex_unlock(&vt->lmu);
+    }
     if (r) {
         char where[320];
         OH_ERR("net", "%s: roce link setup with %s failed on %s: %s (errno %d)%s", vt->base.name,
@@ -163,7 +173,8 @@ hal_result verbs_connect(net_transport *t, const struct sockaddr *addr, socklen_
         return fd == -ETIMEDOUT ? HAL_E_TIMEOUT : HAL_E_PEER;
     }
     hal_result rc = link_setup(vt, fd, addr, deadline, out);
-    close(fd);
+    if (rc != HAL_OK)
+        close(fd);
     return rc;
 }
 
@@ -182,7 +193,8 @@ hal_result verbs_accept(net_transport *t, int timeout_ms, net_link **out)
     if (fd < 0)
         return HAL_E_SYSCALL;
     hal_result rc = link_setup(vt, fd, (struct sockaddr *)&peer, net_now_ms() + 10000, out);
-    close(fd);
+    if (rc != HAL_OK)
+        close(fd);
     return rc;
 }
 
