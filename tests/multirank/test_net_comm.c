@@ -130,9 +130,9 @@ static unsigned free_port(void)
     return ntohs(a.sin_port);
 }
 
-static void ranktable_job(const char *version)
+/* Writes a 2 servers x 2 devices rank table of the version into path (a mkstemp template). */
+static void write_table(char *path, const char *version)
 {
-    char path[] = "/tmp/oh_rt_servers_XXXXXX";
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     FILE *f = fdopen(fd, "w");
@@ -154,18 +154,31 @@ static void ranktable_job(const char *version)
     fprintf(f, "]%s}\n", v12 ? ", \"super_pod_list\": [{\"super_pod_id\": \"0\", \"server_list\": "
                               "[{\"server_id\": \"node_0\"}, {\"server_id\": \"node_1\"}]}]" : "");
     fclose(f);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "HCCL_DEBUG=INFO %s --timeout 120 --ranktable %s %s ranktable 2>&1", MR_HCCLRUN, path,
-             NET_COMM);
+}
+
+/* Runs cmd (sh), returns its exit status (-1 if killed); the output goes into out and the log. */
+static int run_sh(const char *cmd, char *out, size_t cap)
+{
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
-    static char out[1 << 18];
-    size_t len = fread(out, 1, sizeof out - 1, p);
+    size_t len = fread(out, 1, cap - 1, p);
     out[len] = 0;
     int st = pclose(p);
     fprintf(stderr, "$ %s\n%s(exit status %d)\n", cmd, out, st);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void ranktable_job(const char *version)
+{
+    char path[] = "/tmp/oh_rt_servers_XXXXXX";
+    write_table(path, version);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "HCCL_DEBUG=INFO %s --timeout 120 --ranktable %s %s ranktable 2>&1", MR_HCCLRUN, path,
+             NET_COMM);
+    static char out[1 << 18];
+    int st = run_sh(cmd, out, sizeof out);
     unlink(path);
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank table %s job failed", version);
+    cr_expect_eq(st, 0, "rank table %s job failed", version);
     cr_expect_eq(count_of(out, "net_comm ranktable: PASS"), 4, "every rank checks its collectives");
     cr_expect_eq(count_of(out, "links to 2 peer(s) on other servers use tcp"), 4,
                  "every rank must see the other server's two ranks over links");
@@ -184,22 +197,52 @@ Test(net_comm, hcclrun_on_two_hosts, .timeout = 200)
              "%s -n 2 --timeout 120 --nnodes 2 --node-rank 0 --store-addr 127.0.0.1 --master-port %u "
              "%s --colls allreduce,allgather,sendrecv --dtypes fp32 --counts 1,65537; a=$?; wait $!; b=$?; "
              "exit $((a | b))", MR_HCCLRUN, port, MR_COLL_CHECK, MR_HCCLRUN, port, MR_COLL_CHECK);
-    mr_result r = {-1, NULL};
     char full[2300];
     snprintf(full, sizeof full, "sh -c '%s' 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
     static char out[1 << 18];
-    size_t len = fread(out, 1, sizeof out - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    fprintf(stderr, "$ %s\n%s(exit status %d)\n", full, out, r.status);
-    cr_expect_eq(r.status, 0, "the two-host job failed");
+    cr_expect_eq(run_sh(full, out, sizeof out), 0, "the two-host job failed");
     cr_expect_eq(count_of(out, "passed, 0 failed (4 ranks"), 4, "each of the 4 ranks reports its cases");
     for (unsigned k = 0; k < 4; k++) {
         char tag[32];
         snprintf(tag, sizeof tag, "[rank %u] coll_check:", k);
         cr_expect(strstr(out, tag) != NULL, "no line of global rank %u", k);
     }
+}
+
+/* As mpirun or srun on two hosts would start them: 4 processes with only the launcher's variables
+ * (no RANK/WORLD_SIZE), each host's emulated server from the launcher's numbers, meeting through a
+ * rank table. `vars` is a printf format of the launcher's variables for (rank, local rank). */
+static void launcher_job(const char *vars)
+{
+    char path[] = "/tmp/oh_rt_launch_XXXXXX";
+    write_table(path, "1.0");
+    char cmd[4096] = "", one[512], env[256];
+    size_t off = 0;
+    for (unsigned r = 0; r < 4; r++) {
+        snprintf(env, sizeof env, vars, r, r % 2);
+        snprintf(one, sizeof one, "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE %s "
+                 "HCCL_EMU_SERVER_INDEX=%u RANK_TABLE_FILE=%s HCCL_DEBUG=INFO timeout 120 %s ranktable & p%u=$!; ",
+                 env, r / 2, path, NET_COMM, r);
+        off += (size_t)snprintf(cmd + off, sizeof cmd - off, "%s", one);
+    }
+    snprintf(cmd + off, sizeof cmd - off, "s=0; for p in $p0 $p1 $p2 $p3; do wait $p || s=1; done; exit $s");
+    char full[4200];
+    snprintf(full, sizeof full, "sh -c '%s' 2>&1", cmd);
+    static char out[1 << 18];
+    int st = run_sh(full, out, sizeof out);
+    unlink(path);
+    cr_expect_eq(st, 0, "a rank failed");
+    cr_expect_eq(count_of(out, "net_comm ranktable: PASS"), 4, "every rank checks its collectives");
+    cr_expect_eq(count_of(out, "links to 2 peer(s) on other servers use tcp"), 4, "the two servers must use links");
+}
+
+Test(net_comm, mpirun_env_ranktable, .timeout = 200)
+{
+    launcher_job("OMPI_COMM_WORLD_RANK=%u OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=%u "
+                 "OMPI_COMM_WORLD_LOCAL_SIZE=2");
+}
+
+Test(net_comm, srun_env_ranktable, .timeout = 200)
+{
+    launcher_job("SLURM_PROCID=%u SLURM_NTASKS=4 SLURM_LOCALID=%u SLURM_TASKS_PER_NODE=\"2(x2)\"");
 }

@@ -7,8 +7,9 @@
  *   init-fails        HcclCommInitRootInfo must fail (e.g. HCCL_NET=roce without a device);
  *                     prints the code.
  *   ranktable         HcclCommInitClusterInfo(RANK_TABLE_FILE, RANK_ID) on device DEVICE_ID (CANN's
- *                     variables, set by hcclrun --ranktable), then an AllReduce and an AllGather
- *                     checked element by element.
+ *                     variables, set by hcclrun --ranktable; without them the launcher's rank and
+ *                     local rank, HcclExtGetLaunchEnv: mpirun, srun...), then an AllReduce and an
+ *                     AllGather checked element by element.
  * Prints "net_comm SCENARIO: PASS" on success and exits non-zero on failure. */
 #include <string.h>
 
@@ -105,20 +106,21 @@ static int scen_init_fails(void)
     return rc == HCCL_SUCCESS;
 }
 
-static uint32_t env_num(const char *name)
+/* CANN's variable if set, else the launcher's rank (or local rank for the device). */
+static uint32_t env_or_launch(const char *name, bool local)
 {
     const char *v = getenv(name);
-    if (!v || !*v) {
-        fprintf(stderr, "net_comm ranktable: %s is not set (run it under hcclrun --ranktable FILE)\n", name);
-        exit(2);
-    }
-    return (uint32_t)strtoul(v, NULL, 10);
+    if (v && *v)
+        return (uint32_t)strtoul(v, NULL, 10);
+    uint32_t rank, n, lr, ln;
+    HCCL_OK(HcclExtGetLaunchEnv(&rank, &n, &lr, &ln));
+    return local ? lr : rank;
 }
 
 static int scen_ranktable(void)
 {
     const char *file = getenv("RANK_TABLE_FILE");
-    uint32_t rank = env_num("RANK_ID"), dev = env_num("DEVICE_ID");
+    uint32_t rank = env_or_launch("RANK_ID", false), dev = env_or_launch("DEVICE_ID", true);
     if (!file) {
         fprintf(stderr, "net_comm ranktable: RANK_TABLE_FILE is not set\n");
         return 1;
