@@ -217,10 +217,10 @@ HcclResult rt_bootstrap_info_from_ranktable(const rt_ranktable *t, uint32_t rank
         if (rc != HCCL_SUCCESS)
             return rc;
     }
-    if (rank != 0) { /* the root's identity is unknown here: name its server instead */
-        ri.pid = 0;
-        snprintf(ri.host, sizeof ri.host, "%.*s", RT_HOST_LEN - 1, t->ranks[0].server_id);
-    }
+    /* The root's identity is unknown to the other ranks: every rank names its server instead, so all
+     * pack the same bytes (the communicator's default name is a hash of them). */
+    ri.pid = 0;
+    snprintf(ri.host, sizeof ri.host, "%.*s", RT_HOST_LEN - 1, t->ranks[0].server_id);
     rt_boot_info_pack(&ri, info);
     return HCCL_SUCCESS;
 }
