@@ -8,8 +8,10 @@
  * step "copy to peer, then signal it" is one net_write and the target's "wait" is a notify wait.
  * Plans cannot tell the links apart.
  *
- * Ordering: writes of one link may land in any order (several sockets / QPs per peer); the notify
- * of a write is bumped only after all of its bytes landed. A completion says the source buffer may
+ * Ordering: the bytes of writes of one link may land in any order (several sockets / QPs per
+ * peer), but a write's notify is bumped only after all of its bytes, and (TCP, with any number of
+ * sockets; verbs with one QP per link) every earlier write of the link, landed: a zero-byte write
+ * with a notify after data is that data's completion at the target. A completion says the source buffer may
  * be reused (verbs: the target acknowledged the data). Every failure is a hal_result; the log line
  * names the transport, the peer's address and the errno (verbs: device, GID and QP). */
 #ifndef HAL_NET_H

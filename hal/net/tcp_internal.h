@@ -100,12 +100,18 @@ struct tcp_sock {
     int eof;                   /* the peer ended this socket cleanly (between writes) */
 };
 
-/* Receive-side reassembly of split writes: seq -> fragments still to land. */
+/* Receive side, by write number: fragments still to land (reassembly), or the notify of a write
+ * that landed before an earlier one (order). */
 typedef struct tcp_asm {
     uint64_t seq;
-    uint32_t left;
+    uint32_t left;             /* reassembly: fragments still to land; order: the notify */
     uint32_t used;
 } tcp_asm;
+
+typedef struct tcp_seqtab {
+    tcp_asm *v;
+    uint32_t cap, n;           /* cap: a power of two, or 0 */
+} tcp_seqtab;
 
 struct tcp_link {
     net_link base;             /* first */
@@ -117,8 +123,9 @@ struct tcp_link {
     _Atomic uint32_t rr;       /* round robin over sockets for unsplit writes */
     int failed, closing;
     uint32_t neof;             /* sockets the peer ended */
-    tcp_asm *asmv;             /* open addressing, size asm_cap (power of two) */
-    uint32_t asm_cap, asm_n;
+    tcp_seqtab asm_tab;        /* split writes being reassembled (progress thread) */
+    tcp_seqtab ord;            /* writes that landed before an earlier one (progress thread) */
+    uint64_t next_seq;         /* the first write of the peer not landed yet */
     struct tcp_link *next;     /* the transport's links (progress thread) */
     int released;              /* the thread will not touch it again (under tt->qmu) */
     struct tcp_link *unext;    /* the transport's open links, for destroy (under tt->qmu) */
@@ -168,5 +175,13 @@ void tcp_sock_opts(int fd);
 void *tcp_progress(void *arg);
 hal_result tcp_post(tcp_transport *tt, tcp_req *r);
 void tcp_link_fail(tcp_link *l, int err, const char *what);
+/* tcp_order.c */
+/* The entry of seq (created if asked; NULL if absent or out of memory). */
+tcp_asm *tcp_seqtab_get(tcp_seqtab *t, uint64_t seq, int create);
+void tcp_seqtab_del(tcp_seqtab *t, tcp_asm *e);
+void tcp_seqtab_free(tcp_seqtab *t);
+/* Write seq of link l landed whole: fires its notify (NET_NOTIFY_NONE: none) once every earlier
+ * write landed, with those that waited for it. -1 without memory. */
+int tcp_order_landed(tcp_transport *tt, tcp_link *l, uint64_t seq, uint32_t notify);
 
 #endif

@@ -186,45 +186,17 @@ static void arm_recv(tcp_transport *tt, tcp_sock *s)
     s->inflight++;
 }
 
-/* Fragments of split writes: the notify fires when the last one landed. Returns 1 then. */
+/* Fragments of split writes: returns 1 when the last one landed (-1 without memory). */
 static int asm_landed(tcp_link *l, uint64_t seq, uint32_t nfrags)
 {
-    if (l->asm_n * 2 >= l->asm_cap) { /* keep the table at most half full */
-        uint32_t cap = l->asm_cap ? l->asm_cap * 2 : 64;
-        tcp_asm *v = calloc(cap, sizeof *v);
-        if (!v)
-            return -1;
-        for (uint32_t i = 0; i < l->asm_cap; i++)
-            if (l->asmv[i].used) {
-                uint32_t j = (uint32_t)l->asmv[i].seq & (cap - 1);
-                while (v[j].used)
-                    j = (j + 1) & (cap - 1);
-                v[j] = l->asmv[i];
-            }
-        free(l->asmv);
-        l->asmv = v;
-        l->asm_cap = cap;
-    }
-    uint32_t j = (uint32_t)seq & (l->asm_cap - 1);
-    while (l->asmv[j].used && l->asmv[j].seq != seq)
-        j = (j + 1) & (l->asm_cap - 1);
-    if (!l->asmv[j].used) {
-        l->asmv[j] = (tcp_asm){seq, nfrags, 1};
-        l->asm_n++;
-    }
-    if (--l->asmv[j].left)
+    tcp_asm *e = tcp_seqtab_get(&l->asm_tab, seq, 1);
+    if (!e)
+        return -1;
+    if (!e->left)
+        e->left = nfrags;
+    if (--e->left)
         return 0;
-    /* Delete with backward shift so later probes still find their entries. */
-    l->asmv[j].used = 0;
-    l->asm_n--;
-    for (uint32_t k = (j + 1) & (l->asm_cap - 1); l->asmv[k].used; k = (k + 1) & (l->asm_cap - 1)) {
-        tcp_asm e = l->asmv[k];
-        l->asmv[k].used = 0;
-        uint32_t h = (uint32_t)e.seq & (l->asm_cap - 1);
-        while (l->asmv[h].used)
-            h = (h + 1) & (l->asm_cap - 1);
-        l->asmv[h] = e;
-    }
+    tcp_seqtab_del(&l->asm_tab, e);
     return 1;
 }
 
@@ -257,13 +229,11 @@ static void landed(tcp_transport *tt, tcp_sock *s)
     const tcp_hdr *h = &s->rhdr;
     s->rstate = 0;
     s->rgot = 0;
-    if (h->notify == NET_NOTIFY_NONE)
-        return;
-    int fire = h->nfrags == 1 ? 1 : asm_landed(s->link, h->seq, h->nfrags);
-    if (fire < 0)
+    int whole = h->nfrags == 1 ? 1 : asm_landed(s->link, h->seq, h->nfrags);
+    if (whole > 0)
+        whole = tcp_order_landed(tt, s->link, h->seq, h->notify) < 0 ? -1 : 1;
+    if (whole < 0)
         tcp_link_fail(s->link, ENOMEM, "reassembly");
-    else if (fire)
-        net_notify_fire(&tt->base, h->notify);
 }
 
 static uint64_t link_pending(tcp_link *l)

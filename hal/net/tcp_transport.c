@@ -94,7 +94,8 @@ static void tcp_link_close(net_link *nl)
             break;
         }
     pthread_mutex_unlock(&tt->qmu);
-    free(l->asmv);
+    tcp_seqtab_free(&l->asm_tab);
+    tcp_seqtab_free(&l->ord);
     free(l);
 }
 

@@ -60,9 +60,10 @@ static HcclResult prepare(rt_comm *c, rt_net_blob *mine)
         return HCCL_E_MEMORY;
     char name[48];
     snprintf(name, sizeof name, "rank %u", c->rank);
-    /* One socket (TCP) or QP (verbs) per link: writes of a link land in order, so a signal after
-     * a copy is the copy's completion at the target (net.h leaves order open with several). */
-    net_config cfg = {.kind = NET_KIND_NONE, .name = name, .nsocks = 1, .zerocopy = -1, .nqps = 1};
+    /* A signal after a copy must be the copy's completion at the target: TCP fires a write's
+     * notify only after every earlier write of the link landed, whatever its sockets
+     * (HCCL_NSOCKS_PERTHREAD, default 2); verbs keeps that order within one QP only. */
+    net_config cfg = {.kind = NET_KIND_NONE, .name = name, .nsocks = 0, .zerocopy = -1, .nqps = 1};
     CHECK_MAP(net_choose(&cfg.kind), rt_from_hal);
     mine->kind = cfg.kind;
     CHECK_MAP(net_create(&cfg, &n->t), rt_from_hal);

@@ -119,6 +119,52 @@ Test(net_tcp, split_write_notifies_once_after_all_bytes)
     free(dst);
 }
 
+/* Data then a zero-byte signal, 64 rounds over 4 sockets (a plan's copy then signal): the k-th
+ * signal's notify finds round k's 1 MiB landed whole, though the signal may travel on another
+ * socket than the data and overtake it: notifies keep the link's posting order. */
+typedef struct order_watch {
+    const unsigned char *src, *dst;
+    size_t len;
+    uint64_t count;
+    int bad;          /* the first round whose data was incomplete at its notify, + 1 */
+} order_watch;
+
+static void order_fn(void *arg)
+{
+    order_watch *w = arg;
+    uint64_t k = __atomic_load_n(&w->count, __ATOMIC_RELAXED);
+    if (!w->bad && memcmp(w->dst + k * w->len, w->src + k * w->len, w->len))
+        w->bad = (int)k + 1;
+    net_counter_bump(&w->count);
+}
+
+Test(net_tcp, signal_after_data_on_other_sockets_keeps_order)
+{
+    nt_pair p;
+    enum { NS = 4, ROUNDS = 64 };
+    nt_pair_open(&p, NET_KIND_TCP, NS, "127.0.0.1");
+    size_t len = 1u << 20, total = len * ROUNDS;
+    unsigned char *src = malloc(total), *dst = calloc(1, total);
+    cr_assert(src && dst);
+    nt_fill(src, total, 5);
+    net_mr *mr;
+    cr_assert_eq(net_mr_reg(p.b, dst, total, &mr), HAL_OK);
+    order_watch w = {.src = src, .dst = dst, .len = len};
+    uint32_t id;
+    cr_assert_eq(net_notify_add(p.b, order_fn, &w, &id), HAL_OK);
+    for (size_t k = 0; k < ROUNDS; k++) {
+        cr_assert_eq(net_write(p.ab, src + k * len, len, (uintptr_t)(dst + k * len), 0, NET_NOTIFY_NONE, 0), HAL_OK);
+        cr_assert_eq(net_write(p.ab, NULL, 0, 0, 0, id, 0), HAL_OK);
+    }
+    cr_assert_eq(net_counter_wait(&w.count, ROUNDS, NT_TIMEOUT_MS), HAL_OK);
+    cr_expect_eq(w.bad, 0, "round %d's signal fired before its data landed", w.bad - 1);
+    cr_assert_eq(net_link_drain(p.ab, NT_TIMEOUT_MS), HAL_OK);
+    net_mr_release(mr);
+    nt_pair_close(&p);
+    free(src);
+    free(dst);
+}
+
 /* The target closes its end while 256 MiB of writes are queued: they fail, nothing hangs. */
 Test(net_tcp, peer_close_fails_pending_writes)
 {
