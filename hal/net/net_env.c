@@ -142,7 +142,10 @@ static int try_bind(struct sockaddr_storage *ss, socklen_t alen)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (ss->ss_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)ss, alen) < 0 || listen(fd, 128) < 0) {
+    /* Every remote peer of a communicator connects its sockets before anyone accepts: a queue as
+     * long as the kernel allows (net.core.somaxconn), not 128, keeps large jobs from waiting on
+     * SYN retries. */
+    if (bind(fd, (struct sockaddr *)ss, alen) < 0 || listen(fd, SOMAXCONN > 4096 ? SOMAXCONN : 4096) < 0) {
         int e = errno;
         close(fd);
         return -e;

@@ -125,8 +125,14 @@ static int group_add(tcp_transport *tt, const tcp_hello *h, int fd, const struct
     while (i < tt->npend && tt->pend[i].link_id != h->link_id)
         i++;
     if (i == tt->npend) {
-        if (tt->npend == sizeof tt->pend / sizeof tt->pend[0])
-            return -2;
+        if (tt->npend == tt->pend_cap) {
+            uint32_t cap = tt->pend_cap ? 2 * tt->pend_cap : 16;
+            struct tcp_pending *p = realloc(tt->pend, cap * sizeof *p);
+            if (!p)
+                return -2;
+            tt->pend = p;
+            tt->pend_cap = cap;
+        }
         tt->npend++;
         memset(&tt->pend[i], 0, sizeof tt->pend[i]);
         tt->pend[i].link_id = h->link_id;
@@ -161,7 +167,7 @@ static hal_result accept_one(tcp_transport *tt, int64_t deadline, int *group)
     }
     int g = group_add(tt, &h, fd, &peer);
     if (g == -2) {
-        OH_WARN("net", "%s: dropped a connection from %s: inconsistent or too many pending links", tt->base.name,
+        OH_WARN("net", "%s: dropped a connection from %s: inconsistent handshake or no memory", tt->base.name,
                 net_addr_str((struct sockaddr *)&peer, buf, sizeof buf));
         close(fd);
         return HAL_OK;

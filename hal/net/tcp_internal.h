@@ -157,10 +157,11 @@ struct tcp_transport {
     tcp_link *links;           /* progress thread's list */
     tcp_link *ulinks;          /* links not closed yet (under qmu) */
     int lfd;
-    /* sockets accepted whose link is not complete yet */
+    /* sockets accepted whose link is not complete yet: grows, since every remote peer of a
+     * communicator may connect its sockets at once, interleaved with the others' */
     struct tcp_pending { uint64_t link_id; uint32_t nsocks, got; int fds[NET_MAX_SOCKS];
-                         struct sockaddr_storage peer; } pend[16];
-    uint32_t npend;
+                         struct sockaddr_storage peer; } *pend;
+    uint32_t npend, pend_cap;
 };
 
 hal_result tcp_create(const net_config *cfg, net_transport **out);

@@ -123,6 +123,7 @@ static void tcp_destroy(net_transport *t)
         for (uint32_t k = 0; k < NET_MAX_SOCKS; k++)
             if (tt->pend[i].fds[k] >= 0)
                 close(tt->pend[i].fds[k]);
+    free(tt->pend);
     pthread_mutex_destroy(&tt->qmu);
     pthread_cond_destroy(&tt->qcv);
     net_base_fini(t);

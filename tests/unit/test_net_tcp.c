@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/net_testutil.h"
+#include "hal/net/tcp_internal.h"
 #include "hal/net/verbs_internal.h"
 
 TestSuite(net_tcp, .timeout = 120);
@@ -163,6 +164,36 @@ Test(net_tcp, signal_after_data_on_other_sockets_keeps_order)
     nt_pair_close(&p);
     free(src);
     free(dst);
+}
+
+/* 40 links of 2 sockets whose first sockets all arrive before any second one (every remote peer of
+ * a communicator connecting at once): the acceptor holds 40 incomplete links and completes each. */
+Test(net_tcp, many_links_connecting_interleaved)
+{
+    enum { NL = 40, NS = 2 };
+    net_config cb = {.kind = NET_KIND_TCP, .name = "acceptor", .nsocks = NS, .zerocopy = -1};
+    net_transport *t;
+    cr_assert_eq(net_create(&cb, &t), HAL_OK);
+    struct sockaddr_storage ss, bound;
+    socklen_t len = nt_addr("127.0.0.1", &ss);
+    cr_assert_eq(net_listen(t, (struct sockaddr *)&ss, len, &bound), HAL_OK);
+    int fds[NL][NS];
+    for (int k = 0; k < NS; k++) /* by hand, socket k of every link before socket k+1 of any */
+        for (int i = 0; i < NL; i++) {
+            fds[i][k] = socket(AF_INET, SOCK_STREAM, 0);
+            cr_assert(fds[i][k] >= 0 && connect(fds[i][k], (struct sockaddr *)&bound, len) == 0);
+            tcp_hello h = {TCP_MAGIC, TCP_VERSION, 0x1000u + (uint64_t)i, NS, (uint32_t)k};
+            cr_assert_eq(write(fds[i][k], &h, sizeof h), (ssize_t)sizeof h);
+        }
+    net_link *in[NL];
+    for (int i = 0; i < NL; i++)
+        cr_assert_eq(net_accept(t, NT_TIMEOUT_MS, &in[i]), HAL_OK, "link %d of %d never completed", i, NL);
+    for (int i = 0; i < NL; i++) {
+        net_link_close(in[i]);
+        for (int k = 0; k < NS; k++)
+            close(fds[i][k]);
+    }
+    net_destroy(t);
 }
 
 /* The target closes its end while 256 MiB of writes are queued: they fail, nothing hangs. */
