@@ -21,6 +21,7 @@ typedef struct rt_rank_blob {
     uint64_t scratch_bytes;
     uint64_t inbox;
     rt_net_blob net;          /* links between servers (runtime/net) */
+    char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: scratch, inbox, staging ("" = none) */
 } rt_rank_blob;
 
 static HcclResult alloc_device_state(rt_comm *c)
@@ -29,9 +30,14 @@ static HcclResult alloc_device_state(rt_comm *c)
     /* Staging memory bounded by HCCL_BUFFSIZE; the emulator's heap is sparse, so untouched
      * scratch costs no physical memory. */
     c->scratch_bytes = (uint64_t)c->buffsize_mb << 20;
+    c->staging = rt_staging_wanted(c->hal);
+    if (c->staging) /* half for the plans' scratch, half for staging IN + OUT (rt_staging.c) */
+        c->scratch_bytes /= 2;
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
     CHECK(rt_inbox_acquire(c));
+    if (c->staging)
+        CHECK(rt_staging_alloc(c));
     return HCCL_SUCCESS;
 }
 
@@ -45,6 +51,7 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     if (p == c->rank) {
         peer->ctrl = c->ctrl;
         peer->ctrl_epoch = c->ctrl_epoch;
+        peer->stage = c->stage;
         return HCCL_SUCCESS;
     }
     hal_link_class link = c->hal->link_class(c->dev, &b->dev);
@@ -73,7 +80,15 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     peer->ctrl_epoch = b->ctrl_epoch;
     CHECK_ARG(rt_ctrl_peer_live(c, p), HCCL_E_INTERNAL, "comm",
               "rank %u: peer %u left the communicator during init (its init failed)", c->rank, p);
-    return HCCL_SUCCESS;
+    CHECK_ARG(c->staging || !b->ipc_key[RT_KEY_STAGE][0], HCCL_E_PARA, "comm",
+              "rank %u: peer %u runs with staging buffers (HCCL_ASCEND_STAGING) and this rank without: set it alike "
+              "on every rank", c->rank, p);
+    /* Chunks and the OUT half of a peer's staging are sized from HCCL_BUFFSIZE: it must agree. */
+    CHECK_ARG(!c->staging || b->scratch_bytes == c->scratch_bytes, HCCL_E_PARA, "comm",
+              "rank %u: peer %u has HCCL_BUFFSIZE %llu MB and this rank %u MB: with staging buffers "
+              "(HCCL_ASCEND_STAGING) every rank must use the same", c->rank, p,
+              (unsigned long long)(b->scratch_bytes >> 19), c->buffsize_mb);
+    return c->staging ? rt_staging_connect(c, p, b->ipc_key) : HCCL_SUCCESS;
 }
 
 /* The notify tables were read from peers' blocks: valid only if no peer has left since. */
@@ -90,7 +105,8 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
     rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0}};
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0}, {{0}}};
+    memcpy(mine.ipc_key, c->ipc_key, sizeof mine.ipc_key);
     CHECK(rt_net_prepare(c, &mine.net));
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
     const rt_net_blob **nets = calloc(c->nranks, sizeof *nets);
@@ -218,6 +234,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_streams_teardown(c);
     rt_net_teardown(c); /* links first: nothing lands in our memory or records our notifies after it */
     rt_notify_teardown(c);
+    rt_staging_teardown(c); /* closes the exports before their memory goes */
     if (c->scratch)
         c->hal->mem_free(c->dev, c->scratch);
     rt_inbox_release(c);

@@ -89,6 +89,9 @@ struct rt_launch_ctx {
     uint32_t ndescs, descs_cap;
     rt_seg *segs;
     uint32_t nsegs, segs_cap;
+    bool staged;               /* staging mode: peers' IN/OUT are their staging buffers, known now */
+    const hal_dma_desc *pre, *post; /* staging copies before / after the plan (caller's, read at build) */
+    uint32_t npre, npost;
     rt_net_op *netops;         /* steps across servers, arguments of FN instructions (rt_prog.c) */
     uint32_t nnetops, netops_cap;
 };
