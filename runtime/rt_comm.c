@@ -22,6 +22,7 @@ typedef struct rt_rank_blob {
     uint64_t inbox;
     rt_net_blob net;          /* links between servers (runtime/net) */
     char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: scratch, inbox, staging ("" = none) */
+    uint64_t stage;           /* staging mode: its staging buffers' address in its own process */
 } rt_rank_blob;
 
 static HcclResult alloc_device_state(rt_comm *c)
@@ -47,6 +48,7 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     peer->dev = b->dev;
     peer->scratch = (void *)(uintptr_t)b->scratch;
     peer->inbox = (void *)(uintptr_t)b->inbox;
+    peer->stage_va = b->stage;
     c->server_of[p] = b->dev.server_index;
     if (p == c->rank) {
         peer->ctrl = c->ctrl;
@@ -105,7 +107,7 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
     rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0}, {{0}}};
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0}, {{0}}, (uint64_t)(uintptr_t)c->stage};
     memcpy(mine.ipc_key, c->ipc_key, sizeof mine.ipc_key);
     CHECK(rt_net_prepare(c, &mine.net));
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);

@@ -98,6 +98,7 @@ typedef struct rt_peer {
     uint64_t p2p_recvd;       /* p2p items received from this peer so far */
     bool remote;              /* on another server: reached through runtime/net, ctrl is a local mirror */
     void *stage;              /* staging mode: the peer's staging buffers as imported here (rt_staging.c) */
+    uint64_t stage_va;        /* ... and as the peer addresses them (what its p2p records name) */
     char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: keys this rank imported ("" = none) */
 } rt_peer;
 

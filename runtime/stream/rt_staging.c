@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_internal.h"
+#include "runtime/stream/rt_launch.h"
 
 static const char *const g_key_what[RT_STAGE_KEYS] = {"scratch", "inbox", "staging buffers"};
 
@@ -118,4 +118,43 @@ void *rt_staging_peer_buf(const rt_comm *c, uint32_t p, algo_coll coll, uint32_t
 {
     char *base = c->peers[p].stage;
     return buf == 0 || coll == ALGO_COLL_BROADCAST ? base : base + c->stage_half;
+}
+
+/* Point to point: a receive from a peer of this server lands in this rank's staging OUT (the
+ * receives of one call packed, 64-byte aligned) and is copied to the user's buffer after the plan;
+ * the sender copies from its own buffer (local) into the imported staging. Fits or fails: a call
+ * receiving more than a staging buffer is refused with the sizes named (its senders then wait
+ * until HCCL_EXEC_TIMEOUT; docs/ascend.md). */
+HcclResult rt_staging_p2p(rt_comm *c, rt_p2p_item *items, uint32_t n, hal_dma_desc *post, uint32_t *npost)
+{
+    uint64_t off = 0;
+    char *sout = (char *)c->stage + c->stage_half;
+    *npost = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rt_p2p_item *it = &items[i];
+        if (it->is_send || it->peer == c->rank || c->peers[it->peer].remote)
+            continue;
+        uint64_t bytes = it->count * hal_dtype_size((hal_dtype)it->dtype);
+        CHECK_ARG(bytes <= c->stage_half - off, HCCL_E_MEMORY, "staging",
+                  "rank %u: the receives of this call need %llu bytes of staging (receive #%u of %llu bytes from rank "
+                  "%u included) but a staging buffer holds %llu (a quarter of HCCL_BUFFSIZE): point to point is not "
+                  "cut into chunks; raise HCCL_BUFFSIZE or split the call", c->rank,
+                  (unsigned long long)(off + bytes), i, (unsigned long long)bytes, it->peer,
+                  (unsigned long long)c->stage_half);
+        if (bytes)
+            post[(*npost)++] = (hal_dma_desc){.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(it->buf),
+                                              .src = hal_ref_ptr(sout + off), .bytes = bytes};
+        it->buf = sout + off;
+        off += (bytes + 63) & ~(uint64_t)63;
+    }
+    return HCCL_SUCCESS;
+}
+
+void *rt_staging_p2p_peer(const rt_comm *c, uint32_t p, uint64_t addr, uint64_t bytes)
+{
+    const rt_peer *peer = &c->peers[p];
+    uint64_t size = 2 * c->stage_half;
+    if (addr < peer->stage_va || addr - peer->stage_va > size || bytes > size - (addr - peer->stage_va))
+        return NULL;
+    return (char *)peer->stage + (addr - peer->stage_va);
 }

@@ -61,10 +61,14 @@ Test(staging_coll, strict_refuses_unstaged, .timeout = 300)
     cr_expect(strstr(r.out, "did not import by key") != NULL, "no strict-import refusal in the output");
     free(r.out);
 }
-/* Point to point is not staged (docs/ascend.md): it still works beside staged collectives. */
-Test(staging_coll, p2p_unstaged_n4, .timeout = 300)
+/* Point to point: receives land in the receiver's staging OUT (fits or fails, not chunked:
+ * HCCL_BUFFSIZE=8 gives 2 MiB, enough for the 3 receives of 65539 x 8 bytes on 4 ranks). */
+Test(staging_coll, p2p_strict, .timeout = 300)
 {
-    check("", 4, "--colls sendrecv,batchsendrecv,group", "p2p with staging on");
+    check("HCCL_BUFFSIZE=8 " STRICT, 2, "--colls sendrecv,batchsendrecv,group --counts 0,1,7,65539",
+          "staged p2p (strict)");
+    check("HCCL_BUFFSIZE=8 " STRICT, 4, "--colls sendrecv,batchsendrecv,group --counts 0,1,7,65539",
+          "staged p2p (strict)");
 }
 /* Staging on hal/emu (testing the mode without hal/ascend). */
 Test(staging_coll, emu_n4, .timeout = 400)
