@@ -99,6 +99,7 @@ typedef struct rt_peer {
     bool remote;              /* on another server: reached through runtime/net, ctrl is a local mirror */
     void *stage;              /* staging mode: the peer's staging buffers as imported here (rt_staging.c) */
     uint64_t stage_va;        /* ... and as the peer addresses them (what its p2p records name) */
+    size_t ctrl_map_bytes;    /* staging mode: ctrl is our mapping of its host shared memory (unmapped at destroy) */
     char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: keys this rank imported ("" = none) */
 } rt_peer;
 
@@ -116,6 +117,7 @@ typedef struct rt_comm {
     rt_ctrl *ctrl;            /* mine (from the control-block pool) */
     size_t ctrl_bytes;
     uint32_t ctrl_epoch;      /* my block's epoch in this communicator */
+    uint32_t ctrl_shm;        /* staging mode: my block's host shared-memory segment (rt_ctrl_shm.c); 0: device memory */
     HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
@@ -225,6 +227,11 @@ HcclResult rt_ctrl_acquire(rt_comm *c); /* sets ctrl, ctrl_bytes, ctrl_epoch; he
 void rt_ctrl_release(rt_comm *c);       /* bumps the epoch, back to the pool (never to the heap) */
 HcclResult rt_inbox_acquire(rt_comm *c); /* sets inbox: the eager inbox, from the same pool */
 void rt_inbox_release(rt_comm *c);       /* back to the pool (never to the heap) */
+
+/* --- control blocks in host shared memory (rt_ctrl_shm.c), staging mode --- */
+void *rt_ctrl_shm_create(size_t bytes, uint32_t *seg); /* a new segment, mapped; NULL: logged */
+rt_ctrl *rt_ctrl_shm_map(uint32_t pid, uint32_t seg, size_t bytes); /* a peer's; NULL: logged */
+void rt_ctrl_shm_unmap(void *p, size_t bytes);
 
 /* --- notify slots (runtime/notify) --- */
 HcclResult rt_notify_setup_local(rt_comm *c);

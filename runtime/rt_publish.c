@@ -89,8 +89,9 @@ static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *re
     uint64_t out = ctx->staged ? (uint64_t)(uintptr_t)rt_staging_peer_buf(c, peer, ctx->plan->op.coll, 1) : rec->out;
     ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)in;
     ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)out;
-    if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT */
-        const uint64_t *displ = (const uint64_t *)(uintptr_t)rec->vdispl;
+    if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT; the table in the
+                        * peer's block as mapped here (rec->vdispl is the peer's own view of it) */
+        const uint64_t *displ = rt_ctrl_vtable(c->peers[peer].ctrl, ctx->seq) + 2 * (size_t)c->nranks;
         ctx->vbase[peer] = (char *)(uintptr_t)out + displ[c->rank] * ctx->esize;
     }
 }

@@ -39,8 +39,9 @@ bool rt_staging_wanted(const hal_ops *hal)
     bool on = g_mode > 0 || (g_mode == 0 && !strcmp(hal->name, "ascend") && !hal_acl_is_emulator());
     static atomic_bool logged;
     if (!atomic_exchange(&logged, true))
-        OH_INFO("staging", "calls %s staging buffers (HCCL_ASCEND_STAGING=%s, backend %s)",
-                on ? "go through" : "do not go through", g_mode > 0 ? "on" : g_mode < 0 ? "off" : "auto", hal->name);
+        OH_INFO("staging", "calls %s staging buffers%s (HCCL_ASCEND_STAGING=%s, backend %s)",
+                on ? "go through" : "do not go through", on ? ", control blocks in host shared memory" : "",
+                g_mode > 0 ? "on" : g_mode < 0 ? "off" : "auto", hal->name);
     return on;
 }
 
@@ -59,6 +60,11 @@ static HcclResult export_one(rt_comm *c, uint32_t k, void *ptr, uint64_t bytes)
 HcclResult rt_staging_alloc(rt_comm *c)
 {
     /* alloc_device_state gave scratch half of HCCL_BUFFSIZE; staging IN and OUT share the rest. */
+    /* The control path is host code: its block must be host memory here (rt_ctrl_shm.c). */
+    hal_device_handle owner;
+    uint64_t after;
+    CHECK_ARG(c->ctrl_shm && c->hal->mem_lookup(c->ctrl, &owner, &after) != HAL_OK, HCCL_E_INTERNAL, "staging",
+              "rank %u: the control block %p is not in host shared memory", c->rank, (void *)c->ctrl);
     c->stage_half = c->scratch_bytes / 2;
     CHECK_MAP(c->hal->mem_alloc(c->dev, 2 * c->stage_half, &c->stage), rt_from_hal);
     CHECK(export_one(c, RT_KEY_SCRATCH, c->scratch, c->scratch_bytes));
