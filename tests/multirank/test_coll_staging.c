@@ -86,3 +86,14 @@ Test(staging_mismatch, counts_n2, .timeout = 150)
     cr_expect(strstr(r.out, "count=512") != NULL, "the output does not name the count");
     free(r.out);
 }
+/* Two emulated servers of 2 (hal/emu: hal/ascend takes no link signals yet): peers on the other
+ * server are reached through runtime/net as before, those of the same server through staging. */
+Test(staging_coll, servers_2x2_emu, .timeout = 400)
+{
+    mr_expect_ok(mr_run_t("HCCL_HAL=emu HCCL_ASCEND_STAGING=on HCCL_BUFFSIZE=1", 4, 300,
+                          "--servers 2 " MR_COLL_CHECK, COLLS " --counts 0,7,3001,300007 --dtypes fp32,int8"),
+                 "staged matrix on 2 servers x 2 (hal/emu)", " 0 failed");
+    mr_expect_ok(mr_run_t("HCCL_HAL=emu HCCL_ASCEND_STAGING=on HCCL_BUFFSIZE=1", 4, 300,
+                          "--servers 2 " MR_COLL_CHECK, "--colls alltoallv,sendrecv,batchsendrecv,group --counts 0,7,3001"),
+                 "staged AlltoAllV and p2p on 2 servers x 2 (hal/emu)", " 0 failed");
+}
