@@ -59,6 +59,11 @@ static void hal_choose(void)
         OH_INFO("hal", "device backend: %s (HCCL_HAL=%s)", g_hal->name, is_auto ? "auto" : name);
 }
 
+bool hal_acl_is_emulator(void)
+{
+    return aclExtGetEmuHal != NULL;
+}
+
 const hal_ops *hal_get(void)
 {
     pthread_once(&g_hal_once, hal_choose);

@@ -264,6 +264,8 @@ typedef struct hal_ops {
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */
 const hal_ops *hal_get(void);
+/* true when the libascendcl.so loaded is OpenHCCL's emulator (it exports aclExtGetEmuHal). */
+bool hal_acl_is_emulator(void);
 /* The emulator's table (hal/emu; its ACL front uses it directly). */
 extern const hal_ops emu_hal_ops;
 

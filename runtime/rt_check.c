@@ -114,5 +114,5 @@ HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const
                 "root[%u] localRank[%u] seq[%llu]\n", api, c->name, call->in, call->out,
                 (unsigned long long)call->op.count, hal_dtype_name(call->op.dtype), hal_redop_name(call->op.redop),
                 call->op.root, c->rank, (unsigned long long)c->seq + 1);
-    return rt_launch(c, call);
+    return c->staging ? rt_staging_launch(c, call) : rt_launch(c, call);
 }

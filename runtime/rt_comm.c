@@ -16,22 +16,29 @@ typedef struct rt_rank_blob {
     hal_device_handle dev;
     uint64_t ctrl;
     uint32_t ctrl_epoch;
-    uint32_t pad;
+    uint32_t ctrl_shm;        /* staging mode: its control block's host shared-memory segment (rt_ctrl_shm.c) */
     uint64_t scratch;
     uint64_t scratch_bytes;
     uint64_t inbox;
     rt_net_blob net;          /* links between servers (runtime/net) */
+    char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: scratch, inbox, staging ("" = none) */
+    uint64_t stage;           /* staging mode: its staging buffers' address in its own process */
 } rt_rank_blob;
 
 static HcclResult alloc_device_state(rt_comm *c)
 {
+    c->staging = rt_staging_wanted(c->hal); /* before the control block: where it lives depends on it */
     CHECK(rt_ctrl_acquire(c));
     /* Staging memory bounded by HCCL_BUFFSIZE; the emulator's heap is sparse, so untouched
      * scratch costs no physical memory. */
     c->scratch_bytes = (uint64_t)c->buffsize_mb << 20;
+    if (c->staging) /* half for the plans' scratch, half for staging IN + OUT (rt_staging.c) */
+        c->scratch_bytes /= 2;
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
     CHECK(rt_inbox_acquire(c));
+    if (c->staging)
+        CHECK(rt_staging_alloc(c));
     return HCCL_SUCCESS;
 }
 
@@ -41,10 +48,12 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     peer->dev = b->dev;
     peer->scratch = (void *)(uintptr_t)b->scratch;
     peer->inbox = (void *)(uintptr_t)b->inbox;
+    peer->stage_va = b->stage;
     c->server_of[p] = b->dev.server_index;
     if (p == c->rank) {
         peer->ctrl = c->ctrl;
         peer->ctrl_epoch = c->ctrl_epoch;
+        peer->stage = c->stage;
         return HCCL_SUCCESS;
     }
     hal_link_class link = c->hal->link_class(c->dev, &b->dev);
@@ -65,15 +74,30 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
                b->dev.device_id, b->dev.pid, hal_result_name(rc));
         return rt_from_hal(rc);
     }
+    CHECK_ARG(c->staging == (b->ctrl_shm != 0), HCCL_E_PARA, "comm",
+              "rank %u: peer %u runs %s staging buffers (HCCL_ASCEND_STAGING) and this rank %s: set it alike on every "
+              "rank", c->rank, p, b->ctrl_shm ? "with" : "without", c->staging ? "with" : "without");
     /* Only a mapped block may be touched (rt_abort_all writes to every peer->ctrl set). */
     rt_ctrl *ctrl = (rt_ctrl *)(uintptr_t)b->ctrl;
+    if (c->staging) { /* host shared memory, mapped here by name (rt_ctrl_shm.c) */
+        ctrl = rt_ctrl_shm_map(b->dev.pid, b->ctrl_shm, rt_ctrl_size(c->nranks));
+        CHECK_ARG(ctrl, HCCL_E_INTERNAL, "comm", "rank %u: peer %u's control block (pid %u, segment %u) cannot be "
+                  "mapped", c->rank, p, b->dev.pid, b->ctrl_shm);
+        peer->ctrl = ctrl; /* unmapped at destroy from now on */
+        peer->ctrl_map_bytes = rt_ctrl_size(c->nranks);
+    }
     CHECK_ARG(ctrl->magic == RT_CTRL_MAGIC, HCCL_E_INTERNAL, "comm", "rank %u: peer %u's control block is not readable",
               c->rank, p);
     peer->ctrl = ctrl;
     peer->ctrl_epoch = b->ctrl_epoch;
     CHECK_ARG(rt_ctrl_peer_live(c, p), HCCL_E_INTERNAL, "comm",
               "rank %u: peer %u left the communicator during init (its init failed)", c->rank, p);
-    return HCCL_SUCCESS;
+    /* Chunks and the OUT half of a peer's staging are sized from HCCL_BUFFSIZE: it must agree. */
+    CHECK_ARG(!c->staging || b->scratch_bytes == c->scratch_bytes, HCCL_E_PARA, "comm",
+              "rank %u: peer %u has HCCL_BUFFSIZE %llu MB and this rank %u MB: with staging buffers "
+              "(HCCL_ASCEND_STAGING) every rank must use the same", c->rank, p,
+              (unsigned long long)(b->scratch_bytes >> 19), c->buffsize_mb);
+    return c->staging ? rt_staging_connect(c, p, b->ipc_key) : HCCL_SUCCESS;
 }
 
 /* The notify tables were read from peers' blocks: valid only if no peer has left since. */
@@ -89,8 +113,9 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
 {
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
-    rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, 0, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0, 0, 0}};
+    rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, c->ctrl_shm, (uint64_t)(uintptr_t)c->scratch,
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0, 0, 0}, {{0}}, (uint64_t)(uintptr_t)c->stage};
+    memcpy(mine.ipc_key, c->ipc_key, sizeof mine.ipc_key);
     CHECK(rt_net_prepare(c, &mine.net));
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
     const rt_net_blob **nets = calloc(c->nranks, sizeof *nets);
@@ -218,6 +243,10 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_streams_teardown(c);
     rt_net_teardown(c); /* links first: nothing lands in our memory or records our notifies after it */
     rt_notify_teardown(c);
+    rt_staging_teardown(c); /* closes the exports before their memory goes */
+    for (uint32_t p = 0; c->peers && p < c->nranks; p++) /* staging mode: peers' control blocks */
+        if (c->peers[p].ctrl_map_bytes)
+            rt_ctrl_shm_unmap(c->peers[p].ctrl, c->peers[p].ctrl_map_bytes);
     if (c->scratch)
         c->hal->mem_free(c->dev, c->scratch);
     rt_inbox_release(c);

@@ -22,9 +22,11 @@
 typedef struct pool_block {
     struct pool_block *next;
     void *mem;
+    uint32_t shm; /* POOL_CTRL_HOST: its segment (rt_ctrl_shm.c) */
 } pool_block;
 
-enum { POOL_CTRL = 0, POOL_INBOX = 1, POOL_KINDS };
+/* Staging mode's control blocks live in host shared memory (rt_ctrl_shm.c): a list of their own. */
+enum { POOL_CTRL = 0, POOL_INBOX = 1, POOL_CTRL_HOST = 2, POOL_KINDS };
 
 typedef struct pool_dev {
     uint32_t device_id;
@@ -76,9 +78,12 @@ static void *take_mem(rt_comm *c, pool_dev *p, int kind, unsigned k, size_t byte
         if (!p->head[kind][k])
             p->tail[kind][k] = NULL;
         void *mem = b->mem;
+        c->ctrl_shm = kind == POOL_CTRL_HOST ? b->shm : c->ctrl_shm;
         free(b);
         return mem;
     }
+    if (kind == POOL_CTRL_HOST)
+        return rt_ctrl_shm_create(bytes, &c->ctrl_shm);
     void *mem = NULL;
     hal_result rc = c->hal->mem_alloc(p->dev, bytes, &mem);
     if (rc != HAL_OK) {
@@ -90,10 +95,10 @@ static void *take_mem(rt_comm *c, pool_dev *p, int kind, unsigned k, size_t byte
 }
 
 /* Caller holds g_lock. A block from the pool (epoch already bumped by its release) or a new one. */
-static rt_ctrl *take_block(rt_comm *c, pool_dev *p, unsigned k, size_t bytes)
+static rt_ctrl *take_block(rt_comm *c, pool_dev *p, int kind, unsigned k, size_t bytes)
 {
-    bool fresh = p->head[POOL_CTRL][k] == NULL;
-    rt_ctrl *ctrl = take_mem(c, p, POOL_CTRL, k, bytes);
+    bool fresh = p->head[kind][k] == NULL;
+    rt_ctrl *ctrl = take_mem(c, p, kind, k, bytes);
     if (!ctrl || !fresh)
         return ctrl;
     /* Never a control block before: epoch 1 (0 is never used, so zeroed memory matches nothing). */
@@ -112,7 +117,9 @@ static void *acquire_mem(rt_comm *c, int kind, size_t need, size_t *bytes)
         return NULL;
     pthread_mutex_lock(&g_lock);
     pool_dev *p = pool_for(c);
-    void *mem = !p ? NULL : kind == POOL_CTRL ? (void *)take_block(c, p, k, *bytes) : take_mem(c, p, kind, k, *bytes);
+    void *mem = !p                   ? NULL
+                : kind != POOL_INBOX ? (void *)take_block(c, p, kind, k, *bytes)
+                                     : take_mem(c, p, kind, k, *bytes);
     pthread_mutex_unlock(&g_lock);
     return mem;
 }
@@ -120,7 +127,7 @@ static void *acquire_mem(rt_comm *c, int kind, size_t need, size_t *bytes)
 HcclResult rt_ctrl_acquire(rt_comm *c)
 {
     size_t bytes;
-    rt_ctrl *ctrl = acquire_mem(c, POOL_CTRL, rt_ctrl_size(c->nranks), &bytes);
+    rt_ctrl *ctrl = acquire_mem(c, c->staging ? POOL_CTRL_HOST : POOL_CTRL, rt_ctrl_size(c->nranks), &bytes);
     if (!ctrl)
         return HCCL_E_MEMORY;
     memset((char *)ctrl + RT_CTRL_GUARDED_BYTES, 0, bytes - RT_CTRL_GUARDED_BYTES);
@@ -154,7 +161,7 @@ static void bump_epoch(rt_ctrl *ctrl, uint32_t epoch)
 }
 
 /* Back to the pool's list of `kind`, FIFO (never to the heap). */
-static void put_mem(rt_comm *c, int kind, void *mem, size_t bytes)
+static void put_mem(rt_comm *c, int kind, void *mem, size_t bytes, uint32_t shm)
 {
     pool_block *b = malloc(sizeof *b);
     pthread_mutex_lock(&g_lock);
@@ -165,6 +172,7 @@ static void put_mem(rt_comm *c, int kind, void *mem, size_t bytes)
         unsigned k = size_class(bytes);
         b->next = NULL;
         b->mem = mem;
+        b->shm = shm;
         if (p->tail[kind][k])
             p->tail[kind][k]->next = b;
         else
@@ -182,7 +190,7 @@ void rt_ctrl_release(rt_comm *c)
     if (!c->ctrl)
         return;
     bump_epoch(c->ctrl, c->ctrl_epoch);
-    put_mem(c, POOL_CTRL, c->ctrl, c->ctrl_bytes);
+    put_mem(c, c->ctrl_shm ? POOL_CTRL_HOST : POOL_CTRL, c->ctrl, c->ctrl_bytes, c->ctrl_shm);
     c->ctrl = NULL;
 }
 
@@ -197,6 +205,6 @@ HcclResult rt_inbox_acquire(rt_comm *c)
 void rt_inbox_release(rt_comm *c)
 {
     if (c->inbox)
-        put_mem(c, POOL_INBOX, c->inbox, c->inbox_pool_bytes);
+        put_mem(c, POOL_INBOX, c->inbox, c->inbox_pool_bytes, 0);
     c->inbox = NULL;
 }

@@ -83,6 +83,9 @@ typedef struct rt_ctrl {
 } rt_ctrl;
 #define RT_CTRL_GUARDED_BYTES 16 /* the epoch-tagged words at the start, never cleared by reuse */
 
+/* Staging mode (rt_staging.c): what each rank exports by key at init, peers import. */
+enum { RT_KEY_SCRATCH = 0, RT_KEY_INBOX, RT_KEY_STAGE, RT_STAGE_KEYS };
+
 typedef struct rt_peer {
     hal_device_handle dev;
     rt_ctrl *ctrl;            /* peer's control block (mapped here) */
@@ -94,6 +97,10 @@ typedef struct rt_peer {
     uint64_t p2p_sent;        /* p2p items sent to this peer so far (the last send's ordinal) */
     uint64_t p2p_recvd;       /* p2p items received from this peer so far */
     bool remote;              /* on another server: reached through runtime/net, ctrl is a local mirror */
+    void *stage;              /* staging mode: the peer's staging buffers as imported here (rt_staging.c) */
+    uint64_t stage_va;        /* ... and as the peer addresses them (what its p2p records name) */
+    size_t ctrl_map_bytes;    /* staging mode: ctrl is our mapping of its host shared memory (unmapped at destroy) */
+    char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: keys this rank imported ("" = none) */
 } rt_peer;
 
 typedef struct rt_plan_cache rt_plan_cache;
@@ -110,11 +117,16 @@ typedef struct rt_comm {
     rt_ctrl *ctrl;            /* mine (from the control-block pool) */
     size_t ctrl_bytes;
     uint32_t ctrl_epoch;      /* my block's epoch in this communicator */
+    uint32_t ctrl_shm;        /* staging mode: my block's host shared-memory segment (rt_ctrl_shm.c); 0: device memory */
     HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
     void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes (pooled) */
     size_t inbox_pool_bytes;
+    bool staging;             /* HCCL_ASCEND_STAGING: calls go through the staging buffers (rt_staging.c) */
+    void *stage;              /* staging IN (stage_half bytes), then staging OUT (stage_half bytes) */
+    uint64_t stage_half;
+    char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: my exports ("" = none) */
     rt_peer *peers;           /* [nranks]; peers[rank] describes myself */
     uint32_t *server_of;      /* [nranks] */
     struct rt_net *net;       /* links to peers on other servers (runtime/net), NULL when none */
@@ -216,6 +228,11 @@ void rt_ctrl_release(rt_comm *c);       /* bumps the epoch, back to the pool (ne
 HcclResult rt_inbox_acquire(rt_comm *c); /* sets inbox: the eager inbox, from the same pool */
 void rt_inbox_release(rt_comm *c);       /* back to the pool (never to the heap) */
 
+/* --- control blocks in host shared memory (rt_ctrl_shm.c), staging mode --- */
+void *rt_ctrl_shm_create(size_t bytes, uint32_t *seg); /* a new segment, mapped; NULL: logged */
+rt_ctrl *rt_ctrl_shm_map(uint32_t pid, uint32_t seg, size_t bytes); /* a peer's; NULL: logged */
+void rt_ctrl_shm_unmap(void *p, size_t bytes);
+
 /* --- notify slots (runtime/notify) --- */
 HcclResult rt_notify_setup_local(rt_comm *c);
 HcclResult rt_notify_connect_peers(rt_comm *c);
@@ -231,9 +248,30 @@ typedef struct rt_call {
     uint32_t cmd;         /* HcclCMDType of the API */
     void *in, *out;
     hal_stream *stream;
+    /* Staging mode (rt_staging.c): one chunk of a user call, bound to the staging buffers, with
+     * the copies user IN -> staging IN before the plan and staging OUT -> user OUT after it. */
+    bool staged;
+    uint64_t sig_count;   /* the user call's count (signature), 0: op.count */
+    const hal_dma_desc *pre, *post;
+    uint32_t npre, npost;
 } rt_call;
 
 HcclResult rt_launch(rt_comm *c, rt_call *call);
+
+/* --- staging mode (runtime/stream/rt_staging.c) --- */
+/* HCCL_ASCEND_STAGING=auto|on|off for this backend (auto: on for hal/ascend over a libascendcl
+ * that is not ours, i.e. CANN's); logged once per process. */
+bool rt_staging_wanted(const hal_ops *hal);
+/* Init: allocates the staging buffers and exports scratch, inbox and staging by key. */
+HcclResult rt_staging_alloc(rt_comm *c);
+/* Init: imports peer p's exports (keys from its init blob); same-server peers only. */
+HcclResult rt_staging_connect(rt_comm *c, uint32_t p, const char keys[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]);
+/* Destroy: closes imports, then exports, then frees the staging buffers. */
+void rt_staging_teardown(rt_comm *c);
+/* A collective through the staging buffers, in chunks when it does not fit (one launch each). */
+HcclResult rt_staging_launch(rt_comm *c, rt_call *call);
+/* Staging mode: peer p's IN (buf 0) or OUT (buf 1) of a call of coll, as mapped here. */
+void *rt_staging_peer_buf(const rt_comm *c, uint32_t p, algo_coll coll, uint32_t buf);
 /* A buffer a call touches must be memory of this rank's device with `bytes` left in its allocation. */
 HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes);
 /* Registered VMM ranges (rt_mem_range.c): true if p lies in a range set by HcclCommSetMemoryRange

@@ -147,7 +147,19 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
         return HCCL_E_MEMORY;
     }
     fill_sig(ctx, reqs, n);
-    HcclResult rc = rt_launch_prepare(c, ctx); /* before the ordinals: a failure takes none */
+    hal_dma_desc *post = NULL; /* staging mode: staging OUT -> user buffers, read by the build */
+    HcclResult rc = HCCL_SUCCESS;
+    if (c->staging && !(post = calloc(n ? n : 1, sizeof *post)))
+        rc = HCCL_E_MEMORY;
+    if (rc == HCCL_SUCCESS && post) {
+        rc = rt_staging_p2p(c, ctx->p2p_items, n, post, &ctx->npost);
+        ctx->post = post;
+    }
+    if (rc == HCCL_SUCCESS)
+        rc = rt_launch_prepare(c, ctx); /* before the ordinals: a failure takes none */
+    ctx->post = NULL;
+    ctx->npost = 0;
+    free(post);
     if (rc == HCCL_SUCCESS)
         rc = assign_ordinals(c, ctx->p2p_items, n);
     if (rc != HCCL_SUCCESS) {

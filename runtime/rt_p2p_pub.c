@@ -101,6 +101,16 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
         return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
     }
     it->peer_buf = (void *)(uintptr_t)rec->out;
+    if (c->staging && !c->peers[it->peer].remote) { /* its staging OUT, as imported here */
+        uint64_t bytes = it->count * hal_dtype_size((hal_dtype)it->dtype);
+        it->peer_buf = rt_staging_p2p_peer(c, it->peer, rec->out, bytes);
+        if (!it->peer_buf && bytes) {
+            snprintf(msg, len, "comm %s: rank %u published a receive buffer %#llx of %llu bytes outside its staging "
+                     "buffers (send #%llu from rank %u)", c->name, it->peer, (unsigned long long)rec->out,
+                     (unsigned long long)bytes, (unsigned long long)it->ordinal, c->rank);
+            return fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
+        }
+    }
     if (!rt_ctrl_peer_live(c, it->peer)) /* released while we read: the buffer is not ours */
         return report_destroy(it, msg, len);
     /* Before the copy and the data signal: the receiver checks it after its wait. */

@@ -83,11 +83,17 @@ static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *re
         ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
         return;
     }
-    ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
-    ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
-    if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT */
-        const uint64_t *displ = (const uint64_t *)(uintptr_t)rec->vdispl;
-        ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
+    /* Staging mode: the peer's staging buffers as imported here (its own addresses may differ
+     * from this process's mapping on CANN); the record's are only the peer's view. */
+    bool mapped = ctx->staged && !c->peers[peer].remote; /* a remote peer's stays its own (link writes) */
+    uint64_t in = mapped ? (uint64_t)(uintptr_t)rt_staging_peer_buf(c, peer, ctx->plan->op.coll, 0) : rec->in;
+    uint64_t out = mapped ? (uint64_t)(uintptr_t)rt_staging_peer_buf(c, peer, ctx->plan->op.coll, 1) : rec->out;
+    ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)in;
+    ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)out;
+    if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT; the table in the
+                        * peer's block as mapped here (rec->vdispl is the peer's own view of it) */
+        const uint64_t *displ = rt_ctrl_vtable(c->peers[peer].ctrl, ctx->seq) + 2 * (size_t)c->nranks;
+        ctx->vbase[peer] = (char *)(uintptr_t)out + displ[c->rank] * ctx->esize;
     }
 }
 

@@ -56,6 +56,11 @@ void *acl_thread_context(void);
 /* ACL_SUCCESS when [p, p+n) lies inside one device allocation, else logs under func and fails
  * with ACL_ERROR_RT_PARAM_INVALID. */
 aclError acl_check_dev_range(const char *func, const char *name, const void *p, size_t n);
+/* HCCL_EMU_ACL_STRICT_IPC (acl_strict.c, tests): memory of another process's device must lie in an
+ * allocation imported by key here. */
+void acl_strict_imported(hal_device *dev, const char *key, const void *ptr);
+void acl_strict_closed(const char *key);
+aclError acl_strict_check(const char *func, const char *name, const void *p, size_t n, const hal_device_handle *owner);
 
 /* ---- streams (acl_stream.c) ---------------------------------------------------------------- */
 

@@ -100,6 +100,7 @@ aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags)
     hal_result rc = emu_hal_ops.ipc_mem_import(dev, key, devPtr);
     if (rc != HAL_OK)
         return from_ipc(rc, __func__, "ipc_mem_import");
+    acl_strict_imported(dev, key, *devPtr);
     return ACL_SUCCESS;
 }
 
@@ -107,6 +108,7 @@ aclError aclrtIpcMemClose(const char *key)
 {
     if (!key)
         return acl_fail(ACL_ERROR_INVALID_PARAM, __func__, "key is NULL");
+    acl_strict_closed(key);
     hal_result rc = emu_hal_ops.ipc_close(key);
     if (rc != HAL_OK)
         return acl_fail_hal(rc, __func__, "ipc_close (not a key this process exported or imported)");

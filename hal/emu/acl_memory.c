@@ -26,7 +26,7 @@ aclError acl_check_dev_range(const char *func, const char *name, const void *p, 
     if (after < n)
         return acl_fail(ACL_ERROR_RT_PARAM_INVALID, func, "%s %p: %zu bytes run past its allocation (%llu left)",
                         name, p, n, (unsigned long long)after);
-    return ACL_SUCCESS;
+    return acl_strict_check(func, name, p, n, &owner);
 }
 
 /* ---- device memory ------------------------------------------------------------------------ */

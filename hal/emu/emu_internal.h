@@ -370,6 +370,8 @@ hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t 
 hal_result emu_ipc_notify_export(struct hal_notify *n, uint32_t flags, char *key);
 hal_result emu_ipc_set_pids(const char *key, const int32_t *pids, size_t n);
 hal_result emu_ipc_mem_import(hal_device *dev, const char *key, void **ptr);
+/* Bytes exported under a memory key (the ACL front's HCCL_EMU_ACL_STRICT_IPC, acl_strict.c). */
+hal_result emu_ipc_mem_size(hal_device *dev, const char *key, uint64_t *size);
 hal_result emu_ipc_notify_import(hal_device *dev, const char *key, struct hal_notify **n);
 hal_result emu_ipc_close(const char *key);
 /* Ends every export of a notify its owner destroys (offset = generation << 32 | index). */

@@ -278,6 +278,16 @@ hal_result emu_ipc_mem_import(hal_device *dev, const char *key, void **ptr)
     return HAL_OK;
 }
 
+hal_result emu_ipc_mem_size(hal_device *dev, const char *key, uint64_t *size)
+{
+    void *base;
+    emu_ipc_entry *e;
+    hal_result rc = ipc_open(dev, key, IPC_KIND_MEM, &base, &e);
+    if (rc == HAL_OK)
+        *size = e->size;
+    return rc;
+}
+
 hal_result emu_ipc_notify_import(hal_device *dev, const char *key, hal_notify **n)
 {
     if (!n)

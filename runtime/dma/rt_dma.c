@@ -30,6 +30,8 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
     hal_ref ref = {NULL, NULL, r->offset};
     if (r->vdispl >= 0)
         ref.indirect = (void *const *)&ctx->vbase[owner];
+    else if (owner != c->rank && r->buf != ALGO_BUF_SCRATCH && ctx->staged && !c->peers[owner].remote)
+        ref.base = rt_staging_peer_buf(c, owner, ctx->plan->op.coll, r->buf); /* imported at init */
     else if (owner != c->rank && r->buf != ALGO_BUF_SCRATCH)
         ref.indirect = (void *const *)slot; /* filled by FETCH on the device */
     else

@@ -103,7 +103,7 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
 {
     const algo_op *op = &call->op;
     ctx->sig.cmd = call->cmd;
-    ctx->sig.count = op->count;
+    ctx->sig.count = call->sig_count ? call->sig_count : op->count; /* staging: the user call's */
     ctx->sig.dtype = op->dtype;
     ctx->sig.redop = op->redop;
     ctx->sig.root = op->root;
@@ -152,6 +152,11 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->plan_held = true;
         fill_sig(ctx, call);
         bind_self(ctx, call);
+        ctx->staged = call->staged;
+        ctx->pre = call->pre;
+        ctx->post = call->post;
+        ctx->npre = call->npre;
+        ctx->npost = call->npost;
         /* The seq this op will take (c->lock is held): inbox refs are bound by its parity. */
         ctx->seq = c->seq + 1;
         rc = rt_launch_prepare(c, ctx);

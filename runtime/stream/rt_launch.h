@@ -89,9 +89,18 @@ struct rt_launch_ctx {
     uint32_t ndescs, descs_cap;
     rt_seg *segs;
     uint32_t nsegs, segs_cap;
+    bool staged;               /* staging mode: peers' IN/OUT are their staging buffers, known now */
+    const hal_dma_desc *pre, *post; /* staging copies before / after the plan (caller's, read at build) */
+    uint32_t npre, npost;
     rt_net_op *netops;         /* steps across servers, arguments of FN instructions (rt_prog.c) */
     uint32_t nnetops, netops_cap;
 };
+
+/* Staging mode, point to point (rt_staging.c): binds this call's receives from same-server peers to
+ * staging OUT, with the copies to the user's buffers in post (room for n); the sender's side: the
+ * imported address of a peer's published receive buffer, NULL when it is not in its staging. */
+HcclResult rt_staging_p2p(rt_comm *c, rt_p2p_item *items, uint32_t n, hal_dma_desc *post, uint32_t *npost);
+void *rt_staging_p2p_peer(const rt_comm *c, uint32_t p, uint64_t addr, uint64_t bytes);
 
 /* A launch context for plan, from the communicator's pool (or new), bindings reset; NULL when out
  * of memory. Caller holds c->lock. */

@@ -313,11 +313,39 @@ static hal_result build_net_end(prog_builder *b)
     return close_prog(b, 0, &first);
 }
 
+/* Staging mode (rt_staging.c): the copies between the user's buffers and the staging buffers, one
+ * DMA instruction (its pieces run in parallel) of stream 0, in a program of its own: before the
+ * plan's first step (nothing is published before the data is staged) or after its last (every
+ * peer's write into staging OUT has been waited for). */
+static hal_result build_stage_copies(prog_builder *b, const hal_dma_desc *d, uint32_t n, uint32_t step)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    if (n == 0)
+        return HAL_OK;
+    if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + n, sizeof *ctx->descs))
+        return HAL_E_NOMEM;
+    uint32_t first = ctx->ninsns;
+    hal_insn *in = push_insn(ctx, 0, step, HAL_INSN_DMA);
+    if (!in)
+        return HAL_E_NOMEM;
+    ctx->isrc[ctx->ninsns - 1].desc = ctx->ndescs;
+    in->u.dma.descs = NULL; /* set once the descriptor array stops growing */
+    in->u.dma.n = n;
+    for (uint32_t i = 0; i < n; i++)
+        ctx->descs[ctx->ndescs++] = d[i];
+    return close_prog(b, 0, &first);
+}
+
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = 0;
     prog_builder b = {ctx, NULL, 0};
-    hal_result rc = build_list(&b, 0);
+    uint32_t last = ctx->plan->streams[0].nsteps;
+    hal_result rc = build_stage_copies(&b, ctx->pre, ctx->npre, 0);
+    if (rc == HAL_OK)
+        rc = build_list(&b, 0);
+    if (rc == HAL_OK)
+        rc = build_stage_copies(&b, ctx->post, ctx->npost, last ? last - 1 : 0);
     if (rc == HAL_OK)
         rc = build_net_end(&b);
     if (rc != HAL_OK)
