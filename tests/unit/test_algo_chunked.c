@@ -1,0 +1,74 @@
+/* Plans for several servers within a scratch budget (algo_topo.scratch_max, HCCL_BUFFSIZE):
+ * ring_push, hier and the rank-ordered chain (deterministic mode) through the verifier with
+ * budgets far below the data, 1..9 ranks on uneven servers, counts 0/1/7/odd large, in and out
+ * of place, every root. Each plan must verify (results, races, copy-only links, credits balanced)
+ * and use no more scratch than the budget; deterministic plans must reduce in rank order. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "algos/verify.h"
+
+#define MAX_N 9
+
+/* Uneven servers: sizes 2, 1, 3, 2, 1, 3, ... in rank order (all ranks on server 0 for n == 1). */
+static void uneven(uint32_t n, uint32_t *so)
+{
+    static const uint32_t sizes[] = {2, 1, 3};
+    uint32_t s = 0, left = sizes[0];
+    for (uint32_t r = 0; r < n; r++) {
+        if (!left) {
+            s++;
+            left = sizes[s % 3];
+        }
+        so[r] = s;
+        left--;
+    }
+}
+
+static int check(algo_kind kind, algo_coll coll, uint32_t n, const uint32_t *so, uint64_t count, uint32_t root,
+                 bool in_place, bool det, uint64_t budget)
+{
+    algo_op op = {.coll = coll, .nranks = n, .count = count, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
+                  .root = root, .in_place = in_place, .deterministic = det};
+    algo_topo topo = {.nranks = n, .server_of = so, .eager_max = 0, .scratch_max = budget};
+    algo_verify_report rep;
+    int rc = algo_verify(&op, &topo, kind, &rep);
+    bool over = rc == 0 && rep.max_scratch_bytes > budget;
+    if (rc == 0 && !over)
+        return 0;
+    printf("FAIL %s %s n=%u count=%llu root=%u %s%s budget=%llu: rc %d, scratch %llu\n%s", algo_kind_name(kind),
+           algo_coll_name(coll), n, (unsigned long long)count, root, in_place ? "in-place" : "out-of-place",
+           det ? " deterministic" : "", (unsigned long long)budget, rc, (unsigned long long)rep.max_scratch_bytes,
+           rep.msg);
+    return 1;
+}
+
+static const algo_coll colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE};
+
+/* Every n in 1..9 on uneven servers x counts x roots x in/out of place, with two budgets: 64
+ * bytes (a few elements per slot: many rounds) and 1000 bytes. */
+static int sweep(algo_kind kind, bool det)
+{
+    int fails = 0;
+    uint32_t so[MAX_N];
+    for (uint32_t n = 1; n <= MAX_N; n++) {
+        uint64_t counts[] = {0, 1, 7, 1031};
+        uint64_t budgets[] = {64, 1000};
+        uint32_t roots[3] = {0, n - 1, n / 2};
+        uneven(n, so);
+        for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
+            for (size_t ci = 0; ci < 4; ci++)
+                for (size_t bi = 0; bi < 2; bi++)
+                    for (uint32_t ri = 0; ri < (colls[c] == ALGO_COLL_REDUCE ? 3u : 1u); ri++)
+                        for (int inp = 0; inp < 2; inp++) {
+                            fails += check(kind, colls[c], n, so, counts[ci], roots[ri], inp, det, budgets[bi]);
+                            if (fails > 5)
+                                return fails;
+                        }
+    }
+    return fails;
+}
+
+Test(algo_chunked, ring_push) { cr_assert_eq(sweep(ALGO_RING_PUSH, false), 0, "see the failures above"); }
+Test(algo_chunked, ring_push_deterministic) { cr_assert_eq(sweep(ALGO_RING_PUSH, true), 0, "see the failures above"); }
