@@ -33,6 +33,14 @@ typedef struct algo_cost_result {
     double busbw_gbps;
 } algo_cost_result;
 
+/* Slices hier AllReduce pipelines a `bytes` buffer in, for S servers of m ranks (1: no pipeline):
+ * the C in [1, ALGO_PIPE_MAX] that minimises (A + B) / C-sized stages run as a two-stage pipeline,
+ * A = intra reduce + inter ring (one stream), B = intra gather (another), each paying its start-up
+ * and signal latencies per slice: T(1) = A + B, T(C) = A_c + B_c + (C - 1) max(A_c, B_c) + 2 forks.
+ * From the op signature only, so every rank picks the same. cm NULL: algo_cost_default(). */
+#define ALGO_PIPE_MAX 64
+uint32_t algo_cost_hier_chunks(const algo_cost_model *cm, uint64_t bytes, uint32_t S, uint32_t m);
+
 struct algo_verify_report;
 /* Prediction from a verifier report made with the same cost model (rep->crit_us). */
 void algo_cost_predict(const algo_op *op, const struct algo_verify_report *rep, const algo_cost_model *cm,

@@ -72,3 +72,75 @@ static int sweep(algo_kind kind, bool det)
 
 Test(algo_chunked, ring_push) { cr_assert_eq(sweep(ALGO_RING_PUSH, false), 0, "see the failures above"); }
 Test(algo_chunked, ring_push_deterministic) { cr_assert_eq(sweep(ALGO_RING_PUSH, true), 0, "see the failures above"); }
+
+/* hier: S servers of m ranks, in rank order and interleaved (server r % S), budgets 64 and 1000
+ * bytes (rounds, so phases 1-2 and 3 run on two slave streams) and none (one round, one stream). */
+static int sweep_hier(bool det)
+{
+    static const uint32_t shapes[][2] = {{2, 1}, {2, 2}, {3, 1}, {2, 3}, {3, 2}, {4, 2}, {3, 3}};
+    uint64_t counts[] = {0, 1, 7, 1031};
+    uint64_t budgets[] = {64, 1000, 0};
+    int fails = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        uint32_t S = shapes[sh][0], m = shapes[sh][1], n = S * m, so[MAX_N];
+        for (int inter = 0; inter < 2; inter++) {
+            for (uint32_t r = 0; r < n; r++)
+                so[r] = inter ? r % S : r / m;
+            for (size_t ci = 0; ci < 4; ci++)
+                for (size_t bi = 0; bi < 3; bi++)
+                    for (int inp = 0; inp < 2; inp++) {
+                        uint64_t budget = budgets[bi] ? budgets[bi] : UINT64_MAX;
+                        fails += check(ALGO_HIER, ALGO_COLL_ALLREDUCE, n, so, counts[ci], 0, inp, det, budget);
+                        if (fails > 5)
+                            return fails;
+                    }
+        }
+    }
+    return fails;
+}
+
+Test(algo_chunked, hier) { cr_assert_eq(sweep_hier(false), 0, "see the failures above"); }
+Test(algo_chunked, hier_deterministic) { cr_assert_eq(sweep_hier(true), 0, "see the failures above"); }
+
+/* The structure the sweeps rely on: a budget far below the data gives credit waits (slots
+ * reused) in ring_push and two slave streams in hier; without a budget, neither. */
+static uint32_t count_waits(const algo_plan *p, uint32_t slot)
+{
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < p->nstreams; s++)
+        for (uint32_t i = 0; i < p->streams[s].nsteps; i++)
+            k += p->streams[s].steps[i].kind == ALGO_STEP_WAIT && p->streams[s].steps[i].u.sync.slot == slot;
+    return k;
+}
+
+Test(algo_chunked, budget_shapes_the_plan)
+{
+    uint32_t so[4] = {0, 0, 1, 1};
+    algo_op op = {.coll = ALGO_COLL_ALLREDUCE, .nranks = 4, .rank = 1, .count = 1031, .dtype = HAL_DT_FP32,
+                  .redop = HAL_OP_SUM};
+    algo_topo tight = {.nranks = 4, .server_of = so, .scratch_max = 64}, free_ = {.nranks = 4, .server_of = so};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, &tight, ALGO_RING_PUSH, &p), 0);
+    cr_expect_leq(p->scratch_bytes, 64);
+    cr_expect_gt(count_waits(p, 2 /* READY */), 0, "ring_push within 64 bytes reuses its slots");
+    algo_plan_free(p);
+    cr_assert_eq(algo_compile(&op, &free_, ALGO_RING_PUSH, &p), 0);
+    cr_expect_eq(count_waits(p, 2), 0);
+    cr_expect_eq(p->scratch_bytes, 3 * 258 * 4, "one round: n-1 slots of a chunk");
+    algo_plan_free(p);
+    cr_assert_eq(algo_compile(&op, &tight, ALGO_HIER, &p), 0);
+    cr_expect_eq(p->nstreams, 3, "hier in rounds: phases 1-2 and 3 on two slave streams");
+    cr_expect_leq(p->scratch_bytes, 64);
+    algo_plan_free(p);
+    cr_assert_eq(algo_compile(&op, &free_, ALGO_HIER, &p), 0);
+    cr_expect_eq(p->nstreams, 1, "4 KB: one round, one stream");
+    algo_plan_free(p);
+}
+
+/* The cost model pipelines large buffers only. */
+Test(algo_chunked, pipeline_chunks)
+{
+    cr_expect_eq(algo_cost_hier_chunks(NULL, 4096, 2, 2), 1);
+    cr_expect_gt(algo_cost_hier_chunks(NULL, 256u << 20, 2, 2), 1);
+    cr_expect_eq(algo_cost_hier_chunks(NULL, 256u << 20, 2, 1), 1, "m = 1: no intra stage to overlap");
+}
