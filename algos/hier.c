@@ -78,8 +78,7 @@ bool algo_hier_fits(const algo_op *op, const algo_topo *topo)
     return ok;
 }
 
-#define HIER_SLOT_FIN 4 /* "slice c of my chunk is final in my OUT": local peers pull it */
-#define HIER_NSLOTS 5
+#define HIER_SLOT_FIN ALGO_SLOT_DLV /* "slice c of my chunk is final in my OUT": local peers pull it */
 #define HIER_NBUF 2     /* phase-2 receive slots when chunked */
 
 /* The plan's shape, the same on every rank (it comes from the count and the geometry only). */
@@ -168,7 +167,7 @@ static void plan_shape(algo_b *b, const hier_geo *g, hier_plan *h)
 {
     uint32_t S = g->S, nbuf, nchunked = HIER_NBUF < S - 1 ? HIER_NBUF : S - 1;
     uint64_t per = (b->op->count + g->m - 1) / g->m, elems, budget = b->topo ? b->topo->scratch_max : 0;
-    uint64_t C = algo_push_rounds(per, S, S - 1, nchunked, 0, b->esz, budget, &elems, &nbuf);
+    uint64_t C = algo_push_rounds(per, S, S - 1, nchunked, 1, b->esz, budget, &elems, &nbuf);
     uint32_t pipe = g->m > 1 ? algo_cost_hier_chunks(NULL, b->op->count * b->esz, S, g->m) : 1;
     if (pipe > C) { /* more, smaller slices than the budget needs: they fit a fortiori */
         C = pipe;
@@ -232,7 +231,7 @@ int algo_hier_build(algo_b *b)
     b->fetch[g.group[(g.si + 1) % S]] = b->fetched_by[g.group[(g.si + S - 1) % S]] = 1;
     b->fetch[g.group[(g.si + S - 1) % S]] = b->fetched_by[g.group[(g.si + 1) % S]] = 1;
     algo_b_prologue(b);
-    b->p->nslots = HIER_NSLOTS;
+    b->p->nslots = ALGO_PUSH_NSLOTS;
     hier_plan h;
     plan_shape(b, &g, &h);
     hier_body(b, &g, &h);

@@ -35,12 +35,13 @@ static uint64_t budget(const algo_b *b)
 }
 
 /* The geometry of one plan: `rounds` slices of the per-chunk data `span` (AllReduce/Reduce: the
- * buffer, n chunks per round; ReduceScatter: each block, one sub-range of every block per round). */
+ * buffer, n chunks per round; ReduceScatter: each block, one sub-range of every block per round).
+ * SCRATCH: nbuf receive slots, then (RS, Reduce) nbuf accumulators, then (Reduce) nbuf stage slots. */
 typedef struct rp_geo {
     uint64_t span, rounds;
     bool blocks;         /* ReduceScatter: chunk j is block j's sub-range */
     algo_pslots ps;
-    uint64_t acc;        /* element offset of the accumulator slot (RS/Reduce) */
+    uint64_t stage;      /* element offset of the stage slots (Reduce) */
 } rp_geo;
 
 /* Chunk j of round k: element offset into IN-shaped data and length. */
@@ -58,51 +59,48 @@ static uint64_t chunk_len(const algo_b *b, const rp_geo *g, uint64_t k, uint32_t
     return g->blocks ? sl : algo_chunk_len(sl, b->n, j);
 }
 
-/* Sets the rounds and slots; extra: accumulator slots beside the receive slots. */
-static void geo_init(algo_b *b, rp_geo *g, uint64_t span, bool blocks, uint32_t extra)
+/* Sets the rounds and slots; mult: kinds of slot (receive, accumulator, stage). */
+static void geo_init(algo_b *b, rp_geo *g, uint64_t span, bool blocks, uint32_t mult)
 {
     uint32_t n = b->n, nbuf;
     uint64_t elems, parts = blocks ? 1 : n;
     g->span = span;
     g->blocks = blocks;
-    g->rounds = algo_push_rounds(span, parts, n - 1, RP_NBUF < n - 1 ? RP_NBUF : n - 1, extra, b->esz, budget(b),
+    g->rounds = algo_push_rounds(span, parts, n - 1, RP_NBUF < n - 1 ? RP_NBUF : n - 1, mult, b->esz, budget(b),
                                  &elems, &nbuf);
-    g->ps = (algo_pslots){.from = LEFT(b), .to = RIGHT(b), .stream = 0, .base = 0, .elems = elems, .nbuf = nbuf,
-                          .total = g->rounds * (n - 1)};
-    g->acc = (uint64_t)nbuf * elems;
-    b->p->scratch_bytes = (uint64_t)(nbuf + extra) * elems * b->esz;
+    g->ps = (algo_pslots){.from = LEFT(b), .to = RIGHT(b), .stream = 0, .base = 0, .elems = elems,
+                          .acc = (uint64_t)nbuf * elems, .nbuf = nbuf, .total = g->rounds * (n - 1)};
+    g->stage = 2 * (uint64_t)nbuf * elems;
+    b->p->scratch_bytes = (uint64_t)nbuf * mult * elems * b->esz;
+    b->p->nslots = ALGO_PUSH_NSLOTS;
 }
 
 /* The reduce-scatter chain of round k. src: my contribution (IN, or OUT for AllReduce, which
- * then accumulates in place); otherwise partials go through the accumulator slot, and the last
- * step leaves chunk r in `last` (NULL: in the accumulator). Returns where chunk r is. */
-static algo_ref chain(algo_b *b, rp_geo *g, uint64_t k, algo_buf src, bool acc_is_src, const algo_ref *last)
+ * then accumulates in place and sends from there); otherwise partials go through the accumulator
+ * slots, and the last step leaves chunk r in *last. */
+static void chain(algo_b *b, rp_geo *g, uint64_t k, algo_buf src, bool acc_is_src, algo_ref last)
 {
     uint32_t n = b->n, r = b->r;
-    algo_ref cur = {0};
     for (uint32_t s = 0; s < n; s++) {
         uint32_t j = algo_mod((int64_t)r - 1 - s, n); /* the chunk sent at step s (s = n-1: chunk r, kept) */
         uint64_t len = chunk_len(b, g, k, j);
-        cur = algo_b_ref(b, src, r, chunk_off(b, g, k, j));
+        algo_ref cur = algo_b_ref(b, src, r, chunk_off(b, g, k, j));
         if (s > 0) {
             algo_ref in = algo_ps_recv(b, &g->ps); /* chunk j's partial from my left */
             if (acc_is_src) {
                 algo_b_reduce(b, 0, cur, in, len);
+            } else if (s + 1 == n && b->op->in_place && last.buf != ALGO_BUF_SCRATCH) {
+                algo_b_reduce(b, 0, last, in, len); /* `last` is my IN chunk r itself */
             } else {
-                algo_ref acc = s + 1 == n && last ? *last : algo_b_ref(b, ALGO_BUF_SCRATCH, r, g->acc);
-                if (s + 1 == n && last && b->op->in_place) /* `last` is my IN chunk r itself */
-                    algo_b_reduce(b, 0, acc, in, len);
-                else
-                    algo_b_reduce3(b, 0, acc, in, cur, len);
+                algo_ref acc = s + 1 == n ? last : algo_ps_acc(b, &g->ps);
+                algo_b_reduce3(b, 0, acc, in, cur, len);
                 cur = acc;
             }
             algo_ps_release(b, &g->ps);
         }
-        if (s + 1 == n)
-            break;
-        algo_ps_send(b, &g->ps, cur, len);
+        if (s + 1 < n)
+            algo_ps_send(b, &g->ps, cur, len);
     }
-    return cur;
 }
 
 static void rp_allreduce(algo_b *b)
@@ -116,9 +114,9 @@ static void rp_allreduce(algo_b *b)
     if (n == 1)
         return;
     rp_geo g;
-    geo_init(b, &g, c, false, 0);
+    geo_init(b, &g, c, false, 1);
     for (uint64_t k = 0; k < g.rounds; k++) {
-        chain(b, &g, k, ALGO_BUF_OUT, true, NULL);
+        chain(b, &g, k, ALGO_BUF_OUT, true, (algo_ref){0});
         for (uint32_t t = 0; t + 1 < n; t++) { /* allgather of the finished chunks, into R's OUT */
             uint32_t j = algo_mod((int64_t)r - t, n);
             if (t > 0)
@@ -142,10 +140,10 @@ static void rp_reduce_scatter(algo_b *b)
         return;
     }
     rp_geo g;
-    geo_init(b, &g, b->op->count, true, 1);
+    geo_init(b, &g, b->op->count, true, 2);
     for (uint64_t k = 0; k < g.rounds; k++) { /* the last step reduces straight into OUT */
         algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, r, algo_chunk_off(g.span, (uint32_t)g.rounds, (uint32_t)k));
-        chain(b, &g, k, ALGO_BUF_IN, false, &out);
+        chain(b, &g, k, ALGO_BUF_IN, false, out);
     }
 }
 
@@ -182,9 +180,10 @@ static void rp_reduce_scatterv(algo_b *b)
     }
 }
 
-/* Reduce: per round the chain over chunks of IN (accumulating in scratch), then every rank copies
- * its chunk into the root's OUT (the root reduces straight into it); one DONE per rank at the end
- * (the DATA slot's counts belong to the chain). */
+/* Reduce: per round the chain over chunks of IN, then every rank delivers its chunk into the
+ * root's OUT (the root reduces straight into it) from a stage slot, reused once the root ACKed
+ * the delivery that last used it. The root takes deliveries on slave stream 1, so its own chain
+ * never waits for them; its JOIN orders every write into its OUT before its end. */
 static void rp_reduce(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, root = b->op->root;
@@ -203,20 +202,31 @@ static void rp_reduce(algo_b *b)
         return;
     }
     rp_geo g;
-    geo_init(b, &g, c, false, 1);
+    geo_init(b, &g, c, false, 3);
+    if (r == root)
+        algo_b_fork(b, 1);
     for (uint64_t k = 0; k < g.rounds; k++) {
         algo_ref dst = algo_b_ref(b, ALGO_BUF_OUT, root, chunk_off(b, &g, k, r));
-        algo_ref mine = chain(b, &g, k, ALGO_BUF_IN, false, r == root ? &dst : NULL);
-        if (r != root)
-            algo_b_copy(b, 0, dst, mine, chunk_len(b, &g, k, r));
+        if (r == root) {
+            chain(b, &g, k, ALGO_BUF_IN, false, dst);
+            for (uint32_t q = 0; q < n; q++) { /* stream 1: the deliveries of round k */
+                if (q == root)
+                    continue;
+                algo_b_wait(b, 1, q, ALGO_SLOT_DLV);
+                if (k + g.ps.nbuf < g.rounds)
+                    algo_b_signal(b, 1, q, ALGO_SLOT_ACK);
+            }
+            continue;
+        }
+        if (k >= g.ps.nbuf) /* stage slot k % nbuf held round k - nbuf's chunk */
+            algo_b_wait(b, 0, root, ALGO_SLOT_ACK);
+        algo_ref stage = algo_b_ref(b, ALGO_BUF_SCRATCH, r, g.stage + (k % g.ps.nbuf) * g.ps.elems);
+        chain(b, &g, k, ALGO_BUF_IN, false, stage);
+        algo_b_copy(b, 0, dst, stage, chunk_len(b, &g, k, r));
+        algo_b_signal(b, 0, root, ALGO_SLOT_DLV);
     }
-    if (r != root) {
-        algo_b_signal(b, 0, root, ALGO_SLOT_DONE);
-        return;
-    }
-    for (uint32_t q = 0; q < n; q++)
-        if (q != root)
-            algo_b_wait(b, 0, q, ALGO_SLOT_DONE);
+    if (r == root)
+        algo_b_join(b, 1);
 }
 
 int algo_ring_push_build(algo_b *b)
