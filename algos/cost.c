@@ -98,3 +98,23 @@ uint32_t algo_cost_hier_chunks(const algo_cost_model *cm, uint64_t bytes, uint32
     }
     return best;
 }
+
+bool algo_cost_inter_hd(const algo_cost_model *cm, uint64_t hd_bytes, uint32_t S, uint64_t C_hd, uint64_t ring_bytes,
+                        uint64_t C_ring)
+{
+    if (!cm)
+        cm = algo_cost_default();
+    if (S < 3)
+        return false;
+    uint32_t P = 1, K = 0;
+    while (P * 2 <= S) {
+        P *= 2;
+        K++;
+    }
+    double lat = cm->alpha_us[ALGO_LINK_NET] + cm->sync_us[ALGO_LINK_NET], bw = cm->gbps[ALGO_LINK_NET] * 1e3;
+    double xr = (double)ring_bytes, xh = (double)hd_bytes;
+    double ring = C_ring * (2.0 * (S - 1) * lat + 2.0 * (S - 1) / S * xr / bw);
+    double extra = P < S ? 1.0 : 0.0; /* a partner receives the extra's slice and sends it the result */
+    double hd = C_hd * ((2.0 * K + 2 * extra) * lat + (2.0 * (P - 1) / P * xh + 2 * extra * xh) / bw);
+    return hd < ring;
+}

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 #include "algos/cost.h"
-#include "algos/push.h"
+#include "algos/hd_push.h"
 
 typedef struct hier_geo {
     uint32_t S, m;      /* servers, ranks per server */
@@ -85,7 +85,9 @@ bool algo_hier_fits(const algo_op *op, const algo_topo *topo)
 typedef struct hier_plan {
     uint32_t C;        /* rounds (slices of every chunk) */
     uint32_t sA, sB;   /* streams of phases 1-2 and of phase 3 */
-    algo_pslots ps;    /* phase-2 receive slots in the group */
+    bool hd;           /* phase 2 by halving-doubling (hd_push.c) instead of the ring */
+    algo_pslots ps;    /* ring: phase-2 receive slots in the group */
+    algo_hd hdp;       /* halving-doubling: its geometry */
 } hier_plan;
 
 /* My chunk's slice c, and local peer k's. */
@@ -162,18 +164,37 @@ static void signal_local(algo_b *b, const hier_geo *g, uint32_t s, uint32_t slot
         algo_b_signal(b, s, g->local[(g->l + k) % g->m], slot);
 }
 
-/* Rounds (budget and pipelining) and phase-2 slots. */
+/* Fewest rounds whose halving-doubling slots fit the budget (slices of at most ceil(per / C)). */
+static uint64_t hd_rounds(uint64_t per, uint32_t S, uint64_t esz, uint64_t budget)
+{
+    uint64_t C = 1;
+    if (!budget || per == 0)
+        return 1;
+    uint64_t need = algo_hd_scratch_elems(per, S) * esz;
+    if (need > budget)
+        C = (need + budget - 1) / budget;
+    while (C < per && algo_hd_scratch_elems((per + C - 1) / C, S) * esz > budget)
+        C++;
+    return C;
+}
+
+/* Rounds (budget and pipelining), the inter-stage algorithm and its slots. */
 static void plan_shape(algo_b *b, const hier_geo *g, hier_plan *h)
 {
     uint32_t S = g->S, nbuf, nchunked = HIER_NBUF < S - 1 ? HIER_NBUF : S - 1;
     uint64_t per = (b->op->count + g->m - 1) / g->m, elems, budget = b->topo ? b->topo->scratch_max : 0;
-    uint64_t C = algo_push_rounds(per, S, S - 1, nchunked, 1, b->esz, budget, &elems, &nbuf);
     uint32_t pipe = g->m > 1 ? algo_cost_hier_chunks(NULL, b->op->count * b->esz, S, g->m) : 1;
+    uint64_t C = algo_push_rounds(per, S, S - 1, nchunked, 1, b->esz, budget, &elems, &nbuf);
     if (pipe > C) { /* more, smaller slices than the budget needs: they fit a fortiori */
         C = pipe;
         elems = ((per + C - 1) / C + S - 1) / S;
         nbuf = nchunked;
     }
+    uint64_t Chd = hd_rounds(per, S, b->esz, budget);
+    Chd = Chd > pipe ? Chd : pipe;
+    h->hd = algo_cost_inter_hd(NULL, (per + Chd - 1) / Chd * b->esz, S, Chd, (per + C - 1) / C * b->esz, C);
+    if (h->hd)
+        C = Chd;
     h->C = (uint32_t)C;
     h->sA = h->sB = 0;
     if (h->C > 1 && g->m > 1) {
@@ -182,7 +203,10 @@ static void plan_shape(algo_b *b, const hier_geo *g, hier_plan *h)
     }
     h->ps = (algo_pslots){.from = g->group[(g->si + S - 1) % S], .to = g->group[(g->si + 1) % S], .stream = h->sA,
                           .base = 0, .elems = elems ? elems : 1, .nbuf = nbuf, .total = (uint64_t)h->C * (S - 1)};
-    b->p->scratch_bytes = (uint64_t)nbuf * h->ps.elems * b->esz;
+    h->hdp = (algo_hd){.group = g->group, .S = S, .i = g->si, .stream = h->sA, .base = 0,
+                       .maxlen = (per + h->C - 1) / h->C, .round = 0, .rounds = h->C};
+    b->p->scratch_bytes = h->hd ? algo_hd_scratch_elems(h->hdp.maxlen, S) * b->esz
+                                : (uint64_t)nbuf * h->ps.elems * b->esz;
 }
 
 /* The rounds: phases 1-2 of every slice, FIN, and (one stream) the pull of each slice right after. */
@@ -195,7 +219,12 @@ static void hier_body(algo_b *b, const hier_geo *g, hier_plan *h)
     for (uint32_t c = 0; c < h->C; c++) {
         uint64_t off = slice_off(b, g, g->l, h->C, c), len = slice_len(b, g, g->l, h->C, c);
         intra_reduce(b, g, h->sA, off, len);
-        inter_allreduce(b, g, h, off, len);
+        if (h->hd) {
+            h->hdp.round = c;
+            algo_hd_allreduce(b, &h->hdp, off, len);
+        } else {
+            inter_allreduce(b, g, h, off, len);
+        }
         signal_local(b, g, h->sA, HIER_SLOT_FIN);
         if (!h->sB)
             intra_pull(b, g, h, c);
@@ -228,12 +257,24 @@ int algo_hier_build(algo_b *b)
     for (uint32_t k = 0; k < g.m; k++)
         if (g.local[k] != b->r)
             b->fetch[g.local[k]] = b->fetched_by[g.local[k]] = 1;
-    b->fetch[g.group[(g.si + 1) % S]] = b->fetched_by[g.group[(g.si + S - 1) % S]] = 1;
-    b->fetch[g.group[(g.si + S - 1) % S]] = b->fetched_by[g.group[(g.si + 1) % S]] = 1;
-    algo_b_prologue(b);
-    b->p->nslots = ALGO_PUSH_NSLOTS;
     hier_plan h;
     plan_shape(b, &g, &h);
+    if (h.hd) { /* my halving-doubling partners (and fold partner) */
+        uint32_t P = 1;
+        while (P * 2 <= S)
+            P *= 2;
+        for (uint32_t d = 1; g.si < P && d < P; d *= 2)
+            b->fetch[g.group[g.si ^ d]] = b->fetched_by[g.group[g.si ^ d]] = 1;
+        if (g.si >= P || g.si + P < S) {
+            uint32_t q = g.group[g.si >= P ? g.si - P : g.si + P];
+            b->fetch[q] = b->fetched_by[q] = 1;
+        }
+    } else {
+        b->fetch[g.group[(g.si + 1) % S]] = b->fetched_by[g.group[(g.si + S - 1) % S]] = 1;
+        b->fetch[g.group[(g.si + S - 1) % S]] = b->fetched_by[g.group[(g.si + 1) % S]] = 1;
+    }
+    algo_b_prologue(b);
+    b->p->nslots = ALGO_PUSH_NSLOTS;
     hier_body(b, &g, &h);
     free(g.local);
     free(g.group);

@@ -1,6 +1,6 @@
 /* Plans for several servers within a scratch budget (algo_topo.scratch_max, HCCL_BUFFSIZE):
  * ring_push, hier and the rank-ordered chain (deterministic mode) through the verifier with
- * budgets far below the data, 1..9 ranks on uneven servers, counts 0/1/7/odd large, in and out
+ * budgets far below the data, 1..9 ranks on uneven servers, counts 0/1/7/257, in and out
  * of place, every root. Each plan must verify (results, races, copy-only links, credits balanced)
  * and use no more scratch than the budget; deterministic plans must reduce in rank order. */
 #include <criterion/criterion.h>
@@ -53,7 +53,7 @@ static int sweep(algo_kind kind, bool det)
     int fails = 0;
     uint32_t so[MAX_N];
     for (uint32_t n = 1; n <= MAX_N; n++) {
-        uint64_t counts[] = {0, 1, 7, 1031};
+        uint64_t counts[] = {0, 1, 7, 257};
         uint64_t budgets[] = {64, 1000};
         uint32_t roots[3] = {0, n - 1, n / 2};
         uneven(n, so);
@@ -77,8 +77,10 @@ Test(algo_chunked, ring_push_deterministic) { cr_assert_eq(sweep(ALGO_RING_PUSH,
  * bytes (rounds, so phases 1-2 and 3 run on two slave streams) and none (one round, one stream). */
 static int sweep_hier(bool det)
 {
-    static const uint32_t shapes[][2] = {{2, 1}, {2, 2}, {3, 1}, {2, 3}, {3, 2}, {4, 2}, {3, 3}};
-    uint64_t counts[] = {0, 1, 7, 1031};
+    /* S >= 4: small slices take halving-doubling (S = 5, 6, 7: extras fold into partners) */
+    static const uint32_t shapes[][2] = {{2, 1}, {2, 2}, {3, 1}, {2, 3}, {3, 2}, {4, 2}, {3, 3}, {5, 1}, {6, 1},
+                                         {7, 1}, {4, 1}};
+    uint64_t counts[] = {0, 1, 7, 257};
     uint64_t budgets[] = {64, 1000, 0};
     int fails = 0;
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
@@ -143,4 +145,37 @@ Test(algo_chunked, pipeline_chunks)
     cr_expect_eq(algo_cost_hier_chunks(NULL, 4096, 2, 2), 1);
     cr_expect_gt(algo_cost_hier_chunks(NULL, 256u << 20, 2, 2), 1);
     cr_expect_eq(algo_cost_hier_chunks(NULL, 256u << 20, 2, 1), 1, "m = 1: no intra stage to overlap");
+}
+
+/* Does rank r's plan copy anything into rank q's memory? */
+static bool writes_to(const algo_plan *p, uint32_t q)
+{
+    for (uint32_t s = 0; s < p->nstreams; s++)
+        for (uint32_t i = 0; i < p->streams[s].nsteps; i++) {
+            const algo_step *st = &p->streams[s].steps[i];
+            if (st->kind == ALGO_STEP_COPY && st->u.copy.dst.owner == (int32_t)q)
+                return true;
+        }
+    return false;
+}
+
+/* The inter stage by the cost model: on 5 servers a small AllReduce takes halving-doubling (the
+ * member of server 0 writes to servers 1 (halving), 2 (doubling) and 4 (unfold its extra)); a
+ * large one the ring (server 0 writes only to server 1). */
+Test(algo_chunked, inter_stage_choice)
+{
+    uint32_t so[5] = {0, 1, 2, 3, 4};
+    algo_topo topo = {.nranks = 5, .server_of = so};
+    algo_op op = {.coll = ALGO_COLL_ALLREDUCE, .nranks = 5, .rank = 0, .count = 64, .dtype = HAL_DT_FP32,
+                  .redop = HAL_OP_SUM};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, &topo, ALGO_HIER, &p), 0);
+    cr_expect(writes_to(p, 1) && writes_to(p, 2) && writes_to(p, 4), "256 bytes: halving-doubling");
+    algo_plan_free(p);
+    op.count = 64u << 20;
+    cr_assert_eq(algo_compile(&op, &topo, ALGO_HIER, &p), 0);
+    cr_expect(writes_to(p, 1) && !writes_to(p, 2) && !writes_to(p, 4), "256 MB: the ring");
+    algo_plan_free(p);
+    cr_expect(!algo_cost_inter_hd(NULL, 4096, 2, 1, 4096, 1), "2 servers: the same steps, the ring");
+    cr_expect(algo_cost_inter_hd(NULL, 4096, 4, 1, 4096, 1), "4 servers: fewer steps, the same bytes");
 }
