@@ -32,6 +32,13 @@ Test(bigsrv, uneven_2_1_2_1mb, .timeout = 150)
     big("HCCL_BUFFSIZE=1", 5, "2+1+2", BIG " --dtypes fp32 --place out");
 }
 
+/* 4 servers x 2: hier's inter stage by halving-doubling (fewer steps than the ring at S = 4), in
+ * rounds at 600011 elements within 1 MB. */
+Test(bigsrv, halving_doubling_4x2_1mb, .timeout = 150)
+{
+    big("HCCL_BUFFSIZE=1", 8, "4", "--colls allreduce --dtypes fp32 --counts 0,1,7,65537,600011");
+}
+
 /* Runs det_check and returns rank k's digest for k < n (0 if missing). */
 static void digests(const char *env, const char *servers, unsigned n, unsigned long long *d)
 {
