@@ -4,7 +4,8 @@
  *   1. intra reduce-scatter: it reduces its slice of every local peer's IN into its own OUT
  *      (reads of peers' memory: same server only);
  *   2. inter allreduce of the slice among the S ranks of local index l (one per server): the
- *      ring_push chain and allgather (only copies cross servers), through receive slots reused
+ *      ring_push chain and allgather, or halving-doubling (hd_push.c) where algo_cost_inter_hd
+ *      predicts fewer latencies pay (only copies cross servers), through receive slots reused
  *      with READY credits (push.h) so the scratch stays within algo_topo.scratch_max;
  *   3. it signals FIN to every local peer, which pulls the finished slice into its own OUT.
  * Pipelining: with C > 1 (the budget needs rounds, or algo_cost_hier_chunks says overlapping
@@ -12,9 +13,9 @@
  * (HCCS) overlaps stages 1-2 of slice c (net). The streams of one rank never wait on each other:
  * stream 2 waits only for peers' FIN signals, which order everything it reads.
  * Each server sends 2(S-1)/S of the data across servers (the flat ring: about twice the data per
- * boundary rank). Chunk l of a rank's OUT is written only by that rank's stream 1 and its group
- * neighbour (phase 2); other chunks only by its stream 2, after the owner's FIN (so in place, after
- * the owner read that slice of its IN). A local peer reads my OUT until its DONE; my plan ends after. */
+ * boundary rank). Chunk l of a rank's OUT is written only by that rank's phases 1-2 and its group
+ * peers (phase 2); other chunks only by its phase 3, after the owner's FIN (so in place, after the
+ * owner read that slice of its IN). A local peer reads my OUT until its DONE; my plan ends after. */
 #include <stdlib.h>
 
 #include "algos/cost.h"
@@ -240,6 +241,28 @@ static void hier_body(algo_b *b, const hier_geo *g, hier_plan *h)
         algo_b_wait(b, 0, g->local[(g->l + k) % g->m], ALGO_SLOT_DONE);
 }
 
+/* Who I FETCH (and who FETCHes me): my local peers, and my group partners of phase 2. */
+static void mark_peers(algo_b *b, const hier_geo *g, const hier_plan *h)
+{
+    uint32_t S = g->S, i = g->si, P = 1;
+    for (uint32_t k = 0; k < g->m; k++)
+        if (g->local[k] != b->r)
+            b->fetch[g->local[k]] = b->fetched_by[g->local[k]] = 1;
+    if (!h->hd) { /* ring neighbours */
+        b->fetch[g->group[(i + 1) % S]] = b->fetched_by[g->group[(i + S - 1) % S]] = 1;
+        b->fetch[g->group[(i + S - 1) % S]] = b->fetched_by[g->group[(i + 1) % S]] = 1;
+        return;
+    }
+    while (P * 2 <= S)
+        P *= 2;
+    for (uint32_t d = 1; i < P && d < P; d *= 2) /* halving-doubling partners */
+        b->fetch[g->group[i ^ d]] = b->fetched_by[g->group[i ^ d]] = 1;
+    if (i >= P || i + P < S) { /* fold partner */
+        uint32_t q = g->group[i >= P ? i - P : i + P];
+        b->fetch[q] = b->fetched_by[q] = 1;
+    }
+}
+
 int algo_hier_build(algo_b *b)
 {
     hier_geo g = {0};
@@ -253,26 +276,9 @@ int algo_hier_build(algo_b *b)
         free(g.group);
         return algo_ordered_push_build(b);
     }
-    uint32_t S = g.S;
-    for (uint32_t k = 0; k < g.m; k++)
-        if (g.local[k] != b->r)
-            b->fetch[g.local[k]] = b->fetched_by[g.local[k]] = 1;
     hier_plan h;
     plan_shape(b, &g, &h);
-    if (h.hd) { /* my halving-doubling partners (and fold partner) */
-        uint32_t P = 1;
-        while (P * 2 <= S)
-            P *= 2;
-        for (uint32_t d = 1; g.si < P && d < P; d *= 2)
-            b->fetch[g.group[g.si ^ d]] = b->fetched_by[g.group[g.si ^ d]] = 1;
-        if (g.si >= P || g.si + P < S) {
-            uint32_t q = g.group[g.si >= P ? g.si - P : g.si + P];
-            b->fetch[q] = b->fetched_by[q] = 1;
-        }
-    } else {
-        b->fetch[g.group[(g.si + 1) % S]] = b->fetched_by[g.group[(g.si + S - 1) % S]] = 1;
-        b->fetch[g.group[(g.si + S - 1) % S]] = b->fetched_by[g.group[(g.si + 1) % S]] = 1;
-    }
+    mark_peers(b, &g, &h);
     algo_b_prologue(b);
     b->p->nslots = ALGO_PUSH_NSLOTS;
     hier_body(b, &g, &h);
