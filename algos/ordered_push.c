@@ -126,14 +126,10 @@ static void deliver(algo_b *b, op_geo *g, const op_unit *x, algo_ref in, uint64_
         }
         return;
     }
-    if (*d >= g->ps.nbuf) { /* the stage slot's last delivery must have landed */
-        op_unit prev = {0};
-        for (uint64_t u = 0, k = 0; u < g->units; u++) {
-            prev = unit_at(b, g, u);
-            if (owner(b, &prev) != r && k++ == *d - g->ps.nbuf)
-                break;
-        }
-        algo_b_wait(b, 0, owner(b, &prev), ALGO_SLOT_ACK);
+    if (*d >= g->ps.nbuf) { /* the stage slot's last delivery must have landed: its receiver ACKs */
+        /* Reduce: every delivery goes to the root; ReduceScatter: round k delivers blocks 0..n-2 */
+        uint32_t prev = scatters(b) ? (uint32_t)((*d - g->ps.nbuf) % (b->n - 1)) : b->op->root;
+        algo_b_wait(b, 0, prev, ALGO_SLOT_ACK);
     }
     algo_ref stage = algo_b_ref(b, ALGO_BUF_SCRATCH, r, g->stage + (*d % g->ps.nbuf) * g->ps.elems);
     algo_b_reduce3(b, 0, stage, in, mine, x->len);
