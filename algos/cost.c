@@ -70,3 +70,51 @@ void algo_cost_predict(const algo_op *op, const algo_verify_report *rep, const a
     res->algbw_gbps = res->time_us > 0 ? size / (res->time_us * 1e3) : 0;
     res->busbw_gbps = res->algbw_gbps * algo_cost_busbw_factor(op->coll, op->nranks);
 }
+
+/* Microseconds to move `bytes` over one link of class l, with its start-up. */
+static double xfer_us(const algo_cost_model *cm, algo_link l, double bytes)
+{
+    return cm->alpha_us[l] + bytes / (cm->gbps[l] * 1e3);
+}
+
+uint32_t algo_cost_hier_chunks(const algo_cost_model *cm, uint64_t bytes, uint32_t S, uint32_t m)
+{
+    if (!cm)
+        cm = algo_cost_default();
+    if (S < 2 || m < 2 || bytes == 0)
+        return 1;
+    uint32_t best = 1;
+    double best_t = 0;
+    for (uint32_t C = 1; C <= ALGO_PIPE_MAX; C++) {
+        double xl = (double)bytes / C / m; /* one rank's slice */
+        double a = (m - 1) * xfer_us(cm, ALGO_LINK_INTRA, xl) +
+                   2.0 * (S - 1) * (xfer_us(cm, ALGO_LINK_NET, xl / S) + cm->sync_us[ALGO_LINK_NET]);
+        double bb = (m - 1) * (xfer_us(cm, ALGO_LINK_INTRA, xl) + cm->sync_us[ALGO_LINK_INTRA]);
+        double t = C == 1 ? a + bb : a + bb + (C - 1) * (a > bb ? a : bb) + 2 * cm->alpha_us[ALGO_LINK_SELF];
+        if (C == 1 || t < best_t) {
+            best = C;
+            best_t = t;
+        }
+    }
+    return best;
+}
+
+bool algo_cost_inter_hd(const algo_cost_model *cm, uint64_t hd_bytes, uint32_t S, uint64_t C_hd, uint64_t ring_bytes,
+                        uint64_t C_ring)
+{
+    if (!cm)
+        cm = algo_cost_default();
+    if (S < 3)
+        return false;
+    uint32_t P = 1, K = 0;
+    while (P * 2 <= S) {
+        P *= 2;
+        K++;
+    }
+    double lat = cm->alpha_us[ALGO_LINK_NET] + cm->sync_us[ALGO_LINK_NET], bw = cm->gbps[ALGO_LINK_NET] * 1e3;
+    double xr = (double)ring_bytes, xh = (double)hd_bytes;
+    double ring = C_ring * (2.0 * (S - 1) * lat + 2.0 * (S - 1) / S * xr / bw);
+    double extra = P < S ? 1.0 : 0.0; /* a partner receives the extra's slice and sends it the result */
+    double hd = C_hd * ((2.0 * K + 2 * extra) * lat + (2.0 * (P - 1) / P * xh + 2 * extra * xh) / bw);
+    return hd < ring;
+}

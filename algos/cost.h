@@ -33,6 +33,22 @@ typedef struct algo_cost_result {
     double busbw_gbps;
 } algo_cost_result;
 
+/* Slices hier AllReduce pipelines a `bytes` buffer in, for S servers of m ranks (1: no pipeline):
+ * the C in [1, ALGO_PIPE_MAX] that minimises (A + B) / C-sized stages run as a two-stage pipeline,
+ * A = intra reduce + inter ring (one stream), B = intra gather (another), each paying its start-up
+ * and signal latencies per slice: T(1) = A + B, T(C) = A_c + B_c + (C - 1) max(A_c, B_c) + 2 forks.
+ * From the op signature only, so every rank picks the same. cm NULL: algo_cost_default(). */
+#define ALGO_PIPE_MAX 64
+uint32_t algo_cost_hier_chunks(const algo_cost_model *cm, uint64_t bytes, uint32_t S, uint32_t m);
+
+/* hier's inter stage among S servers: true when halving-doubling (hd_push.c: 2 log2 S' steps, +2
+ * folding the S - S' extras into partners, S' the largest power of two <= S) is predicted faster
+ * than the ring (2(S - 1) steps) for C_hd rounds of hd_bytes per member vs C_ring rounds of
+ * ring_bytes: latency-bound slices take halving-doubling, bandwidth-bound ones the ring (its
+ * bytes per member do not grow with extras). Ties (S = 2: the same steps) keep the ring. */
+bool algo_cost_inter_hd(const algo_cost_model *cm, uint64_t hd_bytes, uint32_t S, uint64_t C_hd, uint64_t ring_bytes,
+                        uint64_t C_ring);
+
 struct algo_verify_report;
 /* Prediction from a verifier report made with the same cost model (rep->crit_us). */
 void algo_cost_predict(const algo_op *op, const struct algo_verify_report *rep, const algo_cost_model *cm,

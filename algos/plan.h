@@ -207,6 +207,10 @@ typedef struct algo_topo {
     const uint32_t *server_of;
     uint64_t eager_max; /* protocol crossover in bytes (HCCL_EAGER_MAX_BYTES); 0: no eager plans;
                          * ALGO_EAGER_AUTO: algo_eager_default per op */
+    uint64_t scratch_max; /* scratch bytes a plan may use per rank (HCCL_BUFFSIZE; 0: no limit). Plans
+                           * whose scratch would grow with the count (ring_push, hier, the ordered
+                           * chain across servers) work in rounds that fit it; must be equal on every
+                           * rank (HCCL requires one HCCL_BUFFSIZE per job) */
 } algo_topo;
 
 /* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables

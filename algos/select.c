@@ -88,7 +88,7 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
     if (forced == ALGO_HIER && !algo_hier_fits(op, topo))
         forced = ALGO_AUTO; /* needs S >= 2 servers of m >= 2 ranks */
     if (needs_push(op, topo)) { /* hier: S servers of m >= 2 ranks each keep most bytes inside servers */
-        bool hier = algo_hier_fits(op, topo);
+        bool hier = algo_hier_fits(op, topo) && !op->deterministic; /* ordered: ring_push's chain */
         if (forced == ALGO_RING_PUSH || (forced == ALGO_HIER && hier))
             return forced; /* our HCCL_ALGO tokens, to compare the two */
         return hier ? ALGO_HIER : ALGO_RING_PUSH;
