@@ -122,8 +122,11 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     HcclResult rc = all && nets ? HCCL_SUCCESS : HCCL_E_MEMORY;
     if (rc == HCCL_SUCCESS)
         rc = rt_bootstrap_allgather(root, c->nranks, c->rank, &mine, sizeof mine, all);
+    c->scratch_budget = c->scratch_bytes;
     for (uint32_t p = 0; rc == HCCL_SUCCESS && p < c->nranks; p++) {
         nets[p] = &all[p].net;
+        if (all[p].scratch_bytes < c->scratch_budget)
+            c->scratch_budget = all[p].scratch_bytes;
         rc = connect_peer(c, p, &all[p]);
     }
     if (rc == HCCL_SUCCESS)

@@ -121,6 +121,8 @@ typedef struct rt_comm {
     HcclComm handle;          /* what the user holds (rt_handle.c): slot + generation, never this pointer */
     void *scratch;
     uint64_t scratch_bytes;
+    uint64_t scratch_budget;  /* the least scratch_bytes of all ranks: plans' rounds depend on it (algo_topo
+                               * scratch_max), so every rank must compile with the same */
     void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes (pooled) */
     size_t inbox_pool_bytes;
     bool staging;             /* HCCL_ASCEND_STAGING: calls go through the staging buffers (rt_staging.c) */

@@ -180,7 +180,7 @@ static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
                "<op0>=level0:NA;level1:<algo0>/<op1>=level0:NA;level1:<algo1>", c->algo_spec);
         return HCCL_E_PARA;
     }
-    algo_topo topo = {c->nranks, c->server_of, eager_max(c), c->scratch_bytes};
+    algo_topo topo = {c->nranks, c->server_of, eager_max(c), c->scratch_budget};
     algo_kind kind = algo_select(op, &topo, forced);
     int rc = algo_compile(op, &topo, kind, plan);
     if (rc != 0) {
@@ -194,10 +194,10 @@ static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
         algo_plan_free(*plan);
         return HCCL_E_INTERNAL;
     }
-    if ((*plan)->scratch_bytes > c->scratch_bytes) {
-        OH_ERR("algo", "rank %u: %s/%s needs %llu bytes of scratch but HCCL_BUFFSIZE gives %llu", c->rank,
+    if ((*plan)->scratch_bytes > c->scratch_budget) {
+        OH_ERR("algo", "rank %u: %s/%s needs %llu bytes of scratch but HCCL_BUFFSIZE gives %llu (the least of all ranks)", c->rank,
                algo_coll_name(op->coll), (*plan)->name, (unsigned long long)(*plan)->scratch_bytes,
-               (unsigned long long)c->scratch_bytes);
+               (unsigned long long)c->scratch_budget);
         algo_plan_free(*plan);
         return HCCL_E_MEMORY;
     }
@@ -255,11 +255,11 @@ static HcclResult call_fits(const rt_comm *c, const algo_op *op, const algo_plan
     if (!plan->vscratch)
         return HCCL_SUCCESS;
     uint64_t need = algo_plan_scratch(plan, op);
-    if (need <= c->scratch_bytes)
+    if (need <= c->scratch_budget)
         return HCCL_SUCCESS;
-    OH_ERR("algo", "rank %u: %s/%s needs %llu bytes of scratch for these counts but HCCL_BUFFSIZE gives %llu",
+    OH_ERR("algo", "rank %u: %s/%s needs %llu bytes of scratch for these counts but HCCL_BUFFSIZE gives %llu (the least of all ranks)",
            c->rank, algo_coll_name(op->coll), plan->name, (unsigned long long)need,
-           (unsigned long long)c->scratch_bytes);
+           (unsigned long long)c->scratch_budget);
     return HCCL_E_MEMORY;
 }
 

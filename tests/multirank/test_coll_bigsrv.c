@@ -71,3 +71,13 @@ Test(bigsrv, deterministic_2x2_1mb, .timeout = 150)
     for (unsigned k = 0; k < 4; k++)
         cr_expect_eq(srv[k], one[k], "rank %u: across servers %016llx, one server %016llx", k, srv[k], one[k]);
 }
+
+/* Ranks with different HCCL_BUFFSIZE (1, 2, 3, 4 MB): the rounds depend on the scratch, so every
+ * rank plans with the least of all ranks' (rt_comm scratch_budget); planning with its own made
+ * ranks disagree on the rounds and wait for each other until the execution timeout. */
+Test(bigsrv, buffsize_differs_per_rank, .timeout = 150)
+{
+    mr_result r = mr_run_t("", 4, 120, "--servers 2 sh -c 'HCCL_BUFFSIZE=$((1 + RANK)) exec \"$0\" \"$@\"' " MR_COLL_CHECK,
+                           BIG " --dtypes fp32 --place out");
+    mr_expect_ok(r, "coll_check with HCCL_BUFFSIZE 1..4 MB by rank on 2 servers", " 0 failed");
+}
