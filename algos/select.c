@@ -29,7 +29,7 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_PAIRWISE: return is_a2a(op->coll);
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
     case ALGO_EAGER: return algo_eager_supports(op);
-    case ALGO_HIER: return op->coll == ALGO_COLL_ALLREDUCE;
+    case ALGO_HIER: return algo_hier_coll_supported(op->coll);
     case ALGO_RING_PUSH:
         return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE ||
                op->coll == ALGO_COLL_REDUCE_SCATTERV;

@@ -1,0 +1,134 @@
+/* Hierarchical reductions other than AllReduce: ReduceScatter and Reduce, for ranks on S >= 2
+ * servers of any sizes (hier_geo.h). Each server first reduces its ranks' contributions inside
+ * the server (peers' IN is readable there), so only one partial result per server crosses the
+ * network; it lands in the receiver's SCRATCH and the receiver reduces it locally (links only
+ * write, verify_links.c). Plans end with the DONE handshake (algo_b_epilogue).
+ * Not rank-ordered: algo_select keeps deterministic reductions on the flat ring_push. */
+#include "algos/hier_geo.h"
+
+/* dst = op over every local rank's IN at `off` (elements), `len` elements. `dst_is_mine_in`:
+ * dst aliases this rank's own IN there (in place), so this rank's own term is already in it. */
+static void local_sum(algo_b *b, const algo_hgeo *g, algo_ref dst, uint64_t off, uint64_t len, bool dst_is_mine_in)
+{
+    bool first = !dst_is_mine_in;
+    for (uint32_t i = 1; i < g->m; i++) {
+        uint32_t q = g->local[(g->l + i) % g->m];
+        algo_ref theirs = algo_b_ref(b, ALGO_BUF_IN, q, off);
+        if (first)
+            algo_b_reduce3(b, 0, dst, algo_b_ref(b, ALGO_BUF_IN, b->r, off), theirs, len);
+        else
+            algo_b_reduce(b, 0, dst, theirs, len);
+        first = false;
+    }
+    if (first) /* alone on my server, out of place */
+        algo_b_copy(b, 0, dst, algo_b_ref(b, ALGO_BUF_IN, b->r, off), len);
+}
+
+/* Index of server s among the servers other than t (slot numbers in t's receive area). */
+static uint32_t other_idx(uint32_t s, uint32_t t)
+{
+    return s < t ? s : s - 1;
+}
+
+/* ---- ReduceScatter --------------------------------------------------------------------------
+ * Block j's partial over server s (s not j's server) is computed by j's "agent" on s, the rank
+ * whose local index is j's modulo s's size, into the agent's SCRATCH (or straight from its IN
+ * when alone), and copied into j's SCRATCH slot for s. j reduces its own server's ranks' block j
+ * into its OUT, then each arriving partial. Network: (S-1) blocks per rank, the minimum.
+ * Scratch: S-1 receive slots, then one accumulator per block this rank is agent for. */
+
+static uint32_t rs_agent(const algo_hgeo *g, uint32_t j, uint32_t s)
+{
+    return algo_hgeo_rank(g, s, g->lidx[j] % g->size[s]);
+}
+
+int algo_hier_reduce_scatter(algo_b *b, const algo_hgeo *g)
+{
+    uint32_t r = b->r, S = g->S;
+    uint64_t c = b->op->count, nacc = 0;
+    algo_hgeo_pair_local(b, g);
+    for (uint32_t j = 0; j < g->n; j++)
+        if (g->sid[j] != g->si && (rs_agent(g, j, g->si) == r || rs_agent(g, r, g->sid[j]) == j))
+            algo_hgeo_pair(b, j);
+    algo_b_prologue(b);
+    for (uint32_t d = 1; d < S; d++) { /* partials for the other servers' blocks */
+        uint32_t t = (g->si + d) % S;
+        for (uint32_t k = 0; k < g->size[t]; k++) {
+            uint32_t j = algo_hgeo_rank(g, t, k);
+            if (rs_agent(g, j, g->si) != r)
+                continue;
+            algo_ref acc = algo_b_ref(b, ALGO_BUF_IN, r, (uint64_t)j * c);
+            if (g->m > 1) {
+                acc = algo_b_ref(b, ALGO_BUF_SCRATCH, r, (S - 1 + nacc++) * c);
+                local_sum(b, g, acc, (uint64_t)j * c, c, false);
+            }
+            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_SCRATCH, j, (uint64_t)other_idx(g->si, t) * c), acc, c);
+            algo_b_signal(b, 0, j, ALGO_SLOT_DATA);
+        }
+    }
+    b->p->scratch_bytes = (S - 1 + nacc) * c * b->esz;
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, r, 0);
+    local_sum(b, g, out, (uint64_t)r * c, c, b->op->in_place); /* in place, OUT is my block of IN */
+    for (uint32_t d = 1; d < S; d++) {
+        uint32_t t = (g->si + d) % S;
+        algo_b_wait(b, 0, rs_agent(g, r, t), ALGO_SLOT_DATA);
+        algo_b_reduce(b, 0, out, algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)other_idx(t, g->si) * c), c);
+    }
+    algo_b_epilogue(b, 0);
+    return 0;
+}
+
+/* ---- Reduce ---------------------------------------------------------------------------------
+ * On every server the count is split into m_s chunks and the rank of local index k reduces
+ * chunk k over its server's ranks. On the root's server the root does its own chunk straight
+ * into OUT and copies the others' chunks (from their SCRATCH, readable inside the server) into
+ * OUT; on every other server each rank copies its chunk into the root's SCRATCH slot for that
+ * server; the root reduces the S-1 slots into OUT. Network: (S-1) x count, into the root. */
+
+int algo_hier_reduce(algo_b *b, const algo_hgeo *g)
+{
+    uint32_t r = b->r, root = b->op->root, s0 = g->sid[root];
+    uint64_t c = b->op->count, off = algo_chunk_off(c, g->m, g->l), len = algo_chunk_len(c, g->m, g->l);
+    algo_hgeo_pair_local(b, g);
+    if (r == root)
+        for (uint32_t q = 0; q < g->n; q++)
+            if (g->sid[q] != s0)
+                algo_hgeo_pair(b, q);
+    if (g->si != s0)
+        algo_hgeo_pair(b, root);
+    algo_b_prologue(b);
+    if (r == root) {
+        local_sum(b, g, algo_b_ref(b, ALGO_BUF_OUT, r, off), off, len, b->op->in_place);
+        for (uint32_t k = 0; k < g->m; k++) {
+            uint32_t q = g->local[k];
+            if (q == r)
+                continue;
+            uint64_t o = algo_chunk_off(c, g->m, k);
+            algo_b_wait(b, 0, q, ALGO_SLOT_DATA);
+            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, o), algo_b_ref(b, ALGO_BUF_SCRATCH, q, 0),
+                        algo_chunk_len(c, g->m, k));
+        }
+        b->p->scratch_bytes = (uint64_t)(g->S - 1) * c * b->esz;
+        for (uint32_t d = 1; d < g->S; d++) {
+            uint32_t t = (s0 + d) % g->S;
+            for (uint32_t k = 0; k < g->size[t]; k++)
+                algo_b_wait(b, 0, algo_hgeo_rank(g, t, k), ALGO_SLOT_DATA);
+            algo_b_reduce(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0),
+                          algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)other_idx(t, s0) * c), c);
+        }
+    } else {
+        algo_ref acc = algo_b_ref(b, ALGO_BUF_IN, r, off);
+        if (g->m > 1 || g->si == s0) {
+            b->p->scratch_bytes = ((c + g->m - 1) / g->m) * b->esz;
+            acc = algo_b_ref(b, ALGO_BUF_SCRATCH, r, 0);
+            local_sum(b, g, acc, off, len, false);
+        }
+        if (g->si != s0) {
+            uint64_t slot = (uint64_t)other_idx(g->si, s0) * c + off;
+            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_SCRATCH, root, slot), acc, len);
+        }
+        algo_b_signal(b, 0, root, ALGO_SLOT_DATA);
+    }
+    algo_b_epilogue(b, 0);
+    return 0;
+}
