@@ -19,9 +19,10 @@ bool algo_hier_coll_supported(algo_coll c)
     }
 }
 
+/* The new hierarchical reductions are not rank-ordered (AllReduce's hier keeps its old rule). */
 static bool reduces(algo_coll c)
 {
-    return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_REDUCE;
+    return c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_REDUCE;
 }
 
 bool algo_hier_coll_fits(const algo_op *op, const algo_topo *topo)

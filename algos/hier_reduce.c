@@ -79,56 +79,90 @@ int algo_hier_reduce_scatter(algo_b *b, const algo_hgeo *g)
 }
 
 /* ---- Reduce ---------------------------------------------------------------------------------
- * On every server the count is split into m_s chunks and the rank of local index k reduces
- * chunk k over its server's ranks. On the root's server the root does its own chunk straight
- * into OUT and copies the others' chunks (from their SCRATCH, readable inside the server) into
- * OUT; on every other server each rank copies its chunk into the root's SCRATCH slot for that
- * server; the root reduces the S-1 slots into OUT. Network: (S-1) x count, into the root. */
+ * The count is split into m0 chunks (m0 = the root's server size); chunk k is finished by the
+ * rank of local index k on the root's server ("owner") and, on every other server t, summed over
+ * t's ranks by the rank of local index k mod m_t ("holder"), which copies it into the owner's
+ * SCRATCH slot for t. The owner reduces its server's ranks' chunk k and the S-1 slots, and copies
+ * the result into the root's OUT (the root does its own chunk straight in OUT). The network
+ * carries (S-1) x count, into the m0 owners (not all into the root). Owner SCRATCH: S-1 slots
+ * then the accumulator; holder SCRATCH: one accumulator per chunk held (none when alone). */
+
+typedef struct rd_geo {
+    uint32_t s0, m0;
+    uint64_t ch; /* largest chunk (elements) */
+} rd_geo;
+
+static uint32_t rd_owner(const algo_hgeo *g, const rd_geo *c, uint32_t k)
+{
+    return algo_hgeo_rank(g, c->s0, k);
+}
+
+static uint32_t rd_holder(const algo_hgeo *g, uint32_t t, uint32_t k)
+{
+    return algo_hgeo_rank(g, t, k % g->size[t]);
+}
+
+/* A holder on another server: chunks k = l, l + m, ... summed locally, each sent to its owner. */
+static void rd_holder_send(algo_b *b, const algo_hgeo *g, const rd_geo *c)
+{
+    uint64_t cnt = b->op->count, a = 0;
+    for (uint32_t k = g->l; k < c->m0; k += g->m) {
+        uint64_t off = algo_chunk_off(cnt, c->m0, k), len = algo_chunk_len(cnt, c->m0, k);
+        algo_ref acc = algo_b_ref(b, ALGO_BUF_IN, b->r, off);
+        if (g->m > 1) {
+            acc = algo_b_ref(b, ALGO_BUF_SCRATCH, b->r, a++ * c->ch);
+            local_sum(b, g, acc, off, len, false);
+        }
+        uint32_t o = rd_owner(g, c, k);
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_SCRATCH, o, (uint64_t)other_idx(g->si, c->s0) * c->ch), acc, len);
+        algo_b_signal(b, 0, o, ALGO_SLOT_DATA);
+    }
+    b->p->scratch_bytes = a * c->ch * b->esz;
+}
+
+/* Owner of chunk l on the root's server. */
+static void rd_owner_finish(algo_b *b, const algo_hgeo *g, const rd_geo *c)
+{
+    uint32_t r = b->r, root = b->op->root;
+    uint64_t cnt = b->op->count, off = algo_chunk_off(cnt, c->m0, g->l), len = algo_chunk_len(cnt, c->m0, g->l);
+    bool is_root = r == root;
+    algo_ref acc = is_root ? algo_b_ref(b, ALGO_BUF_OUT, r, off)
+                           : algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)(g->S - 1) * c->ch);
+    b->p->scratch_bytes = (uint64_t)(g->S - (is_root ? 1 : 0)) * c->ch * b->esz;
+    local_sum(b, g, acc, off, len, is_root && b->op->in_place);
+    for (uint32_t d = 1; d < g->S; d++) {
+        uint32_t t = (c->s0 + d) % g->S;
+        algo_b_wait(b, 0, rd_holder(g, t, g->l), ALGO_SLOT_DATA);
+        algo_b_reduce(b, 0, acc, algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)other_idx(t, c->s0) * c->ch), len);
+    }
+    if (is_root) {
+        for (uint32_t k = 0; k < c->m0; k++)
+            if (rd_owner(g, c, k) != r)
+                algo_b_wait(b, 0, rd_owner(g, c, k), ALGO_SLOT_DATA);
+        return;
+    }
+    algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, root, off), acc, len);
+    algo_b_signal(b, 0, root, ALGO_SLOT_DATA);
+}
 
 int algo_hier_reduce(algo_b *b, const algo_hgeo *g)
 {
-    uint32_t r = b->r, root = b->op->root, s0 = g->sid[root];
-    uint64_t c = b->op->count, off = algo_chunk_off(c, g->m, g->l), len = algo_chunk_len(c, g->m, g->l);
+    uint32_t root = b->op->root;
+    rd_geo c = {g->sid[root], g->size[g->sid[root]], 0};
+    c.ch = (b->op->count + c.m0 - 1) / c.m0;
     algo_hgeo_pair_local(b, g);
-    if (r == root)
-        for (uint32_t q = 0; q < g->n; q++)
-            if (g->sid[q] != s0)
-                algo_hgeo_pair(b, q);
-    if (g->si != s0)
-        algo_hgeo_pair(b, root);
+    for (uint32_t t = 0; t < g->S; t++)
+        for (uint32_t k = 0; k < c.m0 && t != c.s0; k++) {
+            if (rd_owner(g, &c, k) == b->r)
+                algo_hgeo_pair(b, rd_holder(g, t, k));
+            if (rd_holder(g, t, k) == b->r)
+                algo_hgeo_pair(b, rd_owner(g, &c, k));
+        }
     algo_b_prologue(b);
-    if (r == root) {
-        local_sum(b, g, algo_b_ref(b, ALGO_BUF_OUT, r, off), off, len, b->op->in_place);
-        for (uint32_t k = 0; k < g->m; k++) {
-            uint32_t q = g->local[k];
-            if (q == r)
-                continue;
-            uint64_t o = algo_chunk_off(c, g->m, k);
-            algo_b_wait(b, 0, q, ALGO_SLOT_DATA);
-            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, o), algo_b_ref(b, ALGO_BUF_SCRATCH, q, 0),
-                        algo_chunk_len(c, g->m, k));
-        }
-        b->p->scratch_bytes = (uint64_t)(g->S - 1) * c * b->esz;
-        for (uint32_t d = 1; d < g->S; d++) {
-            uint32_t t = (s0 + d) % g->S;
-            for (uint32_t k = 0; k < g->size[t]; k++)
-                algo_b_wait(b, 0, algo_hgeo_rank(g, t, k), ALGO_SLOT_DATA);
-            algo_b_reduce(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0),
-                          algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)other_idx(t, s0) * c), c);
-        }
-    } else {
-        algo_ref acc = algo_b_ref(b, ALGO_BUF_IN, r, off);
-        if (g->m > 1 || g->si == s0) {
-            b->p->scratch_bytes = ((c + g->m - 1) / g->m) * b->esz;
-            acc = algo_b_ref(b, ALGO_BUF_SCRATCH, r, 0);
-            local_sum(b, g, acc, off, len, false);
-        }
-        if (g->si != s0) {
-            uint64_t slot = (uint64_t)other_idx(g->si, s0) * c + off;
-            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_SCRATCH, root, slot), acc, len);
-        }
-        algo_b_signal(b, 0, root, ALGO_SLOT_DATA);
-    }
+    if (g->si == c.s0)
+        rd_owner_finish(b, g, &c);
+    else
+        rd_holder_send(b, g, &c);
     algo_b_epilogue(b, 0);
     return 0;
 }
