@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "algos/algo_build.h"
+#include "algos/cost.h"
 #include "algos/hier_geo.h"
 #include "algos/verify.h"
 
@@ -223,4 +224,41 @@ Test(algo_hier, fits)
     op.coll = ALGO_COLL_ALLTOALLV;
     op.deterministic = false;
     cr_expect(!algo_supports(ALGO_HIER, &op), "AlltoAllV has no hier plan");
+}
+
+/* Nothing forced: small calls take hier wherever every server holds >= 2 ranks (a one-rank server
+ * does all its server's inter-server work alone, so flat may be estimated as cheap), and whatever
+ * the selector picks (hier or flat, by the cost estimate) verifies. */
+Test(algo_hier, selection)
+{
+    static const uint64_t counts[] = {1, 7, 1031};
+    for (size_t li = 0; li < NLAYOUTS; li++)
+        for (size_t ci = 0; ci < NCOLLS; ci++) {
+            const layout *L = &g_layouts[li];
+            algo_topo topo = {.nranks = L->n, .server_of = L->so};
+            algo_op op = mk(g_colls[ci], L->n, 7, L->n - 1, false);
+            if (strcmp(L->name, "2+1+2"))
+                cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_HIER, "%s %s count 7", L->name,
+                             algo_coll_name(g_colls[ci]));
+            cr_expect_eq(algo_select(&op, &topo, ALGO_HIER), ALGO_HIER);
+            cr_expect_neq(algo_select(&op, &topo, flat_kind(g_colls[ci])), ALGO_HIER, "a forced flat algorithm wins");
+            for (size_t k = 0; k < 3; k++) {
+                op = mk(g_colls[ci], L->n, counts[k], 0, false);
+                algo_verify_report rep;
+                cr_expect_eq(algo_verify(&op, &topo, ALGO_AUTO, &rep), 0, "%s %s auto: %s", L->name,
+                             algo_coll_name(g_colls[ci]), rep.msg);
+            }
+        }
+}
+
+/* The cost estimate: hier below flat for small AllGather on 2x4; both finite, and huge without a
+ * placement. */
+Test(algo_hier, cost_estimate)
+{
+    const uint32_t so[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    algo_topo topo = {.nranks = 8, .server_of = so};
+    algo_op op = mk(ALGO_COLL_ALLGATHER, 8, 256, 0, false);
+    double h = algo_cost_estimate(&op, &topo, ALGO_HIER, NULL), f = algo_cost_estimate(&op, &topo, ALGO_RING, NULL);
+    cr_expect(h > 0 && f > 0 && h < f && f < 1e9, "hier %.1f us, flat %.1f us", h, f);
+    cr_expect_gt(algo_cost_estimate(&op, NULL, ALGO_HIER, NULL), 1e100);
 }
