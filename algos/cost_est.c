@@ -60,6 +60,7 @@ static double hier(const est *e, algo_coll c, double B)
     case ALGO_COLL_ALLGATHER:
     case ALGO_COLL_ALLGATHERV: /* own block out, relays of ceil((n - m)/m) blocks inside */
         return (M - 1) * intra(e, blk) + (S - 1) * net(e, blk) + ceil_div(n - mi, mi) * (M - 1) * intra(e, blk);
+    case ALGO_COLL_REDUCE_SCATTERV: /* a chain of S-1 hops per block: about ReduceScatter's work */
     case ALGO_COLL_REDUCE_SCATTER: /* partials for the other servers' blocks, then my own */
         return ceil_div(n - mi, mi) * ((M - 1) * intra(e, blk) + net(e, blk)) + (M - 1) * intra(e, blk) +
                (S - 1) * self_red;

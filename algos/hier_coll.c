@@ -13,6 +13,7 @@ bool algo_hier_coll_supported(algo_coll c)
     case ALGO_COLL_BROADCAST:
     case ALGO_COLL_SCATTER:
     case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_REDUCE_SCATTERV:
     case ALGO_COLL_REDUCE:
     case ALGO_COLL_ALLTOALL: return true;
     default: return false;
@@ -22,7 +23,7 @@ bool algo_hier_coll_supported(algo_coll c)
 /* The new hierarchical reductions are not rank-ordered (AllReduce's hier keeps its old rule). */
 static bool reduces(algo_coll c)
 {
-    return c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_REDUCE;
+    return c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_REDUCE_SCATTERV || c == ALGO_COLL_REDUCE;
 }
 
 bool algo_hier_coll_fits(const algo_op *op, const algo_topo *topo)
@@ -54,6 +55,7 @@ int algo_hier_coll_build(algo_b *b)
         case ALGO_COLL_BROADCAST: rc = algo_hier_broadcast(b, &g); break;
         case ALGO_COLL_SCATTER: rc = algo_hier_scatter(b, &g); break;
         case ALGO_COLL_REDUCE_SCATTER: rc = algo_hier_reduce_scatter(b, &g); break;
+        case ALGO_COLL_REDUCE_SCATTERV: rc = algo_hier_reduce_scatterv(b, &g); break;
         case ALGO_COLL_REDUCE: rc = algo_hier_reduce(b, &g); break;
         case ALGO_COLL_ALLTOALL: rc = algo_hier_alltoall(b, &g); break;
         default: break;

@@ -58,6 +58,7 @@ int algo_hier_allgather(algo_b *b, const algo_hgeo *g);
 int algo_hier_broadcast(algo_b *b, const algo_hgeo *g);
 int algo_hier_scatter(algo_b *b, const algo_hgeo *g);
 int algo_hier_reduce_scatter(algo_b *b, const algo_hgeo *g);
+int algo_hier_reduce_scatterv(algo_b *b, const algo_hgeo *g); /* hier_rsv.c */
 int algo_hier_reduce(algo_b *b, const algo_hgeo *g);
 int algo_hier_alltoall(algo_b *b, const algo_hgeo *g);
 

@@ -29,8 +29,8 @@ static const layout g_layouts[] = {
 #define NLAYOUTS (sizeof g_layouts / sizeof g_layouts[0])
 
 static const algo_coll g_colls[] = {ALGO_COLL_ALLGATHER, ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTER,
-                                    ALGO_COLL_BROADCAST, ALGO_COLL_REDUCE,     ALGO_COLL_SCATTER,
-                                    ALGO_COLL_ALLTOALL};
+                                    ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_BROADCAST, ALGO_COLL_REDUCE,
+                                    ALGO_COLL_SCATTER, ALGO_COLL_ALLTOALL};
 #define NCOLLS (sizeof g_colls / sizeof g_colls[0])
 
 static bool rooted(algo_coll c)
@@ -43,6 +43,7 @@ static algo_kind flat_kind(algo_coll c)
 {
     switch (c) {
     case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_REDUCE_SCATTERV:
     case ALGO_COLL_REDUCE: return ALGO_RING_PUSH;
     case ALGO_COLL_ALLTOALL: return ALGO_PAIRWISE;
     default: return ALGO_RING;
@@ -51,7 +52,7 @@ static algo_kind flat_kind(algo_coll c)
 
 static uint64_t g_vcounts[2 * 9];
 
-/* AllGatherV counts from c: irregular, some zero, with gaps between blocks. */
+/* AllGatherV / ReduceScatterV counts from c: irregular, some zero, with gaps between blocks. */
 static void fill_v(algo_op *op, uint64_t c)
 {
     uint32_t n = op->nranks;
@@ -69,7 +70,7 @@ static algo_op mk(algo_coll c, uint32_t n, uint64_t count, uint32_t root, bool i
 {
     algo_op op = {.coll = c, .nranks = n, .count = count, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
                   .root = root, .in_place = in_place};
-    if (c == ALGO_COLL_ALLGATHERV)
+    if (c == ALGO_COLL_ALLGATHERV || c == ALGO_COLL_REDUCE_SCATTERV)
         fill_v(&op, count);
     return op;
 }
