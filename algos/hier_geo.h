@@ -52,7 +52,8 @@ static inline void algo_hgeo_pair_local(algo_b *b, const algo_hgeo *g)
 }
 
 /* The hierarchical plans other than AllReduce (hier.c), by collective: hier_gather.c
- * (AllGather(V), Broadcast, Scatter), hier_reduce.c (ReduceScatter, Reduce), hier_a2a.c (AlltoAll).
+ * (AllGather(V), Scatter), hier_bcast.c (Broadcast), hier_reduce.c (ReduceScatter, Reduce),
+ * hier_rsv.c (ReduceScatterV), hier_a2a.c (AlltoAll).
  * Each returns HAL_E_NOT_SUPPORTED when the placement does not fit (one server). */
 int algo_hier_allgather(algo_b *b, const algo_hgeo *g);
 int algo_hier_broadcast(algo_b *b, const algo_hgeo *g);
