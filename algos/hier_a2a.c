@@ -54,7 +54,8 @@ int algo_hier_alltoall(algo_b *b, const algo_hgeo *g)
     algo_b_prologue(b);
     for (uint32_t i = 0; i < g->m; i++) { /* my blocks for my own server, me first */
         uint32_t q = g->local[(g->l + i) % g->m];
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, q, (uint64_t)r * c), algo_b_ref(b, ALGO_BUF_IN, r, (uint64_t)q * c), c);
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, q, (uint64_t)r * c), algo_b_ref(b, ALGO_BUF_IN, r, (uint64_t)q * c),
+                    c);
         if (q != r)
             algo_b_signal(b, 0, q, ALGO_SLOT_DATA);
     }

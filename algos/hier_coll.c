@@ -1,7 +1,7 @@
 /* The hierarchical algorithm ("hier") per collective: where it applies and which compiler builds
  * it. AllReduce keeps hier.c's plan (equal servers of >= 2 ranks); the others (hier_gather.c,
- * hier_bcast.c, hier_reduce.c, hier_rsv.c, hier_a2a.c) take servers of any sizes, as long as one holds >= 2 ranks (with a
- * rank per server, hier would be the flat algorithm with extra steps). */
+ * hier_bcast.c, hier_reduce.c, hier_rsv.c, hier_a2a.c) take servers of any sizes, as long as one
+ * holds >= 2 ranks (with a rank per server, hier would be the flat algorithm with extra steps). */
 #include "algos/hier_geo.h"
 
 bool algo_hier_coll_supported(algo_coll c)

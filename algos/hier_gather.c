@@ -133,7 +133,8 @@ int algo_hier_scatter(algo_b *b, const algo_hgeo *g)
         algo_b_wait(b, 0, root, ALGO_SLOT_DATA);
         for (uint32_t k = 0; k < g->m; k++) {
             uint32_t q = g->local[k];
-            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, q, 0), algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)k * c), c);
+            algo_ref slot = algo_b_ref(b, ALGO_BUF_SCRATCH, r, (uint64_t)k * c);
+            algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, q, 0), slot, c);
             if (q != r)
                 algo_b_signal(b, 0, q, ALGO_SLOT_DATA);
         }

@@ -151,8 +151,9 @@ Test(algo_hier, less_on_the_network)
                 cr_expect(less, "%s %s root %u: %s not below flat %s (net bytes %llu vs %llu, busiest %llu vs %llu, "
                           "xfers %llu vs %llu)", L->name, algo_coll_name(c), root, what, algo_kind_name(flat_kind(c)),
                           (unsigned long long)hb[ALGO_LINK_NET], (unsigned long long)fb[ALGO_LINK_NET],
-                          (unsigned long long)h.max_rank_tx[ALGO_LINK_NET], (unsigned long long)f.max_rank_tx[ALGO_LINK_NET],
-                          (unsigned long long)h.link_xfers[ALGO_LINK_NET], (unsigned long long)f.link_xfers[ALGO_LINK_NET]);
+                          (unsigned long long)h.max_rank_tx[ALGO_LINK_NET],
+                          (unsigned long long)f.max_rank_tx[ALGO_LINK_NET], (unsigned long long)h.link_xfers[ALGO_LINK_NET],
+                          (unsigned long long)f.link_xfers[ALGO_LINK_NET]);
             }
         }
 }
