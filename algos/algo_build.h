@@ -122,6 +122,12 @@ int algo_ring_push_build(algo_b *b);
  * S >= 2 servers of m ranks each (algo_hier_fits: and m >= 2, where it pays). */
 int algo_hier_build(algo_b *b);
 bool algo_hier_fits(const algo_op *op, const algo_topo *topo);
+/* "hier" for every collective that has one (hier_coll.c): the collectives it can do (whatever the
+ * placement), whether op on topo fits it (several servers, deterministic reductions excluded),
+ * and the compiler (AllReduce: algo_hier_build). */
+bool algo_hier_coll_supported(algo_coll c);
+bool algo_hier_coll_fits(const algo_op *op, const algo_topo *topo);
+int algo_hier_coll_build(algo_b *b);
 int algo_pairwise_build(algo_b *b);
 int algo_p2p_build(algo_b *b);
 int algo_eager_build(algo_b *b);

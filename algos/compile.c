@@ -34,7 +34,7 @@ static int build(algo_b *b, algo_kind kind)
     case ALGO_P2P: return algo_p2p_build(b);
     case ALGO_EAGER: return algo_eager_build(b);
     case ALGO_RING_PUSH: return algo_ring_push_build(b);
-    case ALGO_HIER: return algo_hier_build(b);
+    case ALGO_HIER: return algo_hier_coll_build(b);
     default: return HAL_E_NOT_SUPPORTED;
     }
 }

@@ -49,6 +49,13 @@ uint32_t algo_cost_hier_chunks(const algo_cost_model *cm, uint64_t bytes, uint32
 bool algo_cost_inter_hd(const algo_cost_model *cm, uint64_t hd_bytes, uint32_t S, uint64_t C_hd, uint64_t ring_bytes,
                         uint64_t C_ring);
 
+/* Closed-form estimate (us) of the flat (kind != ALGO_HIER: ring, ring_push or pairwise, as
+ * algo_select would pick) or the hierarchical plan of op across the servers of topo, from cm's
+ * intra and net latency and bandwidth (NULL: the default model). The same on every rank (op
+ * signature and placement only); a huge value when topo has no placement. algo_select picks
+ * hier when its estimate is lower (cost_est.c). */
+double algo_cost_estimate(const algo_op *op, const algo_topo *topo, algo_kind kind, const algo_cost_model *cm);
+
 struct algo_verify_report;
 /* Prediction from a verifier report made with the same cost model (rep->crit_us). */
 void algo_cost_predict(const algo_op *op, const struct algo_verify_report *rep, const algo_cost_model *cm,

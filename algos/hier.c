@@ -20,52 +20,16 @@
 
 #include "algos/cost.h"
 #include "algos/hd_push.h"
+#include "algos/hier_geo.h"
 
-typedef struct hier_geo {
-    uint32_t S, m;      /* servers, ranks per server */
-    uint32_t si, l;     /* this rank's server (in order of first appearance) and local index */
-    uint32_t *local;    /* [m] the ranks of my server, by local index */
-    uint32_t *group;    /* [S] the ranks of local index l, by server */
-} hier_geo;
+/* Geometry in hier_geo.c; this plan needs S >= 2 servers of equal size m. */
+typedef algo_hgeo hier_geo;
 
-/* Servers in order of first appearance; every server must hold the same number of ranks. */
 static bool geo_build(const algo_b *b, hier_geo *g)
 {
-    const algo_topo *t = b->topo;
-    uint32_t n = b->n, *sid = calloc(n, sizeof *sid), *lidx = calloc(n, sizeof *lidx);
-    uint32_t *first = calloc(n, sizeof *first), *cnt = calloc(n, sizeof *cnt);
-    bool ok = sid && lidx && first && cnt && t && t->server_of && t->nranks >= n;
-    g->S = 0;
-    for (uint32_t r = 0; ok && r < n; r++) {
-        uint32_t s = 0;
-        while (s < g->S && t->server_of[first[s]] != t->server_of[r])
-            s++;
-        if (s == g->S)
-            first[g->S++] = r;
-        sid[r] = s;
-        lidx[r] = cnt[s]++;
-    }
-    g->m = ok && g->S ? cnt[0] : 0;
-    for (uint32_t s = 0; ok && s < g->S; s++)
-        ok = cnt[s] == g->m;
-    ok = ok && g->S >= 2;
-    if (ok) {
-        g->si = sid[b->r];
-        g->l = lidx[b->r];
-        g->local = calloc(g->m, sizeof *g->local);
-        g->group = calloc(g->S, sizeof *g->group);
-        ok = g->local && g->group;
-        for (uint32_t r = 0; ok && r < n; r++) {
-            if (sid[r] == g->si)
-                g->local[lidx[r]] = r;
-            if (lidx[r] == g->l)
-                g->group[sid[r]] = r;
-        }
-    }
-    free(sid);
-    free(lidx);
-    free(first);
-    free(cnt);
+    bool ok = algo_hgeo_build(b->topo, b->n, b->r, g) && g->S >= 2 && algo_hgeo_equal(g);
+    if (!ok)
+        algo_hgeo_free(g);
     return ok;
 }
 
@@ -74,8 +38,7 @@ bool algo_hier_fits(const algo_op *op, const algo_topo *topo)
     algo_b b = {.n = op->nranks, .r = 0, .topo = topo};
     hier_geo g = {0};
     bool ok = op->coll == ALGO_COLL_ALLREDUCE && geo_build(&b, &g) && g.m >= 2;
-    free(g.local);
-    free(g.group);
+    algo_hgeo_free(&g);
     return ok;
 }
 
@@ -267,13 +230,11 @@ int algo_hier_build(algo_b *b)
 {
     hier_geo g = {0};
     if (b->op->coll != ALGO_COLL_ALLREDUCE || !geo_build(b, &g)) {
-        free(g.local);
-        free(g.group);
+        algo_hgeo_free(&g);
         return HAL_E_NOT_SUPPORTED;
     }
     if (b->op->deterministic) { /* the ring's orders differ per piece: the rank-ordered chain */
-        free(g.local);
-        free(g.group);
+        algo_hgeo_free(&g);
         return algo_ordered_push_build(b);
     }
     hier_plan h;
@@ -282,7 +243,6 @@ int algo_hier_build(algo_b *b)
     algo_b_prologue(b);
     b->p->nslots = ALGO_PUSH_NSLOTS;
     hier_body(b, &g, &h);
-    free(g.local);
-    free(g.group);
+    algo_hgeo_free(&g);
     return 0;
 }

@@ -82,7 +82,7 @@ typedef enum algo_kind {
     ALGO_P2P,       /* SENDRECV */
     ALGO_EAGER,     /* small messages: through the peers' inboxes, no per-call address exchange */
     ALGO_RING_PUSH, /* ring whose cross-rank steps only copy (receiver reduces): several servers */
-    ALGO_HIER,      /* AllReduce: intra reduce-scatter, inter ring_push, intra allgather */
+    ALGO_HIER,      /* several servers: intra-server stage, inter-server stage, intra (hier*.c) */
     ALGO_KIND_COUNT,
 } algo_kind;
 

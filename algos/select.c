@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "algos/algo_build.h"
+#include "algos/cost.h"
 
 #define ALGO_MESH_MAX_RANKS 8
 
@@ -29,7 +30,7 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     case ALGO_PAIRWISE: return is_a2a(op->coll);
     case ALGO_P2P: return op->coll == ALGO_COLL_SENDRECV;
     case ALGO_EAGER: return algo_eager_supports(op);
-    case ALGO_HIER: return op->coll == ALGO_COLL_ALLREDUCE;
+    case ALGO_HIER: return algo_hier_coll_supported(op->coll);
     case ALGO_RING_PUSH:
         return op->coll == ALGO_COLL_ALLREDUCE || op->coll == ALGO_COLL_REDUCE_SCATTER || op->coll == ALGO_COLL_REDUCE ||
                op->coll == ALGO_COLL_REDUCE_SCATTERV;
@@ -83,15 +84,25 @@ static bool needs_push(const algo_op *op, const algo_topo *topo)
     return !one_server(topo, op->nranks) && algo_supports(ALGO_RING_PUSH, op);
 }
 
+/* Several servers: hier when it fits and the cost model says it beats the flat algorithm
+ * (AllReduce: whenever it fits, as measured in docs/perf.md). */
+static bool hier_pays(const algo_op *op, const algo_topo *topo, algo_kind flat)
+{
+    if (!algo_hier_coll_fits(op, topo))
+        return false;
+    if (op->coll == ALGO_COLL_ALLREDUCE)
+        return true;
+    return algo_cost_estimate(op, topo, ALGO_HIER, NULL) < algo_cost_estimate(op, topo, flat, NULL);
+}
+
 algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)
 {
-    if (forced == ALGO_HIER && !algo_hier_fits(op, topo))
-        forced = ALGO_AUTO; /* needs S >= 2 servers of m >= 2 ranks */
-    if (needs_push(op, topo)) { /* hier: S servers of m >= 2 ranks each keep most bytes inside servers */
-        bool hier = algo_hier_fits(op, topo) && !op->deterministic; /* ordered: ring_push's chain */
-        if (forced == ALGO_RING_PUSH || (forced == ALGO_HIER && hier))
-            return forced; /* our HCCL_ALGO tokens, to compare the two */
-        return hier ? ALGO_HIER : ALGO_RING_PUSH;
+    if (forced == ALGO_HIER)
+        return algo_hier_coll_fits(op, topo) ? ALGO_HIER : algo_select(op, topo, ALGO_AUTO);
+    if (needs_push(op, topo)) { /* ring and mesh would reduce into peers' buffers across servers */
+        if (forced == ALGO_RING_PUSH)
+            return forced; /* our HCCL_ALGO token, to compare with hier */
+        return hier_pays(op, topo, ALGO_RING_PUSH) ? ALGO_HIER : ALGO_RING_PUSH;
     }
     if (forced != ALGO_AUTO && algo_supports(forced, op))
         return forced;
@@ -106,7 +117,10 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
             return ALGO_EAGER;
         return ALGO_MESH;
     }
-    return is_a2a(op->coll) ? ALGO_PAIRWISE : ALGO_RING;
+    algo_kind flat = is_a2a(op->coll) ? ALGO_PAIRWISE : ALGO_RING;
+    if (!one_server(topo, op->nranks) && hier_pays(op, topo, flat))
+        return ALGO_HIER;
+    return flat;
 }
 
 /* ---- HCCL_ALGO ---------------------------------------------------------------------------- */

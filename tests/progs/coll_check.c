@@ -2,7 +2,7 @@
  * count x root, every element checked against a host reference (see prog_data.c for why the
  * values are exact whatever the reduction order).
  *
- *   hcclrun -n 4 coll_check [--algo auto|ring|mesh|pairwise] [--colls allreduce,broadcast,...]
+ *   hcclrun -n 4 coll_check [--algo auto|ring|mesh|pairwise|hier|ring_push] [--colls allreduce,broadcast,...]
  *                           [--dtypes fp32,bf16,...|all] [--ops sum,prod,max,min]
  *                           [--counts 0,1,7,1048579] [--roots 0,last] [--place out,in]
  *                           [--big-limit 4096] [--big-all] [--quiet]
@@ -72,7 +72,7 @@ static void print_unsupported(void)
 static const char *algo_token(const char *name)
 {
     static const char *const map[][2] = {{"auto", "NA"}, {"ring", "ring"}, {"mesh", "fullmesh"},
-                                         {"pairwise", "pairwise"}};
+                                         {"pairwise", "pairwise"}, {"hier", "hier"}, {"ring_push", "ring_push"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(name, map[i][0]))
             return map[i][1];
@@ -104,7 +104,7 @@ typedef struct tally {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: coll_check [--algo auto|ring|mesh|pairwise] [--colls LIST] [--dtypes LIST|all] [--ops LIST] [--counts LIST] "
+    fprintf(stderr, "usage: coll_check [--algo auto|ring|mesh|pairwise|hier|ring_push] [--colls LIST] [--dtypes LIST|all] [--ops LIST] [--counts LIST] "
             "[--roots LIST (numbers or 'last')] [--place out,in] [--big-limit N] [--big-all] [--quiet]\n");
     exit(2);
 }

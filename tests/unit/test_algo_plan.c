@@ -204,15 +204,21 @@ Test(algo_select, rules)
     cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_HIER, "servers of 2 ranks each: hierarchical");
     cr_expect_eq(algo_select(&op, &topo, ALGO_MESH), ALGO_HIER, "forced mesh would reduce across servers");
     op.coll = ALGO_COLL_REDUCE_SCATTER;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING_PUSH, "several servers: only copies cross ranks");
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_HIER, "several servers: hierarchical (cost model)");
+    cr_expect_eq(algo_select(&op, &topo, ALGO_RING_PUSH), ALGO_RING_PUSH, "forced flat: only copies cross ranks");
+    op.deterministic = true;
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING_PUSH, "deterministic: no hier ReduceScatter");
+    op.deterministic = false;
     uint32_t uneven[4] = {0, 0, 0, 1};
     algo_topo topo3 = {.nranks = 4, .server_of = uneven};
     op.coll = ALGO_COLL_ALLREDUCE;
     cr_expect_eq(algo_select(&op, &topo3, ALGO_AUTO), ALGO_RING_PUSH, "unequal servers: no hier");
     op.coll = ALGO_COLL_ALLGATHER;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_RING);
+    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_HIER);
+    cr_expect_eq(algo_select(&op, &topo, ALGO_RING), ALGO_RING, "HCCL_ALGO ring still forces the flat ring");
+    cr_expect_eq(algo_select(&op, &topo3, ALGO_AUTO), ALGO_HIER, "unequal servers: hier AllGather");
     op.coll = ALGO_COLL_ALLTOALL;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_PAIRWISE);
+    cr_expect_eq(algo_select(&op, &topo, ALGO_PAIRWISE), ALGO_PAIRWISE);
     cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH);
     op.coll = ALGO_COLL_SENDRECV;
     cr_expect_eq(algo_select(&op, &topo, ALGO_RING), ALGO_P2P);
@@ -257,6 +263,7 @@ Test(algo_verify, links_across_servers)
     cr_expect_eq(algo_verify(&op, &topo, ALGO_RING, &rep), 0, "copies only\n%s", rep.msg);
 }
 
+/* Forced from 3 ranks (several servers); AUTO picks hier there now (test_algo_hier). */
 Test(algo_verify, ring_push)
 {
     static const algo_coll colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE};
@@ -274,7 +281,7 @@ Test(algo_verify, ring_push)
                     op.redop = k == 1 ? HAL_OP_MAX : HAL_OP_SUM;
                     op.root = n - 1;
                     algo_verify_report rep;
-                    cr_expect_eq(algo_verify(&op, &topo, ALGO_AUTO, &rep), 0, "%s n=%u count=%llu inplace=%d\n%s",
+                    cr_expect_eq(algo_verify(&op, &topo, n < 3 ? ALGO_AUTO : ALGO_RING_PUSH, &rep), 0, "%s n=%u count=%llu inplace=%d\n%s",
                                  algo_coll_name(op.coll), n, (unsigned long long)counts[k], inp, rep.msg);
                     cr_expect(n < 3 || !strcmp(rep.name, "ring_push"), "%s", rep.name);
                     cr_expect_eq(rep.link_bytes[ALGO_LINK_SELF] + rep.link_bytes[ALGO_LINK_INTRA] +
