@@ -84,15 +84,34 @@ static bool needs_push(const algo_op *op, const algo_topo *topo)
     return !one_server(topo, op->nranks) && algo_supports(ALGO_RING_PUSH, op);
 }
 
-/* Several servers: hier when it fits and the cost model says it beats the flat algorithm
- * (AllReduce: whenever it fits, as measured in docs/perf.md). */
+/* hier's scratch on every rank within the budget (its leaders and agents need more than the flat
+ * plans, and only AllReduce's works in rounds). Every rank's plan is compiled, so every rank
+ * reaches the same verdict; this runs once per plan-cache miss. */
+static bool hier_fits_scratch(const algo_op *op, const algo_topo *topo)
+{
+    if (!topo || !topo->scratch_max || op->coll == ALGO_COLL_ALLREDUCE)
+        return true;
+    bool ok = true;
+    for (uint32_t r = 0; ok && r < op->nranks; r++) {
+        algo_op o = *op;
+        algo_plan *p = NULL;
+        o.rank = r;
+        ok = algo_compile(&o, topo, ALGO_HIER, &p) == 0 && p->scratch_bytes <= topo->scratch_max;
+        algo_plan_free(p);
+    }
+    return ok;
+}
+
+/* Several servers: hier when it fits (scratch included) and the cost model says it beats the flat
+ * algorithm (AllReduce: whenever it fits, as measured in docs/perf.md). */
 static bool hier_pays(const algo_op *op, const algo_topo *topo, algo_kind flat)
 {
     if (!algo_hier_coll_fits(op, topo))
         return false;
-    if (op->coll == ALGO_COLL_ALLREDUCE)
-        return true;
-    return algo_cost_estimate(op, topo, ALGO_HIER, NULL) < algo_cost_estimate(op, topo, flat, NULL);
+    if (op->coll != ALGO_COLL_ALLREDUCE &&
+        algo_cost_estimate(op, topo, ALGO_HIER, NULL) >= algo_cost_estimate(op, topo, flat, NULL))
+        return false;
+    return hier_fits_scratch(op, topo);
 }
 
 algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* After the verdict, replies get this long to drain to slow readers. */
@@ -394,6 +395,39 @@ static void root_free(root *r)
     free(r);
 }
 
+/* Root threads still delivering their verdict. The process that hosts a root is often rank 0,
+ * which learns the verdict first and may exit at once: without waiting at exit, the other ranks
+ * would read "connection closed" instead of the root's message (e.g. which ranks never came). */
+#define RT_ROOT_EXIT_WAIT_MS 2000
+static pthread_mutex_t g_roots_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_roots_cv = PTHREAD_COND_INITIALIZER;
+static unsigned g_roots_active;
+static pthread_once_t g_roots_once = PTHREAD_ONCE_INIT;
+
+static void roots_drain_at_exit(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += RT_ROOT_EXIT_WAIT_MS / 1000;
+    pthread_mutex_lock(&g_roots_mu);
+    while (g_roots_active && pthread_cond_timedwait(&g_roots_cv, &g_roots_mu, &until) == 0) {
+    }
+    pthread_mutex_unlock(&g_roots_mu);
+}
+
+static void roots_register_exit_hook(void)
+{
+    atexit(roots_drain_at_exit);
+}
+
+static void roots_add(int delta)
+{
+    pthread_mutex_lock(&g_roots_mu);
+    g_roots_active += (unsigned)delta;
+    pthread_cond_broadcast(&g_roots_cv);
+    pthread_mutex_unlock(&g_roots_mu);
+}
+
 static void *root_main(void *arg)
 {
     root *r = arg;
@@ -401,6 +435,7 @@ static void *root_main(void *arg)
     if (r->failed)
         OH_INFO("bootstrap", "%s", r->msg);
     root_free(r);
+    roots_add(-1);
     return NULL;
 }
 
@@ -420,9 +455,12 @@ HcclResult rt_boot_root_start(int lfd, const rt_root_info *ri)
     pthread_t tid;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_once(&g_roots_once, roots_register_exit_hook);
+    roots_add(1);
     int err = pthread_create(&tid, &attr, root_main, r);
     pthread_attr_destroy(&attr);
     if (err) {
+        roots_add(-1);
         OH_ERR("bootstrap", "cannot start the root listener thread for %s:%u: %s", ri->ip, ri->port, strerror(err));
         root_free(r);
         return HCCL_E_SYSCALL;
