@@ -133,6 +133,10 @@ typedef struct hal_device_info {
 /* Virtual memory management (for aclrtReserveMemAddress & co). Granularity: vmm_granularity. */
 typedef struct hal_phys_mem hal_phys_mem;
 
+/* A free listener (hal_ops.mem_free_listen): [base, base + size) of a device of this process is
+ * about to stop being the memory it was (freed, or other pages mapped at those addresses). */
+typedef void (*hal_mem_free_fn)(void *arg, void *base, size_t size);
+
 typedef struct hal_ops {
     const char *name; /* "emu", "ascend" */
 
@@ -163,6 +167,19 @@ typedef struct hal_ops {
     /* Makes a peer device's memory addressable from this process (same server only): after it,
      * device addresses the peer publishes are valid here as they are. Idempotent. */
     hal_result (*mem_import)(hal_device *dev, const hal_device_handle *peer);
+    /* Process-wide free listeners, for caches keyed by device address (hal/net's registrations:
+     * a verbs MR pins pages, so memory freed and reallocated at the same address must be registered
+     * anew). fn(arg, base, size) runs on the freeing thread BEFORE the range changes, for: mem_free
+     * (the allocation), device_close (the device's whole heap), vmm_map / vmm_unmap (the mapped
+     * range gets other pages), vmm_release (the reservation), vmm_phys_free (the chunk). No HAL lock
+     * is held while fn runs: it may take its own locks and call the HAL, but not mem_free_unlisten.
+     * *id names the listener. Cheap when none is registered (one atomic load per free). Optional:
+     * NULL when the backend does not see the frees (hal/ascend: the application's aclrtFree goes to
+     * CANN directly; docs/runtime.md says what the runtime relies on then). */
+    hal_result (*mem_free_listen)(hal_mem_free_fn fn, void *arg, uint64_t *id);
+    /* Removes listener id; returns once no call of it is running, so its arg may then be freed.
+     * HAL_E_PARAM for an unknown id. */
+    hal_result (*mem_free_unlisten)(uint64_t id);
 
     /* Virtual memory: reserve address space of dev, allocate physical chunks, map them. */
     size_t (*vmm_granularity)(hal_device *dev);
@@ -259,7 +276,7 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 4u
+#define HAL_ABI_VERSION 5u /* 5: mem_free_listen / mem_free_unlisten */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

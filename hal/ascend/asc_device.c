@@ -223,6 +223,10 @@ static hal_result vmm_phys_free(hal_phys_mem *pm) { (void)pm; return HAL_E_NOT_S
 static hal_result vmm_map(void *va, size_t s, size_t o, hal_phys_mem *pm) { (void)va; (void)s; (void)o; (void)pm; return HAL_E_NOT_SUPPORTED; }
 static hal_result vmm_unmap(void *va) { (void)va; return HAL_E_NOT_SUPPORTED; }
 
+/* mem_free_listen stays NULL: the application's aclrtFree goes to CANN, not through this backend,
+ * so it cannot tell when memory goes. runtime/net then relies on its extent check at registration
+ * (docs/runtime.md, "Registrations of device memory"); mem_lookup cannot give the extent here
+ * (aclrtPointerGetAttributes has no size), so user buffers are not registered with the links. */
 const hal_ops asc_dev_ops = {
     .device_count = device_count, .device_open = device_open, .device_close = device_close,
     .device_info = device_info, .device_sync = device_sync, .link_class = link_class,

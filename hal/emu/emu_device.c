@@ -95,8 +95,11 @@ static void device_release(hal_device *dev)
         if (dev->imports[i])
             emu_region_release(dev->imports[i]);
     emu_vmm_forget_device(dev);
-    if (dev->heap.blocks)
+    if (dev->heap.blocks) {
+        if (emu_heap_free_bytes(&dev->heap) < dev->heap.size) /* (a failed open allocated nothing) */
+            emu_mem_freeing(dev->heap.base, dev->heap.size); /* every allocation goes with the device */
         emu_heap_fini(&dev->heap);
+    }
     if (dev->region)
         emu_region_destroy(dev->region);
     free(dev->notify_bitmap);

@@ -130,6 +130,22 @@ int emu_heap_lookup(emu_heap *h, const void *p, uint64_t *bytes_after)
     return rc;
 }
 
+int emu_heap_extent(emu_heap *h, const void *p, uint64_t *size)
+{
+    if ((const char *)p < h->base || (const char *)p >= h->base + h->size)
+        return -1;
+    uint64_t off = (uint64_t)((const char *)p - h->base);
+    int rc = -1;
+    pthread_mutex_lock(&h->mu);
+    const emu_block *b = &h->blocks[heap_find(h, off)];
+    if (b->used && b->off == off) {
+        *size = b->size;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
 uint64_t emu_heap_free_bytes(emu_heap *h)
 {
     pthread_mutex_lock(&h->mu);

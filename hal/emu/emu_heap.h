@@ -33,6 +33,8 @@ void *emu_heap_alloc(emu_heap *h, uint64_t bytes);
 int emu_heap_free(emu_heap *h, void *p);
 /* 0 and the bytes of p's allocation from p on if p lies inside a live allocation, else -1. */
 int emu_heap_lookup(emu_heap *h, const void *p, uint64_t *bytes_after);
+/* 0 and the allocation's size if p is the start of a live allocation, else -1. */
+int emu_heap_extent(emu_heap *h, const void *p, uint64_t *size);
 uint64_t emu_heap_free_bytes(emu_heap *h);
 
 #endif

@@ -310,6 +310,11 @@ hal_result emu_mem_alloc(hal_device *dev, size_t bytes, void **ptr);
 hal_result emu_mem_free(hal_device *dev, void *ptr);
 hal_result emu_mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after);
 hal_result emu_mem_import(hal_device *dev, const hal_device_handle *peer);
+/* Free listeners (emu_memfree.c). emu_mem_freeing: tells every listener that [base, base + size)
+ * is about to go away; call it with no emulator lock held, before the memory changes. */
+hal_result emu_mem_free_listen(hal_mem_free_fn fn, void *arg, uint64_t *id);
+hal_result emu_mem_free_unlisten(uint64_t id);
+void emu_mem_freeing(void *base, size_t size);
 
 size_t emu_vmm_granularity(hal_device *dev);
 hal_result emu_vmm_reserve(hal_device *dev, size_t size, void **va);

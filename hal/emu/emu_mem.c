@@ -29,6 +29,9 @@ hal_result emu_mem_free(hal_device *dev, void *ptr)
 {
     if (!emu_device_live(dev))
         return HAL_E_PARAM;
+    uint64_t size;
+    if (ptr && emu_heap_extent(&dev->heap, ptr, &size) == 0)
+        emu_mem_freeing(ptr, size); /* before the block can be reused */
     if (!ptr || emu_heap_free(&dev->heap, ptr) != 0) {
         OH_ERR("emu", "mem_free: %p is not the start of a live allocation of device %u", ptr, dev->id);
         return HAL_E_FOREIGN;

@@ -76,9 +76,21 @@ hal_result emu_vmm_reserve(hal_device *dev, size_t size, void **va)
     return HAL_OK;
 }
 
+/* The free listeners hear of a change with g_vmm_mu not held (hal_ops.mem_free_listen): each path
+ * below first finds what goes away under the lock, tells them, then does it (checking again). */
 hal_result emu_vmm_release(hal_device *dev, void *va)
 {
     hal_result rc = HAL_E_PARAM;
+    char *alloc = NULL;
+    size_t bytes = 0;
+    pthread_mutex_lock(&g_vmm_mu);
+    for (vmm_range *r = g_ranges; r && !alloc; r = r->next)
+        if (r->va == va && r->dev == dev) {
+            alloc = r->alloc;
+            bytes = r->size + VMM_GRAN;
+        }
+    pthread_mutex_unlock(&g_vmm_mu);
+    emu_mem_freeing(alloc, bytes); /* the reservation's whole heap block */
     pthread_mutex_lock(&g_vmm_mu);
     for (vmm_range **pp = &g_ranges; *pp; pp = &(*pp)->next) {
         vmm_range *r = *pp;
@@ -134,8 +146,25 @@ static bool phys_unlink_locked(hal_phys_mem *pm)
     return false;
 }
 
+static bool phys_live_locked(const hal_phys_mem *pm)
+{
+    for (const hal_phys_mem *p = g_phys; p; p = p->next)
+        if (p == pm)
+            return true;
+    return false;
+}
+
 hal_result emu_vmm_phys_free(hal_phys_mem *pm)
 {
+    char *alloc = NULL;
+    size_t bytes = 0;
+    pthread_mutex_lock(&g_vmm_mu);
+    if (pm && pm->maps == 0 && phys_live_locked(pm)) {
+        alloc = pm->alloc;
+        bytes = pm->size + 4096;
+    }
+    pthread_mutex_unlock(&g_vmm_mu);
+    emu_mem_freeing(alloc, bytes);
     pthread_mutex_lock(&g_vmm_mu);
     hal_result rc = HAL_E_PARAM;
     if (pm && pm->maps == 0 && phys_unlink_locked(pm)) {
@@ -159,14 +188,13 @@ hal_result emu_vmm_map(void *va, size_t size, size_t offset, hal_phys_mem *pm)
     char *v = va;
     if (!va || !pm || !size || (uintptr_t)v % 4096 || size % 4096 || offset % 4096)
         return HAL_E_PARAM;
+    emu_mem_freeing(va, size); /* the range's own pages give way to the chunk's */
     pthread_mutex_lock(&g_vmm_mu);
     hal_result rc = HAL_E_PARAM;
     vmm_range *r = g_ranges;
     while (r && !(v >= r->va && v + size <= r->va + r->size))
         r = r->next;
-    bool live = false, overlap = false;
-    for (hal_phys_mem *p = g_phys; p; p = p->next)
-        live |= p == pm;
+    bool live = phys_live_locked(pm), overlap = false;
     for (vmm_mapping *m = g_maps; m; m = m->next)
         overlap |= v < m->va + m->size && m->va < v + size;
     vmm_mapping *m = r && live && !overlap && r->dev == pm->dev && offset + size <= pm->size ? malloc(sizeof *m) : NULL;
@@ -189,6 +217,13 @@ hal_result emu_vmm_map(void *va, size_t size, size_t offset, hal_phys_mem *pm)
 hal_result emu_vmm_unmap(void *va)
 {
     hal_result rc = HAL_E_PARAM;
+    size_t bytes = 0;
+    pthread_mutex_lock(&g_vmm_mu);
+    for (vmm_mapping *m = g_maps; m && !bytes; m = m->next)
+        if (m->va == va)
+            bytes = m->size;
+    pthread_mutex_unlock(&g_vmm_mu);
+    emu_mem_freeing(va, bytes); /* the chunk's pages leave these addresses */
     pthread_mutex_lock(&g_vmm_mu);
     for (vmm_mapping **pp = &g_maps; *pp; pp = &(*pp)->next) {
         vmm_mapping *m = *pp;

@@ -339,10 +339,21 @@ uint32_t net_mr_rkey(const net_mr *mr)
     return mr ? mr->e->rkey : 0;
 }
 
+void net_mr_range(const net_mr *mr, void **addr, size_t *len)
+{
+    *addr = mr ? (void *)mr->e->start : NULL;
+    *len = mr ? (size_t)(mr->e->end - mr->e->start) : 0;
+}
+
 void net_mem_invalidate(net_transport *t, void *addr, size_t len)
 {
     if (t)
         net_rc_invalidate(&t->rc, addr, len);
+}
+
+size_t net_mem_cached(net_transport *t, uint64_t *made, uint64_t *dropped)
+{
+    return t ? net_rc_stats(&t->rc, made, dropped) : 0;
 }
 
 /* ---- notifies and counters ---- */

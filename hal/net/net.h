@@ -103,9 +103,16 @@ hal_result net_mr_reg(net_transport *t, void *addr, size_t len, net_mr **out);
 void net_mr_release(net_mr *mr);
 /* What a peer passes as rkey to net_write into this registration. */
 uint32_t net_mr_rkey(const net_mr *mr);
+/* The range the registration covers: the one asked for, or a wider one it is part of. */
+void net_mr_range(const net_mr *mr, void **addr, size_t *len);
 /* Call before freeing memory: registrations overlapping the range are dropped (deregistered once
- * no write uses them); later writes into the range are refused. */
+ * no write uses them); later writes into the range are refused. runtime/net calls it from the
+ * HAL's free listener (hal_ops.mem_free_listen), so freed device memory is registered anew when
+ * it is used again (a verbs MR pins the pages it was made on). */
 void net_mem_invalidate(net_transport *t, void *addr, size_t len);
+/* Registrations in the cache now; *made / *dropped (may be NULL): registrations made and
+ * deregistered since net_create. For stats and tests. */
+size_t net_mem_cached(net_transport *t, uint64_t *made, uint64_t *dropped);
 
 /* ---- notifies ---- */
 hal_result net_notify_add(net_transport *t, net_notify_fn fn, void *arg, uint32_t *id);

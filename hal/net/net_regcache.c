@@ -179,3 +179,15 @@ size_t net_rc_count(net_regcache *rc)
     pthread_mutex_unlock(&rc->mu);
     return n;
 }
+
+size_t net_rc_stats(net_regcache *rc, uint64_t *nreg, uint64_t *ndereg)
+{
+    pthread_mutex_lock(&rc->mu);
+    size_t n = rc->n;
+    if (nreg)
+        *nreg = rc->nreg;
+    if (ndereg)
+        *ndereg = rc->ndereg;
+    pthread_mutex_unlock(&rc->mu);
+    return n;
+}

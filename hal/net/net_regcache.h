@@ -48,5 +48,7 @@ hal_result net_rc_find(net_regcache *rc, const void *addr, size_t len, net_rc_en
 size_t net_rc_invalidate(net_regcache *rc, const void *addr, size_t len);
 /* Live entries (tests). */
 size_t net_rc_count(net_regcache *rc);
+/* Live entries, and registrar calls so far (*nreg, *ndereg; either may be NULL). */
+size_t net_rc_stats(net_regcache *rc, uint64_t *nreg, uint64_t *ndereg);
 
 #endif

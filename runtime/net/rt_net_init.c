@@ -67,6 +67,8 @@ static HcclResult prepare(rt_comm *c, rt_net_blob *mine)
     CHECK_MAP(net_choose(&cfg.kind), rt_from_hal);
     mine->kind = cfg.kind;
     CHECK_MAP(net_create(&cfg, &n->t), rt_from_hal);
+    /* before anything is registered: a buffer freed later must leave the cache (rt_net_mem.c) */
+    CHECK_MAP(rt_net_mem_listen(c->hal, n->t, &n->listening, &n->free_listener), rt_from_hal);
     CHECK(listen_on_iface(c, n->t, mine));
     CHECK_MAP(net_mr_reg(n->t, n->hello, c->nranks * sizeof *n->hello, &n->hello_mr), rt_from_hal);
     uint32_t id;
@@ -369,6 +371,21 @@ HcclResult rt_net_push_mailbox(rt_comm *c, bool with_info)
     return HCCL_SUCCESS;
 }
 
+/* The communicator's own registrations, before the transport goes (net_destroy frees only what
+ * its cache still lists; one a free retired is freed by its last release). */
+static void release_mrs(rt_net *n, uint32_t nranks)
+{
+    net_mr_release(n->hello_mr);
+    net_mr_release(n->ctrl_mr);
+    net_mr_release(n->scratch_mr);
+    net_mr_release(n->inbox_mr);
+    n->hello_mr = n->ctrl_mr = n->scratch_mr = n->inbox_mr = NULL;
+    for (uint32_t p = 0; n->peer && p < nranks; p++) {
+        net_mr_release(n->peer[p].mirror_mr);
+        n->peer[p].mirror_mr = NULL;
+    }
+}
+
 void rt_net_teardown(rt_comm *c)
 {
     rt_net *n = c->net;
@@ -376,11 +393,17 @@ void rt_net_teardown(rt_comm *c)
         return;
     if (n->t && n->peer)
         say_bye(c);
-    if (n->nin)
-        OH_INFO("net", "comm %s: rank %u: links sent %llu payload bytes in %llu writes to peers on other servers",
-                c->name, c->rank, (unsigned long long)atomic_load(&n->sent_bytes),
-                (unsigned long long)atomic_load(&n->sent_writes));
+    if (n->nin) {
+        uint64_t made = 0;
+        size_t cached = net_mem_cached(n->t, &made, NULL);
+        OH_INFO("net", "comm %s: rank %u: links sent %llu payload bytes in %llu writes to peers on other servers; "
+                "%zu memory registrations cached (%llu made)", c->name, c->rank,
+                (unsigned long long)atomic_load(&n->sent_bytes), (unsigned long long)atomic_load(&n->sent_writes),
+                cached, (unsigned long long)made);
+    }
     c->net = NULL;
+    rt_net_mem_unlisten(c->hal, &n->listening, n->free_listener); /* no listener call reaches n->t after it */
+    release_mrs(n, c->nranks);
     if (n->t)
         net_destroy(n->t); /* closes every link; no callback runs after this */
     for (uint32_t p = 0; n->peer && p < c->nranks; p++) {

@@ -123,18 +123,3 @@ uint64_t rt_net_bytes_sent(const rt_comm *c, uint64_t *writes)
         *writes = n ? atomic_load(&n->sent_writes) : 0;
     return n ? atomic_load(&n->sent_bytes) : 0;
 }
-
-uint32_t rt_net_user_rkey(rt_comm *c, void *p)
-{
-    hal_device_handle owner;
-    uint64_t bytes = 0;
-    net_mr *mr = NULL;
-    if (!p || c->hal->mem_lookup(p, &owner, &bytes) != HAL_OK || !bytes)
-        return 0;
-    /* Cached: the same buffer next call is a lookup, not a registration. */
-    if (net_mr_reg(c->net->t, p, bytes, &mr) != HAL_OK)
-        return 0;
-    uint32_t k = net_mr_rkey(mr);
-    net_mr_release(mr);
-    return k;
-}

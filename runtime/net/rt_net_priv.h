@@ -37,9 +37,22 @@ struct rt_net {
     uint32_t nin, nremote;
     net_mr *scratch_mr, *inbox_mr, *ctrl_mr;
     uint32_t one;          /* the destroyed word a leave writes: a source verbs can register */
+    bool listening;        /* free_listener is registered with the HAL (rt_net_mem_listen) */
+    uint64_t free_listener;
     char ifname[64];       /* the interface the links listen on, for log lines */
     _Atomic uint64_t sent_bytes, sent_writes; /* plan copies to other servers (rt_net_bytes_sent) */
 };
 typedef struct rt_net rt_net;
+
+/* Device memory registrations (rt_net_mem.c); hal and t given, so tests can drive them alone. */
+/* Makes t drop its registrations of device memory the HAL frees (hal_ops.mem_free_listen); without
+ * such a HAL op *listening stays false and HAL_OK is returned. */
+hal_result rt_net_mem_listen(const hal_ops *hal, net_transport *t, bool *listening, uint64_t *id);
+/* Before t goes: no listener call runs after it. */
+void rt_net_mem_unlisten(const hal_ops *hal, bool *listening, uint64_t id);
+/* Registers device memory from p to the end of its allocation with t (cached; a cached range that
+ * reaches past that end was made on freed memory and is replaced): the rkey. HAL_E_FOREIGN if p
+ * is not device memory. */
+hal_result rt_net_mem_reg(const hal_ops *hal, net_transport *t, void *p, uint32_t *rkey);
 
 #endif

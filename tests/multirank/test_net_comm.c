@@ -7,7 +7,9 @@
  *   2(S-1)/S x data per server, less than the flat ring_push;
  * - a CANN rank table (1.0 and 1.2) with two server_list entries places the ranks on two emulated
  *   servers (hcclrun --ranktable), so HcclCommInitClusterInfo runs over hal/net;
- * - hcclrun on two "hosts" (--nnodes 2, one store served by node 0). */
+ * - hcclrun on two "hosts" (--nnodes 2, one store served by node 0);
+ * - buffers freed and allocated anew (at the same addresses) between collectives: values right,
+ *   and the links' registration cache does not keep the freed buffers (issue #9). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -116,6 +118,47 @@ Test(net_comm, hier_allreduce_bytes_across_servers, .timeout = 300)
                      hier[s], data);
         cr_expect_lt(hier[s], flat[s], "server %u: hier sent %llu bytes, flat %llu", s, hier[s], flat[s]);
     }
+}
+
+/* "N memory registrations cached" of each rank's destroy line, into cached[rank]. */
+static void cached_per_rank(const char *out, unsigned long long *cached, unsigned n)
+{
+    unsigned seen = 0;
+    for (const char *p = strstr(out, "memory registrations cached"); p;
+         p = strstr(p + 1, "memory registrations cached")) {
+        const char *line = p, *num = p;
+        while (line > out && line[-1] != '\n')
+            line--;
+        while (num > line && num[-1] == ' ')
+            num--;
+        while (num > line && num[-1] >= '0' && num[-1] <= '9')
+            num--;
+        unsigned rank;
+        cr_assert_eq(sscanf(line, "[rank %u]", &rank), 1, "no rank prefix on %.80s", line);
+        cr_assert_lt(rank, n);
+        cr_assert_eq(sscanf(num, "%llu", &cached[rank]), 1);
+        seen++;
+    }
+    cr_assert_eq(seen, n, "every rank logs its registrations at destroy");
+}
+
+/* 100 cycles of allocate, AllReduce (checked), free on 2 servers: the new buffers land where the
+ * freed ones were, the values are right, and at destroy each rank's cache holds exactly what a
+ * communicator that ran no collective holds: the freed buffers' registrations went with them. */
+Test(net_comm, realloc_cycles_keep_the_cache_small, .timeout = 300)
+{
+    unsigned long long base[2], after[2];
+    mr_result r = mr_run_t("HCCL_DEBUG=INFO", 2, 240, "--servers 2 " NET_COMM, "realloc 0");
+    cached_per_rank(r.out, base, 2);
+    mr_expect_ok(r, "no collective", "net_comm realloc: PASS");
+    r = mr_run_t("HCCL_DEBUG=INFO", 2, 240, "--servers 2 " NET_COMM, "realloc 100");
+    cached_per_rank(r.out, after, 2);
+    cr_expect_eq(count_of(r.out, "99 of 100 cycles reused an address"), 2,
+                 "every cycle after the first must put its input where the first was");
+    mr_expect_ok(r, "100 realloc cycles", "net_comm realloc: PASS");
+    for (unsigned k = 0; k < 2; k++)
+        cr_expect_eq(after[k], base[k], "rank %u: %llu registrations cached after 100 cycles, %llu without any", k,
+                     after[k], base[k]);
 }
 
 /* A port nobody listens on now (the rank table names it for the rendezvous root). */

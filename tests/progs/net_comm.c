@@ -2,6 +2,11 @@
  *   allreduce COUNT   one fp32 sum AllReduce of COUNT elements (rank r contributes r+1 + i%7),
  *                     checked element by element, then HcclCommDestroy: with HCCL_DEBUG=INFO the
  *                     destroy logs the payload bytes this rank's links sent to other servers.
+ *   realloc CYCLES    CYCLES times: allocate fresh input and output buffers (sizes varying, so the
+ *                     allocator puts them where earlier ones were, at other extents), one
+ *                     out-of-place fp32 sum AllReduce checked element by element, free both; prints
+ *                     how many cycles reused an address. With HCCL_DEBUG=INFO the destroy logs the
+ *                     registrations the links' cache still holds: freed buffers must not be among them.
  *   twocomms          two communicators over all ranks, one AllReduce on each (checked): with
  *                     HCCL_DEBUG=INFO each logs its own HCCL_NET choice.
  *   init-fails        HcclCommInitRootInfo must fail (e.g. HCCL_NET=roce without a device);
@@ -61,6 +66,53 @@ static int check_allgather(HcclComm comm, aclrtStream stream, uint32_t rank, uin
     dev_free(in);
     dev_free(out);
     free(host);
+    return bad;
+}
+
+/* One out-of-place AllReduce over fresh buffers, freed afterwards; *in_at: where the input was. */
+static int realloc_cycle(prog_env *e, uint64_t count, void **in_at)
+{
+    size_t bytes = (size_t)count * sizeof(float);
+    float *host = xmalloc(bytes);
+    for (uint64_t i = 0; i < count; i++)
+        host[i] = (float)(e->rank + 1 + i % 7);
+    void *in = dev_alloc(bytes), *out = dev_alloc(bytes);
+    *in_at = in;
+    to_dev(in, host, bytes);
+    ACL_OK(aclrtMemset(out, bytes, 0xff, bytes)); /* what was there before must not survive */
+    HCCL_OK(HcclAllReduce(in, out, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream));
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    to_host(host, out, bytes);
+    int bad = 0;
+    for (uint64_t i = 0; i < count && bad < 5; i++) {
+        float want = (float)(e->n * (e->n + 1) / 2 + e->n * (i % 7));
+        if (host[i] != want) {
+            fprintf(stderr, "rank %u: AllReduce of %llu element %llu is %g, expected %g\n", e->rank,
+                    (unsigned long long)count, (unsigned long long)i, host[i], want);
+            bad++;
+        }
+    }
+    dev_free(in);
+    dev_free(out);
+    free(host);
+    return bad;
+}
+
+static int scen_realloc(unsigned cycles)
+{
+    prog_env e;
+    prog_init(&e);
+    int bad = 0;
+    unsigned reused = 0;
+    void *first = NULL;
+    for (unsigned i = 0; i < cycles && !bad; i++) {
+        void *at;
+        bad += realloc_cycle(&e, 4099 + (i % 5) * 1024, &at);
+        reused += i > 0 && at == first;
+        first = i == 0 ? at : first;
+    }
+    printf("rank %u: %u of %u cycles reused an address\n", e.rank, reused, cycles);
+    prog_fini(&e);
     return bad;
 }
 
@@ -148,6 +200,8 @@ int main(int argc, char **argv)
     int bad;
     if (!strcmp(s, "allreduce") && argc > 2)
         bad = scen_allreduce(strtoull(argv[2], NULL, 10));
+    else if (!strcmp(s, "realloc") && argc > 2)
+        bad = scen_realloc((unsigned)strtoul(argv[2], NULL, 10));
     else if (!strcmp(s, "twocomms"))
         bad = scen_twocomms();
     else if (!strcmp(s, "init-fails"))
@@ -155,7 +209,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "ranktable"))
         bad = scen_ranktable();
     else {
-        fprintf(stderr, "usage: net_comm allreduce COUNT | twocomms | init-fails | ranktable\n");
+        fprintf(stderr, "usage: net_comm allreduce COUNT | realloc CYCLES | twocomms | init-fails | ranktable\n");
         return 2;
     }
     printf("net_comm %s: %s\n", s, bad ? "FAIL" : "PASS");
