@@ -271,6 +271,10 @@ Test(net_memfree, writes_land_in_the_new_allocation)
     enum { SZ = 65536 };
     unsigned char *src = malloc(SZ);
     void *first = NULL;
+    /* The sender's drain says the bytes left, not that they landed: the target's notify does. */
+    static uint64_t landed;
+    uint32_t nid;
+    HT_OK(net_notify_add_counter(pp.b, &landed, &nid));
     for (unsigned i = 0; i < 4; i++) {
         void *p;
         HT_OK(f.h->mem_alloc(f.d, SZ, &p));
@@ -281,8 +285,9 @@ Test(net_memfree, writes_land_in_the_new_allocation)
         uint32_t rkey;
         HT_OK(rt_net_mem_reg(f.h, pp.b, p, &rkey));
         nt_fill(src, SZ, i + 1);
-        HT_OK(net_write(pp.ab, src, SZ, (uint64_t)(uintptr_t)p, rkey, NET_NOTIFY_NONE, 0));
+        HT_OK(net_write(pp.ab, src, SZ, (uint64_t)(uintptr_t)p, rkey, nid, 0));
         HT_OK(net_link_drain(pp.ab, NT_TIMEOUT_MS));
+        HT_OK(net_counter_wait(&landed, i + 1, NT_TIMEOUT_MS));
         cr_assert_eq(memcmp(p, src, SZ), 0, "cycle %u: the write did not land", i);
         HT_OK(f.h->mem_free(f.d, p));
         cr_assert_eq(net_mem_cached(pp.b, NULL, NULL), 0, "cycle %u", i);
