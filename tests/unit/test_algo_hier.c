@@ -264,3 +264,20 @@ Test(algo_hier, cost_estimate)
     cr_expect(h > 0 && f > 0 && h < f && f < 1e9, "hier %.1f us, flat %.1f us", h, f);
     cr_expect_gt(algo_cost_estimate(&op, NULL, ALGO_HIER, NULL), 1e100);
 }
+
+/* A scratch budget that hier's leaders or agents would exceed keeps the selector on the flat plan
+ * (the same verdict on every rank: every rank's plan is sized); with room, hier as above. */
+Test(algo_hier, selection_within_scratch)
+{
+    static const algo_coll colls[] = {ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE, ALGO_COLL_SCATTER, ALGO_COLL_ALLTOALL};
+    const layout *L = &g_layouts[0];
+    for (size_t ci = 0; ci < sizeof colls / sizeof colls[0]; ci++) {
+        algo_op op = mk(colls[ci], L->n, 7, 0, false);
+        algo_topo roomy = {.nranks = L->n, .server_of = L->so, .scratch_max = 1u << 20};
+        algo_topo tight = {.nranks = L->n, .server_of = L->so, .scratch_max = 4};
+        cr_expect_eq(algo_select(&op, &roomy, ALGO_AUTO), ALGO_HIER, "%s %s with 1 MiB of scratch", L->name,
+                     algo_coll_name(colls[ci]));
+        cr_expect_eq(algo_select(&op, &tight, ALGO_AUTO), flat_kind(colls[ci]), "%s %s with 4 bytes of scratch",
+                     L->name, algo_coll_name(colls[ci]));
+    }
+}
