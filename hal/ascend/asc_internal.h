@@ -50,6 +50,7 @@ struct hal_device {
     asc_keydir *dir;       /* this process's directory for the device (created on first export) */
     void *anchor;          /* exported allocation that makes the device importable */
     struct hal_stream *streams; /* every wrapper of this device (created and user streams) */
+    aclrtStream host_rec;  /* notify_host_record's stream (asc_notify.c), created on first use */
 };
 
 struct hal_stream {
@@ -101,7 +102,11 @@ const char *asc_errmsg(void);
 /* asc_device.c */
 hal_device *asc_dev(int32_t id); /* the table entry (never NULL for a valid id) */
 hal_result asc_select(hal_device *dev); /* makes dev the calling thread's current device */
+extern _Thread_local int asc_thread_fresh; /* set by threads of ours that never selected a device */
 uint32_t asc_exec_timeout_ms(void);
+
+/* asc_notify.c */
+void asc_host_record_close(hal_device *dev); /* device_close: drains and destroys host_rec */
 
 /* asc_keydir.c */
 void asc_keydir_publish(hal_device *dev); /* best effort; errors surface at import */

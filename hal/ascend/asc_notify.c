@@ -139,6 +139,50 @@ static hal_result notify_record(hal_notify *n, hal_stream *s)
     return asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], s->acl));
 }
 
+/* Host records (a network link's receive path, runtime/net): ACL has no host-side record, so the
+ * record is enqueued on a private stream of the notify's device. One stream per device and one lock
+ * keep the lane order: the k-th host record of a notify is enqueued k-th and sets lane k % nlanes,
+ * as a stream record through the same handle would. The runtime's one-sender rule holds: a notify
+ * that a peer on another server signals is recorded only here, by that link's receive path.
+ * The record lands when the stream runs it, after this returns: the data the link wrote before
+ * is already in place, so a wait that sees the record sees the data. */
+static pthread_mutex_t g_host_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The device this thread selected for host records: the links' receive threads select once, without
+ * asking ACL (aclrtGetDevice on a thread that never set one logs an error). */
+static _Thread_local hal_device *t_host_dev;
+
+static hal_result notify_host_record(hal_notify *n)
+{
+    if (!n)
+        return HAL_E_PARAM;
+    hal_device *dev = n->dev;
+    pthread_mutex_lock(&g_host_lock);
+    hal_result rc = HAL_OK;
+    if (t_host_dev != dev && (rc = asc_from_acl(ACL(aclrtSetDevice)(dev->id))) == HAL_OK)
+        t_host_dev = dev;
+    if (rc == HAL_OK && !dev->host_rec)
+        rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&dev->host_rec, 0, ACL_STREAM_FAST_LAUNCH));
+    if (rc == HAL_OK) {
+        uint32_t k = atomic_fetch_add(&n->records, 1) % (uint32_t)n->nlanes;
+        rc = asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], dev->host_rec));
+    }
+    pthread_mutex_unlock(&g_host_lock);
+    if (rc != HAL_OK)
+        OH_ERR("hal", "ascend: host record of a notify of device %d failed: %s", dev->id, asc_errmsg());
+    return rc;
+}
+
+void asc_host_record_close(hal_device *dev)
+{
+    pthread_mutex_lock(&g_host_lock);
+    if (dev->host_rec && asc_select(dev) == HAL_OK) {
+        ACL(aclrtSynchronizeStreamWithTimeout)(dev->host_rec, -1);
+        ACL(aclrtDestroyStream)(dev->host_rec);
+    }
+    dev->host_rec = NULL;
+    pthread_mutex_unlock(&g_host_lock);
+}
+
 static hal_result notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_ms)
 {
     uint32_t t = timeout_ms ? timeout_ms : asc_exec_timeout_ms();
@@ -257,7 +301,7 @@ static hal_result ipc_close(const char *key)
 const hal_ops asc_notify_ops = {
     .notify_create = notify_create, .notify_destroy = notify_destroy, .notify_export = notify_export,
     .notify_import = notify_import, .notify_id = notify_id, .notify_record = notify_record,
-    .notify_wait = notify_wait, .notify_wait_reset = notify_wait_reset,
+    .notify_wait = notify_wait, .notify_wait_reset = notify_wait_reset, .notify_host_record = notify_host_record,
     .ipc_mem_export = ipc_mem_export, .ipc_notify_export = ipc_notify_export, .ipc_set_pids = ipc_set_pids,
     .ipc_mem_import = ipc_mem_import, .ipc_notify_import = ipc_notify_import, .ipc_close = ipc_close,
 };

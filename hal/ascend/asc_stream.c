@@ -17,6 +17,7 @@
 static void *reporter(void *arg)
 {
     hal_stream *s = arg;
+    asc_thread_fresh = 1; /* callbacks that need the device select it (asc_select) */
     while (sem_wait(&s->subscribed) != 0) /* aclrtProcessReport needs the subscription first */
         ;
     while (!atomic_load(&s->stop))
