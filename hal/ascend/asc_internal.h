@@ -68,6 +68,8 @@ struct hal_stream {
     sem_t subscribed;   /* posted once aclrtSubscribeReport returned */
     atomic_int stop;
     _Atomic int err;    /* sticky hal_result of a failed task fn, 0 = none */
+    const volatile uint32_t *abort_flag; /* watched by asc_abort.c (the flag of its last aborting wait) */
+    int aborted;        /* asc_abort.c: the flag was seen set */
     struct hal_stream *_Atomic upstream; /* last stream this one waited on (an event's recorder) */
     char msg[256];
 };
@@ -87,6 +89,8 @@ struct hal_notify {
     _Atomic uint32_t records, waits; /* enqueued so far: the next record/wait uses lane count % nlanes */
     int imported;
     int slot; /* key-directory slot once exported, else -1 */
+    const volatile uint32_t *abort_flag; /* watched by asc_abort.c (the flag of its last aborting wait) */
+    uint32_t abort_ticks; /* asc_abort.c: polls that released it since the flag was set */
 };
 
 extern const hal_ops asc_dev_ops, asc_stream_ops, asc_notify_ops;
@@ -107,6 +111,13 @@ uint32_t asc_exec_timeout_ms(void);
 
 /* asc_notify.c */
 void asc_host_record_close(hal_device *dev); /* device_close: drains and destroys host_rec */
+hal_result asc_host_record_lane(hal_notify *n, int lane); /* one record of one lane, from any thread */
+void asc_host_record_drain(hal_device *dev);
+
+/* asc_abort.c: the abort flag of notify_wait */
+void asc_abort_watch(hal_notify *n, hal_stream *s, const volatile uint32_t *flag);
+int asc_abort_forget_notify(hal_notify *n);
+void asc_abort_forget_stream(hal_stream *s);
 
 /* asc_keydir.c */
 void asc_keydir_publish(hal_device *dev); /* best effort; errors surface at import */

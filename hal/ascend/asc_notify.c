@@ -9,8 +9,9 @@
  * enqueue order) sets lane k % ASC_LANES and the k-th wait waits on that lane, so up to ASC_LANES
  * records may be outstanding and each is consumed once. This holds when every record of a notify
  * goes through one handle (the runtime's: one sender per (peer, slot)); notify_wait_reset waits on
- * the next lane (it consumes one record, not all). Notifies shared by key (ipc_*) have one lane. The abort flag of notify_wait is not polled:
- * ACL's wait has no such hook, so an abort ends the wait at HCCL_EXEC_TIMEOUT at the latest. */
+ * the next lane (it consumes one record, not all). Notifies shared by key (ipc_*) have one lane.
+ * ACL's wait cannot poll notify_wait's abort flag: asc_abort.c watches it from a host thread and
+ * releases and fails aborted waits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,8 @@ static hal_result notify_destroy(hal_notify *n)
     if (n->slot >= 0)
         asc_keydir_drop(n->dev, n->slot);
     forget_notify(n);
+    if (asc_abort_forget_notify(n))
+        asc_host_record_drain(n->dev);
     aclError e = ACL_SUCCESS;
     for (int i = 0; i < n->nlanes; i++) {
         aclError r = ACL(aclrtDestroyNotify)(n->lane[i]);
@@ -151,25 +154,47 @@ static pthread_mutex_t g_host_lock = PTHREAD_MUTEX_INITIALIZER;
  * asking ACL (aclrtGetDevice on a thread that never set one logs an error). */
 static _Thread_local hal_device *t_host_dev;
 
-static hal_result notify_host_record(hal_notify *n)
+/* Enqueues a record of lane k of n on its device's host-record stream; g_host_lock held. */
+static hal_result host_record_locked(hal_notify *n, int k)
 {
-    if (!n)
-        return HAL_E_PARAM;
     hal_device *dev = n->dev;
-    pthread_mutex_lock(&g_host_lock);
     hal_result rc = HAL_OK;
     if (t_host_dev != dev && (rc = asc_from_acl(ACL(aclrtSetDevice)(dev->id))) == HAL_OK)
         t_host_dev = dev;
     if (rc == HAL_OK && !dev->host_rec)
         rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&dev->host_rec, 0, ACL_STREAM_FAST_LAUNCH));
-    if (rc == HAL_OK) {
-        uint32_t k = atomic_fetch_add(&n->records, 1) % (uint32_t)n->nlanes;
+    if (rc == HAL_OK)
         rc = asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], dev->host_rec));
-    }
-    pthread_mutex_unlock(&g_host_lock);
     if (rc != HAL_OK)
         OH_ERR("hal", "ascend: host record of a notify of device %d failed: %s", dev->id, asc_errmsg());
     return rc;
+}
+
+static hal_result notify_host_record(hal_notify *n)
+{
+    if (!n)
+        return HAL_E_PARAM;
+    pthread_mutex_lock(&g_host_lock);
+    hal_result rc = host_record_locked(n, (int)(atomic_fetch_add(&n->records, 1) % (uint32_t)n->nlanes));
+    pthread_mutex_unlock(&g_host_lock);
+    return rc;
+}
+
+hal_result asc_host_record_lane(hal_notify *n, int lane)
+{
+    pthread_mutex_lock(&g_host_lock);
+    hal_result rc = host_record_locked(n, lane);
+    pthread_mutex_unlock(&g_host_lock);
+    return rc;
+}
+
+/* Records queued on the host-record stream name their notify: drained before it is destroyed. */
+void asc_host_record_drain(hal_device *dev)
+{
+    pthread_mutex_lock(&g_host_lock);
+    if (dev->host_rec)
+        ACL(aclrtSynchronizeStreamWithTimeout)(dev->host_rec, -1);
+    pthread_mutex_unlock(&g_host_lock);
 }
 
 void asc_host_record_close(hal_device *dev)
@@ -193,7 +218,7 @@ static hal_result notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeo
 
 static hal_result notify_wait(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag)
 {
-    (void)abort_flag; /* see the file comment */
+    asc_abort_watch(n, s, abort_flag); /* ACL's wait cannot poll it: asc_abort.c releases the wait */
     return notify_wait_reset(n, s, timeout_ms);
 }
 

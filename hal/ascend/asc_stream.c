@@ -109,6 +109,7 @@ hal_result asc_stream_destroy(hal_stream *s)
 {
     if (!s)
         return HAL_E_PARAM;
+    asc_abort_forget_stream(s);
     pthread_mutex_lock(&asc_lock);
     for (hal_stream **l = &s->dev->streams; *l; l = &(*l)->next)
         if (*l == s) {
