@@ -1,8 +1,8 @@
 /* The abort flag of notify_wait on ACL. aclrtWaitAndResetNotify has no hook to poll a flag, so a
  * watcher thread polls, every ASC_ABORT_POLL_MS, the flags that waits were enqueued with. When a
  * flag turns non-zero it
- *   - fails (sticky HAL_E_ABORTED) every stream that enqueued such a wait and still has work
- *     queued: its later callbacks are skipped, so the gate of the next task_async times out and
+ *   - fails (sticky HAL_E_ABORTED) the stream that last enqueued a wait on each such notify, if it
+ *     still has work queued: its later callbacks are skipped, so the gate of the next task_async times out and
  *     ACL fails the stream about a second later (asc_task.c);
  *   - records every lane of every notify waited on with that flag, on the device's host-record
  *     stream, and again on each poll for ASC_ABORT_RELEASE_TICKS polls: a CANN notify is a flag,
@@ -21,33 +21,24 @@
 #define ASC_ABORT_RELEASE_TICKS 50 /* keep releasing for 5 s after an abort */
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static hal_notify **g_notifies; /* notifies with n->abort_flag set */
+/* Notifies waited on with a flag (n->abort_flag set). Only notifies are registered: they die with
+ * the communicator that owns the flag, so the watcher never reads a flag that outlived it. */
+static hal_notify **g_notifies;
 static size_t g_nn, g_ncap;
-static hal_stream **g_streams;  /* streams with s->abort_flag set */
-static size_t g_ns, g_scap;
 static int g_running;
 
-static int push(void ***arr, size_t *n, size_t *cap, void *p)
+static int push(hal_notify *n)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
-        void **a = realloc(*arr, c * sizeof *a);
+    if (g_nn == g_ncap) {
+        size_t c = g_ncap ? 2 * g_ncap : 64;
+        hal_notify **a = realloc(g_notifies, c * sizeof *a);
         if (!a)
             return 0;
-        *arr = a;
-        *cap = c;
+        g_notifies = a;
+        g_ncap = c;
     }
-    (*arr)[(*n)++] = p;
+    g_notifies[g_nn++] = n;
     return 1;
-}
-
-static void drop(void **arr, size_t *n, const void *p)
-{
-    for (size_t i = 0; i < *n; i++)
-        if (arr[i] == p) {
-            arr[i] = arr[--*n];
-            return;
-        }
 }
 
 /* Records every lane of n on its device's host-record stream (asc_notify.c). */
@@ -71,23 +62,20 @@ static void fail_busy(hal_stream *s)
 static int poll_once(void)
 {
     pthread_mutex_lock(&g_lock);
-    for (size_t i = 0; i < g_ns; i++) {
-        hal_stream *s = g_streams[i];
-        int set = *s->abort_flag != 0;
-        if (set && !s->aborted)
-            fail_busy(s);
-        s->aborted = set;
-    }
     for (size_t i = 0; i < g_nn; i++) {
         hal_notify *n = g_notifies[i];
         if (*n->abort_flag == 0) {
             n->abort_ticks = 0;
-        } else if (n->abort_ticks < ASC_ABORT_RELEASE_TICKS) {
+            continue;
+        }
+        if (n->abort_ticks == 0 && n->abort_stream)
+            fail_busy(n->abort_stream);
+        if (n->abort_ticks < ASC_ABORT_RELEASE_TICKS) {
             n->abort_ticks++;
             release(n);
         }
     }
-    int any = g_nn || g_ns;
+    int any = g_nn != 0;
     if (!any)
         g_running = 0;
     pthread_mutex_unlock(&g_lock);
@@ -121,39 +109,44 @@ static void start_locked(void)
     pthread_attr_destroy(&a);
 }
 
-/* notify_wait with a flag: cheap when n and s are already watched for it (every wait of a plan). */
+/* notify_wait with a flag: cheap when n is already watched for it from s (every wait of a plan). */
 void asc_abort_watch(hal_notify *n, hal_stream *s, const volatile uint32_t *flag)
 {
-    if (!flag || (n->abort_flag == flag && s->abort_flag == flag))
+    if (!flag || (n->abort_flag == flag && n->abort_stream == s))
         return;
     pthread_mutex_lock(&g_lock);
-    if (n->abort_flag != flag && (n->abort_flag || push((void ***)&g_notifies, &g_nn, &g_ncap, n)))
+    if (n->abort_flag || push(n)) {
         n->abort_flag = flag;
-    if (s->abort_flag != flag && (s->abort_flag || push((void ***)&g_streams, &g_ns, &g_scap, s)))
-        s->abort_flag = flag;
+        n->abort_stream = s;
+    }
     start_locked();
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Before a notify or stream is freed: the watcher must not touch it again. Returns whether n was
- * watched (its releases may still be queued on the host-record stream). */
+/* Before a notify is freed: the watcher must not touch it again. Returns whether n was watched
+ * (its releases may still be queued on the host-record stream). */
 int asc_abort_forget_notify(hal_notify *n)
 {
     if (!n->abort_flag)
         return 0;
     pthread_mutex_lock(&g_lock);
-    drop((void **)g_notifies, &g_nn, n);
+    for (size_t i = 0; i < g_nn; i++)
+        if (g_notifies[i] == n) {
+            g_notifies[i] = g_notifies[--g_nn];
+            break;
+        }
     n->abort_flag = NULL;
+    n->abort_stream = NULL;
     pthread_mutex_unlock(&g_lock);
     return 1;
 }
 
+/* Before a stream is freed: no watched notify names it any more. */
 void asc_abort_forget_stream(hal_stream *s)
 {
-    if (!s->abort_flag)
-        return;
     pthread_mutex_lock(&g_lock);
-    drop((void **)g_streams, &g_ns, s);
-    s->abort_flag = NULL;
+    for (size_t i = 0; i < g_nn; i++)
+        if (g_notifies[i]->abort_stream == s)
+            g_notifies[i]->abort_stream = NULL;
     pthread_mutex_unlock(&g_lock);
 }

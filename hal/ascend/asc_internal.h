@@ -68,8 +68,6 @@ struct hal_stream {
     sem_t subscribed;   /* posted once aclrtSubscribeReport returned */
     atomic_int stop;
     _Atomic int err;    /* sticky hal_result of a failed task fn, 0 = none */
-    const volatile uint32_t *abort_flag; /* watched by asc_abort.c (the flag of its last aborting wait) */
-    int aborted;        /* asc_abort.c: the flag was seen set */
     struct hal_stream *_Atomic upstream; /* last stream this one waited on (an event's recorder) */
     char msg[256];
 };
@@ -90,6 +88,7 @@ struct hal_notify {
     int imported;
     int slot; /* key-directory slot once exported, else -1 */
     const volatile uint32_t *abort_flag; /* watched by asc_abort.c (the flag of its last aborting wait) */
+    struct hal_stream *abort_stream; /* the stream of its last wait with that flag */
     uint32_t abort_ticks; /* asc_abort.c: polls that released it since the flag was set */
 };
 
