@@ -2,8 +2,8 @@
  * watcher thread polls, every ASC_ABORT_POLL_MS, the flags that waits were enqueued with. When a
  * flag turns non-zero it
  *   - fails (sticky HAL_E_ABORTED) the stream that last enqueued a wait on each such notify, if it
- *     still has work queued: its later callbacks are skipped, so the gate of the next task_async times out and
- *     ACL fails the stream about a second later (asc_task.c);
+ *     still has work queued: its later callbacks are skipped, so the gate of its next task_async
+ *     times out and ACL fails the stream about a second later (asc_task.c);
  *   - records every lane of every notify waited on with that flag, on the device's host-record
  *     stream, and again on each poll for ASC_ABORT_RELEASE_TICKS polls: a CANN notify is a flag,
  *     so extra records pile up nowhere, and each pending or later wait on those notifies passes

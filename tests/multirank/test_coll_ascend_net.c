@@ -68,7 +68,8 @@ Test(ascend_net, absent_rank_times_out_naming_it, .timeout = 120)
 {
     mr_result r = mr_run_t(ASC " HCCL_CONNECT_TIMEOUT=3", 4, 60, SERVERS MR_NET_FAULTS, "absent");
     cr_expect_eq(r.status, 0, "hcclrun exited with %d", r.status);
-    cr_expect_eq(count_of(r.out, "HcclCommInitRootInfo returned 9 (timeout)"), 3, "not every present rank got HCCL_E_TIMEOUT");
+    cr_expect_eq(count_of(r.out, "HcclCommInitRootInfo returned 9 (timeout)"), 3,
+                 "not every present rank got HCCL_E_TIMEOUT");
     cr_expect_geq(count_of(r.out, "ranks never seen: 3 "), 3, "the missing rank is not named by every present rank");
     cr_expect_eq(count_of(r.out, "net_faults absent: PASS"), 3);
     free(r.out);
