@@ -122,6 +122,7 @@ static hal_result device_close(hal_device *dev)
     }
     asc_host_record_close(dev);
     asc_keydir_close(dev);
+    asc_alloc_forget_device(dev->id);
     if (dev->anchor)
         ACL(aclrtFree)(dev->anchor);
     dev->anchor = NULL;
@@ -180,7 +181,10 @@ static hal_result mem_alloc(hal_device *dev, size_t bytes, void **ptr)
     hal_result rc = asc_select(dev);
     if (rc != HAL_OK)
         return rc;
-    return asc_from_acl(ACL(aclrtMalloc)(ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    rc = asc_from_acl(ACL(aclrtMalloc)(ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    if (rc == HAL_OK && (rc = asc_alloc_add(dev->id, *ptr, bytes)) != HAL_OK)
+        ACL(aclrtFree)(*ptr);
+    return rc;
 }
 
 static hal_result mem_free(hal_device *dev, void *ptr)
@@ -190,14 +194,19 @@ static hal_result mem_free(hal_device *dev, void *ptr)
                                                     a.location.type != ACL_MEM_LOCATION_TYPE_DEVICE ||
                                                     a.location.id != (uint32_t)dev->id)))
         return HAL_E_FOREIGN; /* aclrtFree would free another device's memory: the HAL refuses */
-    return ACL(aclrtFree)(ptr) == ACL_SUCCESS ? HAL_OK : HAL_E_FOREIGN;
+    if (ACL(aclrtFree)(ptr) != ACL_SUCCESS)
+        return HAL_E_FOREIGN;
+    asc_alloc_del(ptr);
+    return HAL_OK;
 }
 
 /* aclrtPointerGetAttributes names the owning device but not the allocation's extent: bytes_after
- * is only bounded, by the device's memory size (no allocation is larger), or UINT64_MAX when no
- * device was opened yet. A bound, not the extent: size checks that rely on it pass for buffers that
- * overrun their allocation, and a network registration of [ptr, ptr + bytes_after) covers more than
- * the buffer (hal/net's TCP links only check that writes land in registered ranges). */
+ * is exact for allocations made through mem_alloc (asc_alloc.c) and only bounded for the others
+ * (the application's aclrtMalloc), by the device's memory size (no allocation is larger), or
+ * UINT64_MAX when no device was opened yet. A bound, not the extent: size checks that rely on it
+ * pass for buffers that overrun their allocation, and a network registration of
+ * [ptr, ptr + bytes_after) covers more than the buffer (hal/net's TCP links only check that writes
+ * land in registered ranges). */
 static hal_result mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after)
 {
     aclrtPtrAttributes a;
@@ -212,7 +221,7 @@ static hal_result mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t
         owner->pid = (uint32_t)getpid();
     }
     uint64_t total = atomic_load(&g_mem_total);
-    if (bytes_after)
+    if (bytes_after && !asc_alloc_find(ptr, bytes_after))
         *bytes_after = total ? total : UINT64_MAX;
     return HAL_OK;
 }

@@ -118,6 +118,12 @@ void asc_abort_watch(hal_notify *n, hal_stream *s, const volatile uint32_t *flag
 int asc_abort_forget_notify(hal_notify *n);
 void asc_abort_forget_stream(hal_stream *s);
 
+/* asc_alloc.c: extents of mem_alloc's allocations */
+hal_result asc_alloc_add(int32_t dev, void *ptr, uint64_t size);
+void asc_alloc_forget_device(int32_t dev);
+void asc_alloc_del(void *ptr);
+int asc_alloc_find(const void *ptr, uint64_t *bytes_after);
+
 /* asc_keydir.c */
 void asc_keydir_publish(hal_device *dev); /* best effort; errors surface at import */
 hal_result asc_keydir_put(hal_device *dev, char keys[][HAL_IPC_KEY_LEN], int *slot, uint32_t *gen);
