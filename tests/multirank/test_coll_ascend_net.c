@@ -1,8 +1,8 @@
 /* hal/ascend over hal/net: 2 emulated servers x 2 ranks (hcclrun --servers 2) with HCCL_HAL=ascend,
  * so every byte between servers crosses a TCP link and its signals land through hal/ascend's
  * notify_host_record (a record on a private ACL stream). Every collective and point to point checked
- * element by element, the 8-bit float reductions, mismatch detection, a rank that never joins
- * (timeout) and dead peers (exit, kill -9). Failures must come from detection, not from
+ * element by element, the 8-bit float reductions, mismatch detection, the exec timeout, a rank
+ * that never joins (connect timeout) and dead peers (exit, kill -9). Failures must come from detection, not from
  * HCCL_EXEC_TIMEOUT: it is 120 s while hcclrun stops every rank after 60 s. Same programs as
  * test_coll_servers (hal/emu); docs/ascend.md. */
 #include "multirank/mr_run.h"
@@ -61,6 +61,17 @@ Test(ascend_net, peer_destroys, .timeout = 150) { mismatch("destroy", "HcclCommD
 /* Rank 0 exits: the ranks of the other server see their link to it fail (watchdog), and the
  * waits of all three end through the abort flag (hal/ascend/asc_abort.c). */
 Test(ascend_net, peer_exits, .timeout = 150) { mismatch("exit", "rank 0 ("); }
+
+/* hcclExecTimeOut=1 (config_check timeout): a wait nobody answers fails with HAL_E_TIMEOUT on
+ * every rank of both servers, the async error naming the op. */
+Test(ascend_net, exec_timeout, .timeout = 120)
+{
+    mr_result r = mr_run_t(ASC, 4, 60, SERVERS OH_BUILD_DIR "/tests/progs/config_check", "timeout");
+    cr_expect_eq(r.status, 0, "hcclrun exited with %d", r.status);
+    cr_expect_eq(count_of(r.out, "config_check timeout: PASS"), 4, "not every rank saw its op time out");
+    cr_expect_geq(count_of(r.out, "failed on the device: HAL_E_TIMEOUT"), 4, "the timeout is not named");
+    free(r.out);
+}
 
 #define MR_NET_FAULTS OH_BUILD_DIR "/tests/progs/net_faults"
 
