@@ -194,10 +194,8 @@ static hal_result mem_free(hal_device *dev, void *ptr)
                                                     a.location.type != ACL_MEM_LOCATION_TYPE_DEVICE ||
                                                     a.location.id != (uint32_t)dev->id)))
         return HAL_E_FOREIGN; /* aclrtFree would free another device's memory: the HAL refuses */
-    if (ACL(aclrtFree)(ptr) != ACL_SUCCESS)
-        return HAL_E_FOREIGN;
-    asc_alloc_del(ptr);
-    return HAL_OK;
+    asc_alloc_del(ptr); /* first: once freed, another thread's mem_alloc may get the address */
+    return ACL(aclrtFree)(ptr) == ACL_SUCCESS ? HAL_OK : HAL_E_FOREIGN;
 }
 
 /* aclrtPointerGetAttributes names the owning device but not the allocation's extent: bytes_after

@@ -89,6 +89,7 @@ struct hal_notify {
     int slot; /* key-directory slot once exported, else -1 */
     const volatile uint32_t *abort_flag; /* watched by asc_abort.c (the flag of its last aborting wait) */
     struct hal_stream *abort_stream; /* the stream of its last wait with that flag */
+    atomic_int host_used; /* recorded on the host-record stream at least once (drained at destroy) */
     uint32_t abort_ticks; /* asc_abort.c: polls that released it since the flag was set */
 };
 

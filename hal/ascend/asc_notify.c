@@ -57,8 +57,8 @@ static hal_result notify_destroy(hal_notify *n)
     if (n->slot >= 0)
         asc_keydir_drop(n->dev, n->slot);
     forget_notify(n);
-    if (asc_abort_forget_notify(n))
-        asc_host_record_drain(n->dev);
+    if (asc_abort_forget_notify(n) | atomic_load(&n->host_used))
+        asc_host_record_drain(n->dev); /* host records still queued name this notify */
     aclError e = ACL_SUCCESS;
     for (int i = 0; i < n->nlanes; i++) {
         aclError r = ACL(aclrtDestroyNotify)(n->lane[i]);
@@ -163,8 +163,10 @@ static hal_result host_record_locked(hal_notify *n, int k)
         t_host_dev = dev;
     if (rc == HAL_OK && !dev->host_rec)
         rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&dev->host_rec, 0, ACL_STREAM_FAST_LAUNCH));
-    if (rc == HAL_OK)
+    if (rc == HAL_OK) {
+        atomic_store(&n->host_used, 1);
         rc = asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], dev->host_rec));
+    }
     if (rc != HAL_OK)
         OH_ERR("hal", "ascend: host record of a notify of device %d failed: %s", dev->id, asc_errmsg());
     return rc;
