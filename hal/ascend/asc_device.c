@@ -10,8 +10,20 @@
 
 pthread_mutex_t asc_lock = PTHREAD_MUTEX_INITIALIZER;
 static hal_device g_devs[ASC_MAX_DEVICES];
+static _Atomic uint64_t g_mem_total; /* HBM bytes of a device of this server, once one was opened */
 
-/* Identifies this server: processes of one machine agree, other machines differ (hostname). */
+/* The position of this process's server in the job: HCCL_EMU_SERVER_INDEX, which hcclrun --servers
+ * sets when it emulates several servers on one host (the emulator's libascendcl reads it too, so both
+ * agree on which devices share memory); 0 otherwise, where the host name tells servers apart. */
+static uint32_t server_index(void)
+{
+    const char *v = getenv("HCCL_EMU_SERVER_INDEX");
+    unsigned long i = v && *v ? strtoul(v, NULL, 10) : 0;
+    return i > (1u << 20) ? 0 : (uint32_t)i;
+}
+
+/* Identifies this server: processes of one machine (and one emulated server) agree, other machines
+ * differ (host name). */
 static uint64_t server_key(void)
 {
     char host[256] = "";
@@ -19,6 +31,7 @@ static uint64_t server_key(void)
     uint64_t h = 1469598103934665603ull;
     for (const char *p = host; *p; p++)
         h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    h = (h ^ server_index()) * 1099511628211ull;
     return h | 1; /* never 0: a zeroed handle is "no device" */
 }
 
@@ -27,6 +40,7 @@ hal_device *asc_dev(int32_t id)
     hal_device *d = &g_devs[id];
     d->id = id;
     d->handle.server_key = server_key();
+    d->handle.server_index = server_index();
     d->handle.device_id = (uint32_t)id;
     d->handle.pid = (uint32_t)getpid();
     return d;
@@ -39,12 +53,18 @@ uint32_t asc_exec_timeout_ms(void)
     return s <= 0 || s > 4000000 ? 4000000000u : (uint32_t)s * 1000u;
 }
 
+_Thread_local int asc_thread_fresh;
+
 hal_result asc_select(hal_device *dev)
 {
     int32_t cur = -1;
-    if (ACL(aclrtGetDevice)(&cur) == ACL_SUCCESS && cur == dev->id)
+    /* a fresh thread of ours has no device: asking ACL would log an error */
+    if (!asc_thread_fresh && ACL(aclrtGetDevice)(&cur) == ACL_SUCCESS && cur == dev->id)
         return HAL_OK;
-    return asc_from_acl(ACL(aclrtSetDevice)(dev->id));
+    hal_result rc = asc_from_acl(ACL(aclrtSetDevice)(dev->id));
+    if (rc == HAL_OK)
+        asc_thread_fresh = 0;
+    return rc;
 }
 
 static hal_result device_count(uint32_t *count)
@@ -69,6 +89,9 @@ static hal_result device_open(int32_t id, hal_device **out)
     if (rc == HAL_OK)
         d->refs++;
     pthread_mutex_unlock(&asc_lock);
+    size_t fr = 0, tot = 0;
+    if (rc == HAL_OK && ACL(aclrtGetMemInfo) && ACL(aclrtGetMemInfo)(ACL_HBM_MEM, &fr, &tot) == ACL_SUCCESS && tot)
+        atomic_store(&g_mem_total, (uint64_t)tot);
     if (rc == HAL_OK)
         *out = d;
     else
@@ -97,7 +120,9 @@ static hal_result device_close(hal_device *dev)
         s->next = NULL;
         asc_stream_destroy(s);
     }
+    asc_host_record_close(dev);
     asc_keydir_close(dev);
+    asc_alloc_forget_device(dev->id);
     if (dev->anchor)
         ACL(aclrtFree)(dev->anchor);
     dev->anchor = NULL;
@@ -126,7 +151,7 @@ static hal_result device_info(hal_device *dev, hal_device_info *info)
 
 static hal_link_class link_class(hal_device *dev, const hal_device_handle *peer)
 {
-    if (peer->server_key != dev->handle.server_key)
+    if (peer->server_key != dev->handle.server_key || peer->server_index != dev->handle.server_index)
         return HAL_LINK_NET;
     return peer->device_id == dev->handle.device_id ? HAL_LINK_SELF : HAL_LINK_INTRA;
 }
@@ -156,7 +181,10 @@ static hal_result mem_alloc(hal_device *dev, size_t bytes, void **ptr)
     hal_result rc = asc_select(dev);
     if (rc != HAL_OK)
         return rc;
-    return asc_from_acl(ACL(aclrtMalloc)(ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    rc = asc_from_acl(ACL(aclrtMalloc)(ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    if (rc == HAL_OK && (rc = asc_alloc_add(dev->id, *ptr, bytes)) != HAL_OK)
+        ACL(aclrtFree)(*ptr);
+    return rc;
 }
 
 static hal_result mem_free(hal_device *dev, void *ptr)
@@ -166,11 +194,17 @@ static hal_result mem_free(hal_device *dev, void *ptr)
                                                     a.location.type != ACL_MEM_LOCATION_TYPE_DEVICE ||
                                                     a.location.id != (uint32_t)dev->id)))
         return HAL_E_FOREIGN; /* aclrtFree would free another device's memory: the HAL refuses */
+    asc_alloc_del(ptr); /* first: once freed, another thread's mem_alloc may get the address */
     return ACL(aclrtFree)(ptr) == ACL_SUCCESS ? HAL_OK : HAL_E_FOREIGN;
 }
 
 /* aclrtPointerGetAttributes names the owning device but not the allocation's extent: bytes_after
- * is unknown through the public API, reported as UINT64_MAX (buffer-size checks are the caller's). */
+ * is exact for allocations made through mem_alloc (asc_alloc.c) and only bounded for the others
+ * (the application's aclrtMalloc), by the device's memory size (no allocation is larger), or
+ * UINT64_MAX when no device was opened yet. A bound, not the extent: size checks that rely on it
+ * pass for buffers that overrun their allocation, and a network registration of
+ * [ptr, ptr + bytes_after) covers more than the buffer (hal/net's TCP links only check that writes
+ * land in registered ranges). */
 static hal_result mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after)
 {
     aclrtPtrAttributes a;
@@ -180,11 +214,13 @@ static hal_result mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t
     if (owner) {
         memset(owner, 0, sizeof *owner);
         owner->server_key = asc_dev(0)->handle.server_key;
+        owner->server_index = asc_dev(0)->handle.server_index;
         owner->device_id = a.location.id;
         owner->pid = (uint32_t)getpid();
     }
-    if (bytes_after)
-        *bytes_after = UINT64_MAX;
+    uint64_t total = atomic_load(&g_mem_total);
+    if (bytes_after && !asc_alloc_find(ptr, bytes_after))
+        *bytes_after = total ? total : UINT64_MAX;
     return HAL_OK;
 }
 
@@ -203,7 +239,7 @@ static hal_result mem_import(hal_device *dev, const hal_device_handle *peer)
     if (rc == HAL_OK)
         rc = asc_select(dev);
     void *p = NULL;
-    if (rc == HAL_OK && (rc = asc_from_acl(ACL(aclrtIpcMemImportByKey)(&p, key, 0))) != HAL_OK)
+    if (rc == HAL_OK && (rc = asc_from_acl(ACL(aclrtIpcMemImportByKey)(&p, key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS))) != HAL_OK)
         OH_ERR("hal", "ascend: aclrtIpcMemImportByKey(device %u of pid %u) failed: %s", peer->device_id, peer->pid,
                asc_errmsg());
     return rc;

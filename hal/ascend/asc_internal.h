@@ -50,6 +50,7 @@ struct hal_device {
     asc_keydir *dir;       /* this process's directory for the device (created on first export) */
     void *anchor;          /* exported allocation that makes the device importable */
     struct hal_stream *streams; /* every wrapper of this device (created and user streams) */
+    aclrtStream host_rec;  /* notify_host_record's stream (asc_notify.c), created on first use */
 };
 
 struct hal_stream {
@@ -86,6 +87,10 @@ struct hal_notify {
     _Atomic uint32_t records, waits; /* enqueued so far: the next record/wait uses lane count % nlanes */
     int imported;
     int slot; /* key-directory slot once exported, else -1 */
+    const volatile uint32_t *abort_flag; /* watched by asc_abort.c (the flag of its last aborting wait) */
+    struct hal_stream *abort_stream; /* the stream of its last wait with that flag */
+    atomic_int host_used; /* recorded on the host-record stream at least once (drained at destroy) */
+    uint32_t abort_ticks; /* asc_abort.c: polls that released it since the flag was set */
 };
 
 extern const hal_ops asc_dev_ops, asc_stream_ops, asc_notify_ops;
@@ -101,7 +106,24 @@ const char *asc_errmsg(void);
 /* asc_device.c */
 hal_device *asc_dev(int32_t id); /* the table entry (never NULL for a valid id) */
 hal_result asc_select(hal_device *dev); /* makes dev the calling thread's current device */
+extern _Thread_local int asc_thread_fresh; /* set by threads of ours that never selected a device */
 uint32_t asc_exec_timeout_ms(void);
+
+/* asc_notify.c */
+void asc_host_record_close(hal_device *dev); /* device_close: drains and destroys host_rec */
+hal_result asc_host_record_lane(hal_notify *n, int lane); /* one record of one lane, from any thread */
+void asc_host_record_drain(hal_device *dev);
+
+/* asc_abort.c: the abort flag of notify_wait */
+void asc_abort_watch(hal_notify *n, hal_stream *s, const volatile uint32_t *flag);
+int asc_abort_forget_notify(hal_notify *n);
+void asc_abort_forget_stream(hal_stream *s);
+
+/* asc_alloc.c: extents of mem_alloc's allocations */
+hal_result asc_alloc_add(int32_t dev, void *ptr, uint64_t size);
+void asc_alloc_forget_device(int32_t dev);
+void asc_alloc_del(void *ptr);
+int asc_alloc_find(const void *ptr, uint64_t *bytes_after);
 
 /* asc_keydir.c */
 void asc_keydir_publish(hal_device *dev); /* best effort; errors surface at import */

@@ -9,8 +9,9 @@
  * enqueue order) sets lane k % ASC_LANES and the k-th wait waits on that lane, so up to ASC_LANES
  * records may be outstanding and each is consumed once. This holds when every record of a notify
  * goes through one handle (the runtime's: one sender per (peer, slot)); notify_wait_reset waits on
- * the next lane (it consumes one record, not all). Notifies shared by key (ipc_*) have one lane. The abort flag of notify_wait is not polled:
- * ACL's wait has no such hook, so an abort ends the wait at HCCL_EXEC_TIMEOUT at the latest. */
+ * the next lane (it consumes one record, not all). Notifies shared by key (ipc_*) have one lane.
+ * ACL's wait cannot poll notify_wait's abort flag: asc_abort.c watches it from a host thread and
+ * releases and fails aborted waits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,8 @@ static hal_result notify_destroy(hal_notify *n)
     if (n->slot >= 0)
         asc_keydir_drop(n->dev, n->slot);
     forget_notify(n);
+    if (asc_abort_forget_notify(n) | atomic_load(&n->host_used))
+        asc_host_record_drain(n->dev); /* host records still queued name this notify */
     aclError e = ACL_SUCCESS;
     for (int i = 0; i < n->nlanes; i++) {
         aclError r = ACL(aclrtDestroyNotify)(n->lane[i]);
@@ -102,7 +105,7 @@ static hal_result import_keys(hal_device *dev, char keys[][HAL_IPC_KEY_LEN], int
     if (rc == HAL_OK)
         for (n->nlanes = 0; rc == HAL_OK && n->nlanes < nkeys; n->nlanes++)
             rc = asc_from_acl(ACL(aclrtNotifyImportByKey)(&n->lane[n->nlanes], keys[n->nlanes],
-                                                          ACL_RT_NOTIFY_IMPORT_FLAG_DEFAULT));
+                                                          ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS));
     if (rc != HAL_OK) {
         if (n)
             for (int i = 0; i + 1 < n->nlanes; i++)
@@ -139,6 +142,74 @@ static hal_result notify_record(hal_notify *n, hal_stream *s)
     return asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], s->acl));
 }
 
+/* Host records (a network link's receive path, runtime/net): ACL has no host-side record, so the
+ * record is enqueued on a private stream of the notify's device. One stream per device and one lock
+ * keep the lane order: the k-th host record of a notify is enqueued k-th and sets lane k % nlanes,
+ * as a stream record through the same handle would. The runtime's one-sender rule holds: a notify
+ * that a peer on another server signals is recorded only here, by that link's receive path.
+ * The record lands when the stream runs it, after this returns: the data the link wrote before
+ * is already in place, so a wait that sees the record sees the data. */
+static pthread_mutex_t g_host_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The device this thread selected for host records: the links' receive threads select once, without
+ * asking ACL (aclrtGetDevice on a thread that never set one logs an error). */
+static _Thread_local hal_device *t_host_dev;
+
+/* Enqueues a record of lane k of n on its device's host-record stream; g_host_lock held. */
+static hal_result host_record_locked(hal_notify *n, int k)
+{
+    hal_device *dev = n->dev;
+    hal_result rc = HAL_OK;
+    if (t_host_dev != dev && (rc = asc_from_acl(ACL(aclrtSetDevice)(dev->id))) == HAL_OK)
+        t_host_dev = dev;
+    if (rc == HAL_OK && !dev->host_rec)
+        rc = asc_from_acl(ACL(aclrtCreateStreamWithConfig)(&dev->host_rec, 0, ACL_STREAM_FAST_LAUNCH));
+    if (rc == HAL_OK) {
+        atomic_store(&n->host_used, 1);
+        rc = asc_from_acl(ACL(aclrtRecordNotify)(n->lane[k], dev->host_rec));
+    }
+    if (rc != HAL_OK)
+        OH_ERR("hal", "ascend: host record of a notify of device %d failed: %s", dev->id, asc_errmsg());
+    return rc;
+}
+
+static hal_result notify_host_record(hal_notify *n)
+{
+    if (!n)
+        return HAL_E_PARAM;
+    pthread_mutex_lock(&g_host_lock);
+    hal_result rc = host_record_locked(n, (int)(atomic_fetch_add(&n->records, 1) % (uint32_t)n->nlanes));
+    pthread_mutex_unlock(&g_host_lock);
+    return rc;
+}
+
+hal_result asc_host_record_lane(hal_notify *n, int lane)
+{
+    pthread_mutex_lock(&g_host_lock);
+    hal_result rc = host_record_locked(n, lane);
+    pthread_mutex_unlock(&g_host_lock);
+    return rc;
+}
+
+/* Records queued on the host-record stream name their notify: drained before it is destroyed. */
+void asc_host_record_drain(hal_device *dev)
+{
+    pthread_mutex_lock(&g_host_lock);
+    if (dev->host_rec)
+        ACL(aclrtSynchronizeStreamWithTimeout)(dev->host_rec, -1);
+    pthread_mutex_unlock(&g_host_lock);
+}
+
+void asc_host_record_close(hal_device *dev)
+{
+    pthread_mutex_lock(&g_host_lock);
+    if (dev->host_rec && asc_select(dev) == HAL_OK) {
+        ACL(aclrtSynchronizeStreamWithTimeout)(dev->host_rec, -1);
+        ACL(aclrtDestroyStream)(dev->host_rec);
+    }
+    dev->host_rec = NULL;
+    pthread_mutex_unlock(&g_host_lock);
+}
+
 static hal_result notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_ms)
 {
     uint32_t t = timeout_ms ? timeout_ms : asc_exec_timeout_ms();
@@ -149,7 +220,7 @@ static hal_result notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeo
 
 static hal_result notify_wait(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag)
 {
-    (void)abort_flag; /* see the file comment */
+    asc_abort_watch(n, s, abort_flag); /* ACL's wait cannot poll it: asc_abort.c releases the wait */
     return notify_wait_reset(n, s, timeout_ms);
 }
 
@@ -233,7 +304,7 @@ static hal_result ipc_mem_import(hal_device *dev, const char *key, void **ptr)
     if (rc == HAL_OK)
         rc = asc_select(dev);
     if (rc == HAL_OK)
-        rc = asc_from_acl(ACL(aclrtIpcMemImportByKey)(ptr, key, 0));
+        rc = asc_from_acl(ACL(aclrtIpcMemImportByKey)(ptr, key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS));
     return rc == HAL_E_PARAM ? HAL_E_PEER : rc;
 }
 
@@ -257,7 +328,7 @@ static hal_result ipc_close(const char *key)
 const hal_ops asc_notify_ops = {
     .notify_create = notify_create, .notify_destroy = notify_destroy, .notify_export = notify_export,
     .notify_import = notify_import, .notify_id = notify_id, .notify_record = notify_record,
-    .notify_wait = notify_wait, .notify_wait_reset = notify_wait_reset,
+    .notify_wait = notify_wait, .notify_wait_reset = notify_wait_reset, .notify_host_record = notify_host_record,
     .ipc_mem_export = ipc_mem_export, .ipc_notify_export = ipc_notify_export, .ipc_set_pids = ipc_set_pids,
     .ipc_mem_import = ipc_mem_import, .ipc_notify_import = ipc_notify_import, .ipc_close = ipc_close,
 };

@@ -43,6 +43,7 @@ static void assemble(void)
     o.notify_record = n->notify_record;
     o.notify_wait = n->notify_wait;
     o.notify_wait_reset = n->notify_wait_reset;
+    o.notify_host_record = n->notify_host_record;
     o.ipc_mem_export = n->ipc_mem_export;
     o.ipc_notify_export = n->ipc_notify_export;
     o.ipc_set_pids = n->ipc_set_pids;

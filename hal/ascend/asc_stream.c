@@ -17,6 +17,7 @@
 static void *reporter(void *arg)
 {
     hal_stream *s = arg;
+    asc_thread_fresh = 1; /* callbacks that need the device select it (asc_select) */
     while (sem_wait(&s->subscribed) != 0) /* aclrtProcessReport needs the subscription first */
         ;
     while (!atomic_load(&s->stop))
@@ -108,6 +109,7 @@ hal_result asc_stream_destroy(hal_stream *s)
 {
     if (!s)
         return HAL_E_PARAM;
+    asc_abort_forget_stream(s);
     pthread_mutex_lock(&asc_lock);
     for (hal_stream **l = &s->dev->streams; *l; l = &(*l)->next)
         if (*l == s) {

@@ -220,7 +220,7 @@ hal_result asc_dma_enqueue(hal_stream *s, const hal_dma_desc *d)
     if (d->kind == HAL_DMA_REDUCE && (hal_dtype_size(d->dtype) == 0 || (unsigned)d->op >= HAL_OP_COUNT))
         return HAL_E_PARAM;
     if (d->kind == HAL_DMA_REDUCE && (!hal_reduce_supported(d->dtype, d->op) || !asc_host_reduce_supported(d->dtype)))
-        return HAL_E_NOT_SUPPORTED; /* refused at enqueue: the 8-bit floats (asc_reduce.c) */
+        return HAL_E_NOT_SUPPORTED; /* refused at enqueue: hif8, e8m0 sum (hal_reduce_supported) */
     if ((d->kind == HAL_DMA_COPY ? d->bytes : d->count) == 0)
         return HAL_OK;
     if (!ref_given(d->dst) || !ref_given(d->src))
