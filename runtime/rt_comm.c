@@ -42,6 +42,23 @@ static HcclResult alloc_device_state(rt_comm *c)
     return HCCL_SUCCESS;
 }
 
+/* Servers numbered in order of first appearance among the ranks (peers 0..p-1 already known): a
+ * server is the devices with one (server_key, server_index). The key tells hosts apart where no
+ * launcher set an index (hal/ascend hashes the host name into it), the index emulated servers. */
+static uint32_t server_number(const rt_comm *c, uint32_t p)
+{
+    const hal_device_handle *d = &c->peers[p].dev;
+    uint32_t next = 0;
+    for (uint32_t q = 0; q < p; q++) {
+        const hal_device_handle *e = &c->peers[q].dev;
+        if (e->server_key == d->server_key && e->server_index == d->server_index)
+            return c->server_of[q];
+        if (c->server_of[q] >= next)
+            next = c->server_of[q] + 1;
+    }
+    return next;
+}
+
 static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
 {
     rt_peer *peer = &c->peers[p];
@@ -49,7 +66,7 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
     peer->scratch = (void *)(uintptr_t)b->scratch;
     peer->inbox = (void *)(uintptr_t)b->inbox;
     peer->stage_va = b->stage;
-    c->server_of[p] = b->dev.server_index;
+    c->server_of[p] = server_number(c, p);
     if (p == c->rank) {
         peer->ctrl = c->ctrl;
         peer->ctrl_epoch = c->ctrl_epoch;

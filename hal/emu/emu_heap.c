@@ -113,37 +113,41 @@ int emu_heap_free(emu_heap *h, void *p)
     return rc;
 }
 
-int emu_heap_lookup(emu_heap *h, const void *p, uint64_t *bytes_after)
+/* The live block holding p: 0 with p's offset and the block's offset and size, or -1. */
+static int heap_used_block(emu_heap *h, const void *p, uint64_t *off, uint64_t *blk_off, uint64_t *blk_size)
 {
     if ((const char *)p < h->base || (const char *)p >= h->base + h->size)
         return -1;
-    uint64_t off = (uint64_t)((const char *)p - h->base);
+    *off = (uint64_t)((const char *)p - h->base);
     int rc = -1;
     pthread_mutex_lock(&h->mu);
-    const emu_block *b = &h->blocks[heap_find(h, off)];
+    const emu_block *b = &h->blocks[heap_find(h, *off)];
     if (b->used) {
-        if (bytes_after)
-            *bytes_after = b->off + b->size - off;
+        *blk_off = b->off;
+        *blk_size = b->size;
         rc = 0;
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
+int emu_heap_lookup(emu_heap *h, const void *p, uint64_t *bytes_after)
+{
+    uint64_t off, b_off, b_size;
+    if (heap_used_block(h, p, &off, &b_off, &b_size))
+        return -1;
+    if (bytes_after)
+        *bytes_after = b_off + b_size - off;
+    return 0;
+}
+
 int emu_heap_extent(emu_heap *h, const void *p, uint64_t *size)
 {
-    if ((const char *)p < h->base || (const char *)p >= h->base + h->size)
+    uint64_t off, b_off, b_size;
+    if (heap_used_block(h, p, &off, &b_off, &b_size) || b_off != off)
         return -1;
-    uint64_t off = (uint64_t)((const char *)p - h->base);
-    int rc = -1;
-    pthread_mutex_lock(&h->mu);
-    const emu_block *b = &h->blocks[heap_find(h, off)];
-    if (b->used && b->off == off) {
-        *size = b->size;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&h->mu);
-    return rc;
+    *size = b_size;
+    return 0;
 }
 
 uint64_t emu_heap_free_bytes(emu_heap *h)

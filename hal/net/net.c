@@ -41,7 +41,7 @@ hal_result net_choose_from(const char *env, int have_device, net_kind *kind)
 static pthread_once_t choose_once_flag = PTHREAD_ONCE_INIT;
 static net_kind choose_kind;
 static hal_result choose_result;
-static char choose_reason[224];
+static char choose_reason[400]; /* the longest line below with a 160-byte why */
 
 static void choose_once(void)
 {
