@@ -145,3 +145,15 @@ Test(servers, killed_rank_fails_survivors, .timeout = 150)
     cr_expect_eq(timed, 3);
     free(r.out);
 }
+
+/* Two hosts that no launcher numbered: every rank has server index 0, and only the server key (here
+ * the emulator's namespace, on CANN the host name) tells the servers apart. The runtime numbers
+ * servers by (key, index), so the plans see two servers and cross them over links only. */
+Test(servers, servers_told_apart_by_key_alone, .timeout = 150)
+{
+    mr_result r = mr_run_t("", 4, 120,
+                           "sh -c 'HCCL_EMU_NAMESPACE=srvkey$((RANK / 2))-$PPID HCCL_EMU_SERVER_INDEX=0 HCCL_EMU_DEVICES=2 "
+                           "LOCAL_RANK=$((RANK % 2)) LOCAL_WORLD_SIZE=2 exec \"$0\" \"$@\"' " MR_COLL_CHECK,
+                           "--colls allreduce,allgather,reducescatter,broadcast,alltoall --dtypes fp32 --counts 0,1,7,65537");
+    mr_expect_ok(r, "coll_check on 2 hosts told apart by key alone", " 0 failed");
+}
