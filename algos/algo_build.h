@@ -72,6 +72,8 @@ void algo_b_epilogue(algo_b *b, uint32_t s);
 void algo_b_fetch_all(algo_b *b);
 /* Rooted ops: the root fetches every rank, every other rank is fetched by the root. */
 void algo_b_fetch_rooted(algo_b *b);
+/* Both ring neighbours fetched and fetching (ring plans). */
+void algo_b_ring_neighbours(algo_b *b);
 
 /* Balanced split of count elements into parts: part i = [off(i), off(i+1)). */
 static inline uint64_t algo_chunk_off(uint64_t count, uint32_t parts, uint32_t i)

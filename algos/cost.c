@@ -71,8 +71,7 @@ void algo_cost_predict(const algo_op *op, const algo_verify_report *rep, const a
     res->busbw_gbps = res->algbw_gbps * algo_cost_busbw_factor(op->coll, op->nranks);
 }
 
-/* Microseconds to move `bytes` over one link of class l, with its start-up. */
-static double xfer_us(const algo_cost_model *cm, algo_link l, double bytes)
+double algo_cost_xfer_us(const algo_cost_model *cm, algo_link l, double bytes)
 {
     return cm->alpha_us[l] + bytes / (cm->gbps[l] * 1e3);
 }
@@ -87,9 +86,9 @@ uint32_t algo_cost_hier_chunks(const algo_cost_model *cm, uint64_t bytes, uint32
     double best_t = 0;
     for (uint32_t C = 1; C <= ALGO_PIPE_MAX; C++) {
         double xl = (double)bytes / C / m; /* one rank's slice */
-        double a = (m - 1) * xfer_us(cm, ALGO_LINK_INTRA, xl) +
-                   2.0 * (S - 1) * (xfer_us(cm, ALGO_LINK_NET, xl / S) + cm->sync_us[ALGO_LINK_NET]);
-        double bb = (m - 1) * (xfer_us(cm, ALGO_LINK_INTRA, xl) + cm->sync_us[ALGO_LINK_INTRA]);
+        double a = (m - 1) * algo_cost_xfer_us(cm, ALGO_LINK_INTRA, xl) +
+                   2.0 * (S - 1) * (algo_cost_xfer_us(cm, ALGO_LINK_NET, xl / S) + cm->sync_us[ALGO_LINK_NET]);
+        double bb = (m - 1) * (algo_cost_xfer_us(cm, ALGO_LINK_INTRA, xl) + cm->sync_us[ALGO_LINK_INTRA]);
         double t = C == 1 ? a + bb : a + bb + (C - 1) * (a > bb ? a : bb) + 2 * cm->alpha_us[ALGO_LINK_SELF];
         if (C == 1 || t < best_t) {
             best = C;

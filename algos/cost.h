@@ -24,6 +24,8 @@ const char *algo_link_name(algo_link l);
  * (allreduce 2(n-1)/n; allgather, reducescatter, alltoall, scatter (n-1)/n; broadcast, reduce 1). */
 uint64_t algo_cost_size_bytes(const algo_op *op);
 double algo_cost_busbw_factor(algo_coll coll, uint32_t nranks);
+/* Microseconds to move `bytes` over one link of class l, with its start-up. */
+double algo_cost_xfer_us(const algo_cost_model *cm, algo_link l, double bytes);
 
 typedef struct algo_cost_result {
     double crit_us;    /* critical path through the plans' steps (from the verifier) */

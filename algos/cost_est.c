@@ -15,7 +15,7 @@ typedef struct est {
 /* One COPY/REDUCE of `bytes` over link class l (gbps GB/s = 1e3 bytes per us). */
 static double step(const est *e, algo_link l, double bytes)
 {
-    return e->cm->alpha_us[l] + bytes / (e->cm->gbps[l] * 1e3);
+    return algo_cost_xfer_us(e->cm, l, bytes);
 }
 
 /* A network step plus its notify. */

@@ -146,7 +146,7 @@ static uint64_t hd_rounds(uint64_t per, uint32_t S, uint64_t esz, uint64_t budge
 static void plan_shape(algo_b *b, const hier_geo *g, hier_plan *h)
 {
     uint32_t S = g->S, nbuf, nchunked = HIER_NBUF < S - 1 ? HIER_NBUF : S - 1;
-    uint64_t per = (b->op->count + g->m - 1) / g->m, elems, budget = b->topo ? b->topo->scratch_max : 0;
+    uint64_t per = (b->op->count + g->m - 1) / g->m, elems, budget = algo_b_budget(b);
     uint32_t pipe = g->m > 1 ? algo_cost_hier_chunks(NULL, b->op->count * b->esz, S, g->m) : 1;
     uint64_t C = algo_push_rounds(per, S, S - 1, nchunked, 1, b->esz, budget, &elems, &nbuf);
     if (pipe > C) { /* more, smaller slices than the budget needs: they fit a fortiori */
@@ -208,12 +208,10 @@ static void hier_body(algo_b *b, const hier_geo *g, hier_plan *h)
 static void mark_peers(algo_b *b, const hier_geo *g, const hier_plan *h)
 {
     uint32_t S = g->S, i = g->si, P = 1;
-    for (uint32_t k = 0; k < g->m; k++)
-        if (g->local[k] != b->r)
-            b->fetch[g->local[k]] = b->fetched_by[g->local[k]] = 1;
+    algo_hgeo_pair_local(b, g);
     if (!h->hd) { /* ring neighbours */
-        b->fetch[g->group[(i + 1) % S]] = b->fetched_by[g->group[(i + S - 1) % S]] = 1;
-        b->fetch[g->group[(i + S - 1) % S]] = b->fetched_by[g->group[(i + 1) % S]] = 1;
+        algo_hgeo_pair(b, g->group[(i + 1) % S]);
+        algo_hgeo_pair(b, g->group[(i + S - 1) % S]);
         return;
     }
     while (P * 2 <= S)

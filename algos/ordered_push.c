@@ -65,7 +65,7 @@ static uint32_t owner(const algo_b *b, const op_unit *x)
 static void geo_init(algo_b *b, op_geo *g)
 {
     uint32_t n = b->n, nbuf;
-    uint64_t c = b->op->count, elems, budget = b->topo ? b->topo->scratch_max : 0;
+    uint64_t c = b->op->count, elems, budget = algo_b_budget(b);
     g->per = scatters(b) ? n : (c < n ? (uint32_t)c : n);
     uint64_t parts = scatters(b) ? 1 : g->per;
     g->rounds = algo_push_rounds(c, parts, scatters(b) ? n : g->per, OP_NBUF, 3, b->esz, budget, &elems, &nbuf);
@@ -88,8 +88,7 @@ static void geo_init(algo_b *b, op_geo *g)
 static void mark_fetches(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, last = n - 1;
-    b->fetch[(r + 1) % n] = b->fetched_by[(r + 1) % n] = 1; /* chain (and last -> 0 for AllReduce) */
-    b->fetch[(r + n - 1) % n] = b->fetched_by[(r + n - 1) % n] = 1;
+    algo_b_ring_neighbours(b); /* chain (and last -> 0 for AllReduce) */
     if (b->op->coll == ALGO_COLL_REDUCE) {
         if (r == last)
             b->fetch[b->op->root] = 1;

@@ -224,6 +224,13 @@ void algo_b_fetch_all(algo_b *b)
             b->fetch[q] = b->fetched_by[q] = 1;
 }
 
+void algo_b_ring_neighbours(algo_b *b)
+{
+    uint32_t left = (b->r + b->n - 1) % b->n, right = (b->r + 1) % b->n;
+    b->fetch[left] = b->fetch[right] = 1;
+    b->fetched_by[left] = b->fetched_by[right] = 1;
+}
+
 void algo_b_fetch_rooted(algo_b *b)
 {
     uint32_t root = b->op->root;

@@ -49,6 +49,12 @@ algo_ref algo_ps_recv(algo_b *b, algo_pslots *ps);
 /* The slot received last is reduced: SIGNAL the credit if the sender will reuse it. */
 void algo_ps_release(algo_b *b, algo_pslots *ps);
 
+/* The scratch bytes a plan may use (algo_topo.scratch_max; 0: no limit). */
+static inline uint64_t algo_b_budget(const algo_b *b)
+{
+    return b->topo ? b->topo->scratch_max : 0;
+}
+
 /* Rounds for `count` elements cut into `parts` pieces per round, each piece one slot: one round
  * with nbuf_single slots of ceil(count / parts) elements (times `mult` kinds of slot: receive,
  * accumulator, stage) when that fits `budget` bytes (0: no budget), else the fewest rounds whose

@@ -8,12 +8,6 @@
 #define LEFT(b) (((b)->r + (b)->n - 1) % (b)->n)
 #define RIGHT(b) (((b)->r + 1) % (b)->n)
 
-static void ring_neighbours(algo_b *b)
-{
-    b->fetch[LEFT(b)] = b->fetch[RIGHT(b)] = 1;
-    b->fetched_by[LEFT(b)] = b->fetched_by[RIGHT(b)] = 1;
-}
-
 /* Reduce-scatter then allgather, both in OUT. Out of place, each rank first copies IN to OUT and
  * tells its left neighbour (READY) that its OUT may now be reduced into. RS step s: reduce my
  * chunk r-1-s into right's OUT; AG step t: copy my chunk r-t into right's OUT. Every step but the
@@ -23,7 +17,7 @@ static void ring_allreduce(algo_b *b)
     uint32_t n = b->n, r = b->r, L = LEFT(b), R = RIGHT(b);
     uint64_t c = b->op->count;
     bool inp = b->op->in_place;
-    ring_neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     if (!inp)
         algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), c);
@@ -59,7 +53,7 @@ static void ring_allgather(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, L = LEFT(b), R = RIGHT(b);
     const algo_op *op = b->op;
-    ring_neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     if (!op->in_place)
         algo_b_copy_blk(b, 0, algo_blk_ref(b, ALGO_BUF_OUT, r, r), algo_b_ref(b, ALGO_BUF_IN, r, 0), r);
@@ -112,7 +106,7 @@ static void ring_broadcast(algo_b *b)
     uint64_t c = b->op->count;
     uint32_t pos = algo_mod((int64_t)r - b->op->root, n);
     uint32_t K = c < n ? (uint32_t)c : n;
-    ring_neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     if (n == 1)
         return;
@@ -137,7 +131,7 @@ static void ring_reduce(algo_b *b)
     uint64_t c = b->op->count;
     uint32_t pos = algo_mod((int64_t)r - root - 1, n); /* root+1 is 0, root is n-1 */
     uint32_t K = c < n ? (uint32_t)c : n;
-    ring_neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     bool root_me = r == root, middle = pos > 0 && !root_me;
     algo_buf acc = root_me ? ALGO_BUF_OUT : middle ? ALGO_BUF_SCRATCH : ALGO_BUF_IN;

@@ -23,16 +23,6 @@
 #define RIGHT(b) (((b)->r + 1) % (b)->n)
 #define RP_NBUF 2 /* receive slots when chunked: double buffering */
 
-static void neighbours(algo_b *b)
-{
-    b->fetch[LEFT(b)] = b->fetch[RIGHT(b)] = 1;
-    b->fetched_by[LEFT(b)] = b->fetched_by[RIGHT(b)] = 1;
-}
-
-static uint64_t budget(const algo_b *b)
-{
-    return b->topo ? b->topo->scratch_max : 0;
-}
 
 /* The geometry of one plan: `rounds` slices of the per-chunk data `span` (AllReduce/Reduce: the
  * buffer, n chunks per round; ReduceScatter: each block, one sub-range of every block per round).
@@ -66,7 +56,7 @@ static void geo_init(algo_b *b, rp_geo *g, uint64_t span, bool blocks, uint32_t 
     uint64_t elems, parts = blocks ? 1 : n;
     g->span = span;
     g->blocks = blocks;
-    g->rounds = algo_push_rounds(span, parts, n - 1, RP_NBUF < n - 1 ? RP_NBUF : n - 1, mult, b->esz, budget(b),
+    g->rounds = algo_push_rounds(span, parts, n - 1, RP_NBUF < n - 1 ? RP_NBUF : n - 1, mult, b->esz, algo_b_budget(b),
                                  &elems, &nbuf);
     g->ps = (algo_pslots){.from = LEFT(b), .to = RIGHT(b), .stream = 0, .base = 0, .elems = elems,
                           .acc = (uint64_t)nbuf * elems, .nbuf = nbuf, .total = g->rounds * (n - 1)};
@@ -107,7 +97,7 @@ static void rp_allreduce(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, R = RIGHT(b), Lf = LEFT(b);
     uint64_t c = b->op->count;
-    neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     if (!b->op->in_place)
         algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), c);
@@ -132,7 +122,7 @@ static void rp_allreduce(algo_b *b)
 static void rp_reduce_scatter(algo_b *b)
 {
     uint32_t n = b->n, r = b->r;
-    neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     if (n == 1) {
         if (!b->op->in_place)
@@ -154,7 +144,7 @@ static void rp_reduce_scatter(algo_b *b)
 static void rp_reduce_scatterv(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, R = RIGHT(b), Lf = LEFT(b);
-    neighbours(b);
+    algo_b_ring_neighbours(b);
     algo_b_prologue(b);
     algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, r, 0);
     if (n == 1) {
@@ -188,7 +178,7 @@ static void rp_reduce(algo_b *b)
 {
     uint32_t n = b->n, r = b->r, root = b->op->root;
     uint64_t c = b->op->count;
-    neighbours(b);
+    algo_b_ring_neighbours(b);
     for (uint32_t q = 0; q < n; q++) { /* every rank writes into the root's OUT */
         if (r == root)
             b->fetched_by[q] |= q != root;

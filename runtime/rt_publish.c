@@ -76,13 +76,6 @@ static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *thei
 static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec)
 {
     rt_comm *c = ctx->c;
-    if (rec->vdispl && c->peers[peer].remote) { /* the table's copy in the mirror, same layout */
-        const uint64_t *displ = rt_ctrl_vtable(c->peers[peer].ctrl, ctx->seq) + 2 * (size_t)c->nranks;
-        ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)rec->in;
-        ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)rec->out;
-        ctx->vbase[peer] = (char *)(uintptr_t)rec->out + displ[c->rank] * ctx->esize;
-        return;
-    }
     /* Staging mode: the peer's staging buffers as imported here (its own addresses may differ
      * from this process's mapping on CANN); the record's are only the peer's view. */
     bool mapped = ctx->staged && !c->peers[peer].remote; /* a remote peer's stays its own (link writes) */
@@ -91,7 +84,8 @@ static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *re
     ctx->base[0 * c->nranks + peer] = (void *)(uintptr_t)in;
     ctx->base[1 * c->nranks + peer] = (void *)(uintptr_t)out;
     if (rec->vdispl) { /* AlltoAllV(C): where my block lands in the peer's OUT; the table in the
-                        * peer's block as mapped here (rec->vdispl is the peer's own view of it) */
+                        * peer's block as mapped here, or in its mirror for a remote peer
+                        * (rec->vdispl is the peer's own view of it) */
         const uint64_t *displ = rt_ctrl_vtable(c->peers[peer].ctrl, ctx->seq) + 2 * (size_t)c->nranks;
         ctx->vbase[peer] = (char *)(uintptr_t)out + displ[c->rank] * ctx->esize;
     }

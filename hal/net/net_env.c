@@ -117,12 +117,17 @@ static uint16_t get_port(const struct sockaddr_storage *ss)
                                           : ((const struct sockaddr_in6 *)ss)->sin6_port);
 }
 
-/* The wildcard address of HCCL_SOCKET_FAMILY (AF_INET unless it says AF_INET6). */
-static void default_addr(struct sockaddr_storage *ss, socklen_t *alen)
+int net_env_family(void)
 {
     const char *fam = getenv("HCCL_SOCKET_FAMILY");
+    return fam && !strcmp(fam, "AF_INET6") ? AF_INET6 : AF_INET;
+}
+
+/* The wildcard address of HCCL_SOCKET_FAMILY. */
+static void default_addr(struct sockaddr_storage *ss, socklen_t *alen)
+{
     memset(ss, 0, sizeof *ss);
-    if (fam && !strcmp(fam, "AF_INET6")) {
+    if (net_env_family() == AF_INET6) {
         ss->ss_family = AF_INET6;
         ((struct sockaddr_in6 *)ss)->sin6_addr = in6addr_any;
         *alen = sizeof(struct sockaddr_in6);

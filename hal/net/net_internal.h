@@ -88,6 +88,8 @@ int64_t net_now_ms(void);
 hal_result net_port_list(const char *spec, uint16_t *ports, size_t max, size_t *n);
 /* HCCL_NSOCKS_PERTHREAD: sockets per peer, default 2, in [1, NET_MAX_SOCKS]. */
 uint32_t net_env_nsocks(void);
+/* HCCL_SOCKET_FAMILY: AF_INET6 when it says so, else AF_INET. */
+int net_env_family(void);
 /* Binds a listening socket to addr (port 0: the port range's ports, else ephemeral). Returns the
  * fd or -errno, *bound gets the bound address. */
 int net_bind_listen(const struct sockaddr *addr, socklen_t alen, struct sockaddr_storage *bound,

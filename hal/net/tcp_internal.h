@@ -54,11 +54,20 @@ typedef struct tcp_op {
     const char *src;
 } tcp_op;
 
+/* Control messages and writes from other threads to the progress thread. */
+typedef struct tcp_req {
+    struct tcp_req *next;
+    int kind;                  /* 0: write (the write's own req, not freed), 1: add link, 2: close link */
+    tcp_write *w;
+    tcp_link *l;
+} tcp_req;
+
 struct tcp_write {
     tcp_link *link;
     uint64_t tag;
     uint32_t nfrags, left;  /* fragments not yet sent (progress thread only) */
     hal_result status;
+    tcp_req req;            /* how it reaches the progress thread: one allocation per write */
     tcp_op frags[];
 };
 
@@ -131,13 +140,6 @@ struct tcp_link {
     struct tcp_link *unext;    /* the transport's open links, for destroy (under tt->qmu) */
 };
 
-/* Control messages and writes from other threads to the progress thread. */
-typedef struct tcp_req {
-    struct tcp_req *next;
-    int kind;                  /* 0: write, 1: add link, 2: close link */
-    tcp_write *w;
-    tcp_link *l;
-} tcp_req;
 
 struct tcp_transport {
     net_transport base;        /* first */

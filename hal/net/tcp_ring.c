@@ -355,7 +355,8 @@ static void take_requests(tcp_transport *tt)
             r->l->closing = 1;
             tcp_link_fail(r->l, ECANCELED, "close");
         }
-        free(r);
+        if (r->kind != 0)
+            free(r);
         r = next;
     }
 }

@@ -46,12 +46,9 @@ static hal_result tcp_write_post(net_link *nl, const void *src, size_t len, uint
     (void)rkey; /* TCP checks the target range against the peer's registrations instead */
     uint32_t nf = frag_count(l, len);
     tcp_write *w = malloc(sizeof *w + nf * sizeof(tcp_op));
-    tcp_req *r = malloc(sizeof *r);
-    if (!w || !r) {
-        free(w);
-        free(r);
+    if (!w)
         return HAL_E_NOMEM;
-    }
+    tcp_req *r = &w->req;
     w->link = l;
     w->tag = tag;
     w->nfrags = w->left = nf;
@@ -64,8 +61,7 @@ static hal_result tcp_write_post(net_link *nl, const void *src, size_t len, uint
                                .hdr = {TCP_MAGIC, notify, raddr + off, n, seq, nf, 0}};
         off += n;
     }
-    r->kind = 0;
-    r->w = w;
+    *r = (tcp_req){.kind = 0, .w = w};
     net_posted(nl, 1);
     hal_result rc = tcp_post(l->tt, r);
     if (rc != HAL_OK)

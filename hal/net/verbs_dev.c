@@ -206,8 +206,7 @@ static hal_result open_device(verbs_transport *vt, const char *want)
                     g[i].roce_v2 = e.gid_type == IBV_GID_TYPE_ROCE_V2;
                 }
             }
-            const char *fam = getenv("HCCL_SOCKET_FAMILY");
-            int gi = verbs_pick_gid(g, ng, fam && !strcmp(fam, "AF_INET6") ? AF_INET6 : AF_INET);
+            int gi = verbs_pick_gid(g, ng, net_env_family());
             if (gi < 0)
                 continue;
             vt->ctx = ctx;

@@ -52,9 +52,6 @@ HcclResult rt_net_push_mailbox(rt_comm *c, bool with_info);
  * receiver's own record, before the data and its signal on the same link, so the receiver tells
  * the data's signal from a destroying sender's (rt_p2p_recv_task). 0 or a hal_result (logged). */
 int rt_net_push_taken(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len);
-/* Payload bytes (and writes) this rank's links sent to other servers, plan copies only (no records
- * or signals); also logged at INFO by HcclCommDestroy. 0 without links. */
-uint64_t rt_net_bytes_sent(const rt_comm *c, uint64_t *writes);
 /* Registration of a user buffer a remote peer will write into (PUBLISH): its rkey, 0 on failure
  * (rt_net_mem.c: from p to the end of its allocation, cached until the memory is freed). */
 uint32_t rt_net_user_rkey(rt_comm *c, void *p);

@@ -115,11 +115,3 @@ int rt_net_push_taken(rt_comm *c, uint32_t peer, const rt_pub_record *rec, char 
                               h->ctrl + off, h->ctrl_rkey, NET_NOTIFY_NONE, 0);
     return rc == HAL_OK ? 0 : fail(c, peer, rc, "marking a receive taken", msg, len);
 }
-
-uint64_t rt_net_bytes_sent(const rt_comm *c, uint64_t *writes)
-{
-    const rt_net *n = c->net;
-    if (writes)
-        *writes = n ? atomic_load(&n->sent_writes) : 0;
-    return n ? atomic_load(&n->sent_bytes) : 0;
-}

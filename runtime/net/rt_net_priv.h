@@ -40,7 +40,7 @@ struct rt_net {
     bool listening;        /* free_listener is registered with the HAL (rt_net_mem_listen) */
     uint64_t free_listener;
     char ifname[64];       /* the interface the links listen on, for log lines */
-    _Atomic uint64_t sent_bytes, sent_writes; /* plan copies to other servers (rt_net_bytes_sent) */
+    _Atomic uint64_t sent_bytes, sent_writes; /* plan copies to other servers, logged at destroy */
 };
 typedef struct rt_net rt_net;
 

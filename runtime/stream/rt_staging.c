@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/stream/rt_launch.h"
+#include "runtime/stream/rt_staging.h"
 
 static const char *const g_key_what[RT_STAGE_KEYS] = {"scratch", "inbox", "staging buffers"};
 
@@ -147,9 +148,7 @@ HcclResult rt_staging_p2p(rt_comm *c, rt_p2p_item *items, uint32_t n, hal_dma_de
                   "cut into chunks; raise HCCL_BUFFSIZE or split the call", c->rank,
                   (unsigned long long)(off + bytes), i, (unsigned long long)bytes, it->peer,
                   (unsigned long long)c->stage_half);
-        if (bytes)
-            post[(*npost)++] = (hal_dma_desc){.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(it->buf),
-                                              .src = hal_ref_ptr(sout + off), .bytes = bytes};
+        rt_stage_copy(post, npost, it->buf, sout + off, bytes);
         it->buf = sout + off;
         off += (bytes + 63) & ~(uint64_t)63;
     }

@@ -97,11 +97,15 @@ HcclResult rt_staging_launch(rt_comm *c, rt_call *call)
 {
     if (call->cmd == HCCL_CMD_BARRIER) /* on the communicator's scratch: imported at init already */
         return rt_launch(c, call);
-    hal_dma_desc *d = calloc(2 * (size_t)c->nranks + 2, sizeof *d);
-    if (!d)
-        return HCCL_E_MEMORY;
+    /* Copy lists on the stack for the usual server sizes: no allocation per call. */
+    enum { STACK_RANKS = 16 };
+    hal_dma_desc stack[2 * STACK_RANKS + 2];
+    size_t nd = 2 * (size_t)c->nranks + 2;
+    hal_dma_desc *d = c->nranks <= STACK_RANKS ? stack : calloc(nd, sizeof *d);
+    CHECK_ARG(d, HCCL_E_MEMORY, "staging", "rank %u: no memory for the %zu staging copies of a call", c->rank, nd);
     rt_stage_copies sc = {d, d + c->nranks + 1, 0, 0};
     HcclResult rc = call->op.counts ? rt_staging_v(c, call, &sc) : chunked(c, call, &sc);
-    free(d);
+    if (d != stack)
+        free(d);
     return rc;
 }
