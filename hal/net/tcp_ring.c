@@ -344,7 +344,8 @@ static void take_requests(tcp_transport *tt)
     pthread_mutex_unlock(&tt->qmu);
     while (r) {
         tcp_req *next = r->next;
-        if (r->kind == 0) {
+        int kind = r->kind; /* a write's req is inside the write, which queue_write may free */
+        if (kind == 0) {
             queue_write(tt, r->w);
         } else if (r->kind == 1) {
             r->l->next = tt->links;
@@ -355,7 +356,7 @@ static void take_requests(tcp_transport *tt)
             r->l->closing = 1;
             tcp_link_fail(r->l, ECANCELED, "close");
         }
-        if (r->kind != 0)
+        if (kind != 0)
             free(r);
         r = next;
     }
