@@ -141,6 +141,7 @@ typedef struct rt_comm {
     hal_event *fork_ev[RT_MAX_STREAMS];
     hal_event *join_ev[RT_MAX_STREAMS];
     struct rt_launch_ctx *pending_head, *pending_tail; /* launches not yet reclaimed (FIFO) */
+    uint32_t npending;
     struct rt_launch_ctx *ctx_pool; /* reclaimed launch contexts, reused by the next launches */
     uint32_t ctx_pooled;
     /* config */

@@ -232,6 +232,8 @@ struct hal_stream {
     bool running;          /* an executor (worker or host) holds the stream */
     bool parked;           /* tests: the worker takes no task until a host executor ran */
     int sync_waiters;
+    uint32_t host_wants;   /* host threads in a sync without deadline: the worker hands over */
+    _Atomic uint32_t handovers; /* bumped when the worker stops for them; polled without mu */
     hal_result err;
     char msg[EMU_MSG_LEN];
     pthread_t thread;

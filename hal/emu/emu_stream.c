@@ -82,10 +82,12 @@ void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...)
 }
 
 /* Runs queued tasks in order until `done` reaches target or the queue is empty. s->mu held, the
- * caller holds the executor role (s->running). */
-static void exec_locked(hal_stream *s, uint64_t target)
+ * caller holds the executor role (s->running). The worker (`worker`) also stops at the next task
+ * boundary once a host thread waits in a sync without deadline: that thread runs the rest itself
+ * (one thread per stream executes, instead of the worker running while the host polls for it). */
+static void exec_locked(hal_stream *s, uint64_t target, bool worker)
 {
-    while (s->head && s->done < target) {
+    while (s->head && s->done < target && !(worker && s->host_wants)) {
         emu_task *t = s->head;
         s->head = t->next;
         if (!s->head)
@@ -104,22 +106,28 @@ static void exec_locked(hal_stream *s, uint64_t target)
     }
 }
 
+/* Wakes every sleeping sync waiter (s->mu held): one may be done, or may take the role. */
+static void wake_sync_waiters(hal_stream *s)
+{
+    if (s->sync_waiters) {
+        s->wake_at = UINT64_MAX;
+        pthread_cond_broadcast(&s->cv_done);
+    }
+}
+
 /* A host thread takes the executor role (s->mu held, s->running false, s->head set), runs up to
  * target, and gives the role back, waking the worker if work is left (or the stream stops). */
 static void host_exec_locked(hal_stream *s, uint64_t target)
 {
     s->running = true;
-    exec_locked(s, target);
+    exec_locked(s, target, false);
     s->running = false;
     s->parked = false;
     if (s->sleeping && (s->head || s->stop)) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
     }
-    if (s->sync_waiters) { /* waiters that slept while we ran may be done, or may take over */
-        s->wake_at = UINT64_MAX;
-        pthread_cond_broadcast(&s->cv_done);
-    }
+    wake_sync_waiters(s); /* waiters that slept while we ran may be done, or may take over */
 }
 
 /* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
@@ -146,16 +154,20 @@ static void *stream_main(void *p)
     bool polled = false;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (s->head && !s->running && !s->parked) {
+        if (s->head && !s->running && !s->parked && !s->host_wants) {
             s->running = true;
-            exec_locked(s, UINT64_MAX);
+            exec_locked(s, UINT64_MAX, true);
             s->running = false;
             polled = false;
+            if (s->host_wants) { /* stopped for a host thread: let it take the role */
+                atomic_fetch_add_explicit(&s->handovers, 1, memory_order_release);
+                wake_sync_waiters(s);
+            }
             continue;
         }
         if (s->stop && !s->head && !s->running)
             break;
-        if (!polled && !s->stop) { /* once per idle period; then re-check under mu, and sleep */
+        if (!polled && !s->stop && !s->host_wants) { /* once per idle period; then re-check under mu, and sleep */
             polled = true;
             worker_poll(s);
             continue;
@@ -286,45 +298,65 @@ void emu_stream_free(hal_stream *s)
     slot_put(s);
 }
 
-/* Polls (emu_poll) until s completed target tasks, with s->mu released; true if it did. */
-static bool poll_done(hal_stream *s, uint64_t target)
+/* Polls (emu_poll) until s completed target tasks or the worker handed the role over, with s->mu
+ * released. */
+static void poll_done(hal_stream *s, uint64_t target)
 {
     const emu_config *cfg = emu_cfg();
     emu_poll p;
     emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    uint32_t seen = atomic_load_explicit(&s->handovers, memory_order_acquire);
     pthread_mutex_unlock(&s->mu);
-    bool ok = false;
-    do {
-        ok = atomic_load_explicit(&s->done, memory_order_acquire) >= target;
-    } while (!ok && emu_poll_step(&p));
+    while (atomic_load_explicit(&s->done, memory_order_acquire) < target &&
+           atomic_load_explicit(&s->handovers, memory_order_acquire) == seen && emu_poll_step(&p))
+        ;
     pthread_mutex_lock(&s->mu);
-    return ok;
 }
 
-/* Timed: a blocking wait. No deadline: the calling thread executes when no executor runs; while
- * the worker runs a task it waits adaptively (docs/emulator.md, "Waits"), then on the condvar. */
+/* Sleeps on cv_done until woken (s completed target, the role came free) or the deadline (s->mu
+ * held); returns the condvar wait's result. */
+static int sleep_done(hal_stream *s, uint64_t target, uint64_t deadline)
+{
+    s->sync_waiters++;
+    if (target < s->wake_at)
+        s->wake_at = target;
+    int e = emu_cond_wait_until(&s->cv_done, &s->mu, deadline);
+    s->sync_waiters--;
+    return e;
+}
+
+/* No hand-off when the host waits anyway: the calling thread runs s's tasks up to target itself
+ * (s->mu held). A worker in the middle of a task stops at its end (exec_locked) and this thread
+ * takes over; meanwhile it waits adaptively (docs/emulator.md, "Waits"), then on the condvar. */
+static void host_run_until_locked(hal_stream *s, uint64_t target)
+{
+    bool polled = false;
+    s->host_wants++;
+    while (s->done < target) {
+        if (!s->running && s->head) {
+            host_exec_locked(s, target);
+        } else if (!polled) {
+            polled = true;
+            poll_done(s, target);
+        } else {
+            (void)sleep_done(s, target, UINT64_MAX);
+            polled = false; /* the role may be free now: poll again before the next sleep */
+        }
+    }
+    s->host_wants--;
+}
+
+/* Timed: a blocking wait. No deadline: the calling thread executes (host_run_until_locked). */
 hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms)
 {
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     hal_result rc = HAL_OK;
-    bool polled = timeout_ms >= 0;
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enq;
+    if (timeout_ms < 0)
+        host_run_until_locked(s, target);
     while (s->done < target) {
-        if (timeout_ms < 0 && !s->running && s->head) {
-            host_exec_locked(s, target);
-            continue;
-        }
-        if (!polled) {
-            polled = true;
-            poll_done(s, target);
-            continue;
-        }
-        s->sync_waiters++;
-        if (target < s->wake_at)
-            s->wake_at = target;
-        int e = emu_cond_wait_until(&s->cv_done, &s->mu, deadline);
-        s->sync_waiters--;
+        int e = sleep_done(s, target, deadline);
         if (e == ETIMEDOUT && s->done < target) {
             rc = HAL_E_TIMEOUT;
             break;
@@ -339,8 +371,8 @@ hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms)
 void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos)
 {
     pthread_mutex_lock(&s->mu);
-    if (s->gen == gen && !s->running && s->head && s->done < pos)
-        host_exec_locked(s, pos);
+    if (s->gen == gen && s->done < pos)
+        host_run_until_locked(s, pos);
     pthread_mutex_unlock(&s->mu);
 }
 

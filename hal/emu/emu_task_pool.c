@@ -8,7 +8,7 @@
 
 #include "hal/emu/emu_internal.h"
 
-#define POOL_MAX 256u
+#define POOL_MAX 2048u
 #define HEAP_DESCS_KEEP 64u /* larger descriptor arrays are not kept with a pooled task */
 
 static _Thread_local emu_task *t_spare;

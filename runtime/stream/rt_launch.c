@@ -9,6 +9,7 @@
 
 static void pending_push(rt_comm *c, rt_launch_ctx *ctx)
 {
+    c->npending++;
     if (c->pending_tail)
         c->pending_tail->next = ctx;
     else
@@ -30,21 +31,47 @@ static void note_failure(rt_comm *c, const rt_launch_ctx *ctx, hal_result rc)
     rt_abort_all(c, rt_from_hal(rc), msg);
 }
 
+/* Waits for the oldest pending launch (it is complete, or the wait runs its stream's work) and
+ * returns its context to the pool. */
+static void reclaim_oldest(rt_comm *c)
+{
+    rt_launch_ctx *ctx = c->pending_head;
+    /* The sync returns the error a failed stream carried. */
+    hal_result rc = c->hal->event_sync(ctx->done, -1);
+    if (rc != HAL_OK)
+        note_failure(c, ctx, rc);
+    c->pending_head = ctx->next;
+    if (!c->pending_head)
+        c->pending_tail = NULL;
+    c->npending--;
+    rt_launch_ctx_put(ctx);
+}
+
 void rt_launch_reclaim(rt_comm *c, bool wait_all)
 {
     while (c->pending_head) {
-        rt_launch_ctx *ctx = c->pending_head;
-        if (!wait_all && c->hal->event_query(ctx->done) == HAL_E_NOT_READY)
+        if (!wait_all && c->hal->event_query(c->pending_head->done) == HAL_E_NOT_READY)
             break;
-        /* Complete now (or waited for): the sync returns the error a failed stream carried. */
-        hal_result rc = c->hal->event_sync(ctx->done, -1);
-        if (rc != HAL_OK)
-            note_failure(c, ctx, rc);
-        c->pending_head = ctx->next;
-        if (!c->pending_head)
-            c->pending_tail = NULL;
-        rt_launch_ctx_put(ctx);
+        reclaim_oldest(c);
     }
+}
+
+/* A stream's queue is finite on a device too: with RT_LAUNCH_INFLIGHT_MAX launches of this
+ * communicator not yet complete, the host waits until only half as many are left before it
+ * enqueues another. The wait (event_sync without deadline) runs the stream's queued work on this
+ * thread instead of sleeping, so a loop that runs far ahead becomes the executor of its own
+ * launches, half a queue at a time (the worker hands over once per batch, not per launch): it
+ * stops allocating, and the worker it would compete with for the cores goes idle. */
+static void throttle(rt_comm *c)
+{
+    if (c->npending < RT_LAUNCH_INFLIGHT_MAX)
+        return;
+    rt_launch_ctx *mid = c->pending_head;
+    for (uint32_t i = 1; i < c->npending - RT_LAUNCH_INFLIGHT_MAX / 2; i++)
+        mid = mid->next;
+    (void)c->hal->event_sync(mid->done, -1); /* its result is taken below, launch by launch */
+    while (c->npending > RT_LAUNCH_INFLIGHT_MAX / 2)
+        reclaim_oldest(c);
 }
 
 HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
@@ -141,6 +168,7 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
 {
     pthread_mutex_lock(&c->lock);
     rt_launch_reclaim(c, false);
+    throttle(c);
     const algo_plan *plan = NULL;
     HcclResult rc = rt_plan_get(c, &call->op, &plan);
     rt_launch_ctx *ctx = rc == HCCL_SUCCESS ? rt_launch_ctx_get(c, plan) : NULL;

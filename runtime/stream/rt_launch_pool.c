@@ -6,9 +6,10 @@
 
 #include "runtime/stream/rt_launch.h"
 
-/* Free contexts kept per communicator: enough for every launch in flight of a busy loop; more
- * (a burst of unsynchronized launches) are freed when they come back. */
-#define RT_CTX_POOL_MAX 64
+/* Free contexts kept per communicator: as many as may be in flight (RT_LAUNCH_INFLIGHT_MAX), so a
+ * busy loop of unsynchronized launches reuses them instead of allocating and freeing (and
+ * faulting in fresh pages) on every call; p2p launches beyond it are freed when they come back. */
+#define RT_CTX_POOL_MAX RT_LAUNCH_INFLIGHT_MAX
 
 bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {

@@ -1,7 +1,8 @@
 /* The eager protocol on the emulator: every collective it serves at 2, 3, 4 and 8 ranks, every
  * dtype and op, odd counts on both sides of the crossover, in and out of place, each element
  * checked by coll_check; 42 collectives back to back across the crossover (coll_misc eagerseq:
- * inbox slots reused while peers are one call apart); and the crossover's setting
+ * inbox slots reused while peers are one call apart); 1000 of them without a synchronize (more
+ * than the runtime queues, coll_misc deepqueue); and the crossover's setting
  * (HCCL_EAGER_MAX_BYTES: the largest, one box; 16 KiB; off; unset: by collective and n). Mismatches between an eager and a
  * mesh plan are in test_coll_mismatch. */
 #include "multirank/mr_run.h"
@@ -36,3 +37,13 @@ Test(eager, back_to_back_n4, .timeout = 300) { seq("", 4); }
 Test(eager, back_to_back_n8, .timeout = 300) { seq("", 8); }
 Test(eager, back_to_back_16k_crossover_n4, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=16384", 4); }
 Test(eager, back_to_back_off_n3, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=0", 3); }
+
+/* More launches in flight than the runtime queues: the host runs half the queue, then goes on. */
+static void deep(unsigned n)
+{
+    char what[128];
+    snprintf(what, sizeof what, "coll_misc deepqueue on %u ranks", n);
+    mr_expect_ok(mr_run("", n, MR_COLL_MISC, "deepqueue"), what, "coll_misc deepqueue: PASS");
+}
+Test(eager, deep_queue_n2, .timeout = 300) { deep(2); }
+Test(eager, deep_queue_n3, .timeout = 300) { deep(3); }

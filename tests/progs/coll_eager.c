@@ -188,3 +188,50 @@ int misc_eagerseq(prog_env *e)
     printf("rank %u: %d back-to-back collectives checked, %s\n", e->rank, ES_OPS, bad ? "FAILED" : "all exact");
     return bad;
 }
+
+/* coll_misc deepqueue: more launches of one communicator in flight than the runtime keeps
+ * queued (256, rt_launch.h): past that the host runs half the queue itself before it enqueues
+ * more. DQ_CALLS AllReduces, each with its own buffers (every third in place), are issued without
+ * a synchronize and checked after one. */
+#define DQ_CALLS 1000
+#define DQ_COUNT 3
+
+static int32_t dq_value(uint32_t rank, int call, int j)
+{
+    return (int32_t)(rank * 1000 + (uint32_t)call * 7 + (uint32_t)j);
+}
+
+int misc_deepqueue(prog_env *e)
+{
+    const size_t per = 2 * DQ_COUNT; /* in, then out, per call */
+    size_t bytes = DQ_CALLS * per * sizeof(int32_t);
+    int32_t *host = xmalloc(bytes);
+    int32_t *dev = dev_alloc(bytes);
+    for (int i = 0; i < DQ_CALLS; i++)
+        for (int j = 0; j < DQ_COUNT; j++) {
+            host[i * per + j] = dq_value(e->rank, i, j);
+            host[i * per + DQ_COUNT + j] = -1;
+        }
+    to_dev(dev, host, bytes);
+    for (int i = 0; i < DQ_CALLS; i++) {
+        int32_t *in = dev + i * per, *out = i % 3 ? in + DQ_COUNT : in;
+        HCCL_OK(HcclAllReduce(in, out, DQ_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, e->stream));
+    }
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    to_host(host, dev, bytes);
+    int bad = 0;
+    for (int i = 0; i < DQ_CALLS && bad < 4; i++)
+        for (int j = 0; j < DQ_COUNT; j++) {
+            int32_t want = 0, got = host[i * per + (i % 3 ? DQ_COUNT : 0) + j];
+            for (uint32_t r = 0; r < e->n; r++)
+                want += dq_value(r, i, j);
+            if (got != want) {
+                printf("FAIL: call %d element %d: got %d want %d\n", i, j, got, want);
+                bad++;
+            }
+        }
+    dev_free(dev);
+    free(host);
+    printf("rank %u: %d queued AllReduces checked, %s\n", e->rank, DQ_CALLS, bad ? "FAILED" : "all exact");
+    return bad != 0;
+}

@@ -5,7 +5,10 @@
  * until a host executor ran, so who executes is deterministic (a regression that stops host
  * execution leaves a parked stream hanging: the timeouts turn that into a failure). */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/hal_testutil.h"
 #include "hal/emu/emu_internal.h"
@@ -296,6 +299,80 @@ Test(emu_exec, task_pool_many_enqueues, .timeout = 60)
     HT_OK(h->stream_destroy(s)); /* frees its pool */
     HT_OK(h->device_close(d));
 }
+
+/* The worker in the middle of a task (held at a gate) when a host thread syncs without deadline:
+ * it stops at the end of that task and the syncing thread runs the rest, instead of polling
+ * while the worker runs them (one executor per stream, no second thread competing for a core). */
+typedef struct gate {
+    sem_t started, go;
+    hal_stream *s;
+} gate;
+
+static void gate_fn(void *arg)
+{
+    gate *g = arg;
+    sem_post(&g->started);
+    sem_wait(&g->go);
+}
+
+static uint32_t host_wants(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint32_t w = s->host_wants;
+    pthread_mutex_unlock(&s->mu);
+    return w;
+}
+
+static void *open_when_host_waits(void *arg)
+{
+    gate *g = arg;
+    while (!host_wants(g->s))
+        usleep(200);
+    sem_post(&g->go);
+    return NULL;
+}
+
+static void handover_case(bool by_event)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d = ht_open(h, 0);
+    gate g = {.s = NULL};
+    HT_OK(h->stream_create(d, &g.s));
+    sem_init(&g.started, 0, 0);
+    sem_init(&g.go, 0, 0);
+    static rec r;
+    static rec_item items[16];
+    memset(&r, 0, sizeof r);
+    HT_OK(h->host_func_async(g.s, gate_fn, &g));
+    sem_wait(&g.started); /* the worker is inside the gate task */
+    for (int i = 0; i < 16; i++) {
+        items[i] = (rec_item){&r, i};
+        HT_OK(h->host_func_async(g.s, rec_fn, &items[i]));
+    }
+    hal_event *e = NULL;
+    if (by_event) {
+        HT_OK(h->event_create(d, 0, &e));
+        HT_OK(h->event_record(e, g.s));
+    }
+    pthread_t opener;
+    cr_assert_eq(pthread_create(&opener, NULL, open_when_host_waits, &g), 0);
+    HT_OK(by_event ? h->event_sync(e, -1) : h->stream_sync(g.s, -1));
+    pthread_join(opener, NULL);
+    cr_assert_eq(atomic_load(&r.n), 16);
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(r.order[i], i, "task %d ran at position %d", r.order[i], i);
+        cr_assert(pthread_equal(r.who[i], pthread_self()), "task %d ran on the worker, not on the syncing thread", i);
+    }
+    if (e)
+        HT_OK(h->event_destroy(e));
+    sem_destroy(&g.started);
+    sem_destroy(&g.go);
+    HT_OK(h->stream_destroy(g.s));
+    HT_OK(h->device_close(d));
+}
+
+Test(emu_exec, worker_hands_over_to_stream_sync, .timeout = 60) { handover_case(false); }
+Test(emu_exec, worker_hands_over_to_event_sync, .timeout = 60) { handover_case(true); }
 
 Test(emu_exec, destroyed_streams_are_not_live, .timeout = 60)
 {
