@@ -39,7 +39,7 @@ static HcclResult alloc_device_state(rt_comm *c)
     CHECK(rt_inbox_acquire(c));
     if (c->staging)
         CHECK(rt_staging_alloc(c));
-    return HCCL_SUCCESS;
+    return rt_launch_pool_warm(c);
 }
 
 /* Servers numbered in order of first appearance among the ranks (peers 0..p-1 already known): a

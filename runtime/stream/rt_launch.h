@@ -109,6 +109,8 @@ rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan);
 void rt_launch_ctx_put(rt_launch_ctx *ctx);
 /* p2p: room for n items in ctx->p2p_items (zeroed); NULL when out of memory. */
 rt_p2p_item *rt_launch_ctx_items(rt_launch_ctx *ctx, uint32_t n);
+/* Fills the pool with warmed contexts (communicator init); HCCL_E_MEMORY when out of memory. */
+HcclResult rt_launch_pool_warm(rt_comm *c);
 /* Frees the pooled contexts and their events (communicator destroy, after every launch was reclaimed). */
 void rt_launch_pool_free(rt_comm *c);
 /* Grows *arr (elements of size elem) to hold at least need; false when out of memory. */
@@ -151,9 +153,6 @@ hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
  * (room for RT_DMA_MAX_PIECES); returns how many (0: nothing to move). */
 #define RT_DMA_MAX_PIECES 8
 
-/* Launches of one communicator in flight (enqueued, not yet complete) before the host waits for
- * the oldest (rt_launch.c, throttle); the launch context pool keeps as many. */
-#define RT_LAUNCH_INFLIGHT_MAX 256u
 uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
 /* Bytes a COPY/REDUCE step moves in this launch. */
 uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);
@@ -170,5 +169,9 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 
 /* Pending launches: reclaim the finished ones; wait for all (destroy). */
 void rt_launch_reclaim(rt_comm *c, bool wait_all);
+
+/* Launches of one communicator in flight (enqueued, not yet complete) before the host runs the
+ * older half of them itself (rt_launch.c, throttle); the launch context pool keeps as many. */
+#define RT_LAUNCH_INFLIGHT_MAX 256u
 
 #endif

@@ -120,6 +120,41 @@ void rt_launch_ctx_put(rt_launch_ctx *ctx)
     c->ctx_pooled++;
 }
 
+/* Instructions, descriptors and segments a warmed context has room for: an eager or small mesh
+ * plan's (larger plans grow them on first use). */
+#define RT_WARM_INSNS 32u
+#define RT_WARM_SEGS 4u
+
+static bool ctx_warm(rt_launch_ctx *ctx)
+{
+    return ctx->c->hal->event_create(ctx->c->dev, 0, &ctx->done) == HAL_OK &&
+           rt_grow((void **)&ctx->insns, &ctx->insns_cap, RT_WARM_INSNS, sizeof *ctx->insns) &&
+           rt_grow((void **)&ctx->isrc, &ctx->isrc_cap, RT_WARM_INSNS, sizeof *ctx->isrc) &&
+           rt_grow((void **)&ctx->descs, &ctx->descs_cap, RT_WARM_INSNS, sizeof *ctx->descs) &&
+           rt_grow((void **)&ctx->segs, &ctx->segs_cap, RT_WARM_SEGS, sizeof *ctx->segs);
+}
+
+/* Fills the pool at communicator init with half as many contexts as may be in flight (the rest
+ * come when a loop first runs that far ahead), each with its completion event and room for a
+ * small plan: the first launches then allocate nothing either (each fresh context cost page
+ * faults and an event on the hot path: the first back-to-back loop of a communicator ran 2-3x
+ * slower than the next, docs/perf.md). */
+HcclResult rt_launch_pool_warm(rt_comm *c)
+{
+    while (c->ctx_pooled < RT_LAUNCH_INFLIGHT_MAX / 2) {
+        rt_launch_ctx *ctx = ctx_alloc(c);
+        if (!ctx)
+            return HCCL_E_MEMORY;
+        bool ok = ctx_warm(ctx);
+        ctx->next = c->ctx_pool;
+        c->ctx_pool = ctx;
+        c->ctx_pooled++;
+        if (!ok)
+            return HCCL_E_MEMORY; /* what was made is freed with the pool */
+    }
+    return HCCL_SUCCESS;
+}
+
 rt_p2p_item *rt_launch_ctx_items(rt_launch_ctx *ctx, uint32_t n)
 {
     if (!rt_grow((void **)&ctx->p2p_items, &ctx->p2p_cap, n ? n : 1, sizeof *ctx->p2p_items))
