@@ -298,6 +298,13 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
     if (n == 0)
         return HAL_OK;
     emu_vmm_sync_imports(); /* peers' VMM mappings, before touching their memory */
+    return emu_dma_run_synced(d, descs, n, msg, len);
+}
+
+hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
+{
+    if (n == 0)
+        return HAL_OK;
     if (n == 1 && (descs[0].kind == HAL_DMA_COPY ? descs[0].bytes : descs[0].count * hal_dtype_size(descs[0].dtype)) <
                       emu_cfg()->dma_split_bytes) { /* the common small case: no allocation */
         dma_piece p;

@@ -157,8 +157,11 @@ typedef struct emu_dma {
 } emu_dma;
 hal_result emu_dma_start(emu_dma *d, uint32_t engines);
 void emu_dma_stop(emu_dma *d);
-/* Runs a batch on the engines (plus the calling worker); error message into msg. */
+/* Runs a batch on the engines (plus the calling worker); error message into msg. emu_dma_run first
+ * maps what peers changed in their VMM tables (emu_vmm_sync_imports); emu_dma_run_synced is for a
+ * caller that did that since it last learned anything from a peer (a stream program). */
 hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
+hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len);
 
 /* --- the device --- */
@@ -288,10 +291,10 @@ void emu_event_run_wait(hal_stream *s, emu_task *t);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
- * resolved default) and record; a failure fails stream s. */
-void emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
+ * resolved default) and record; a failure fails stream s and returns false. */
+bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
                         bool reset);
-void emu_notify_do_record(hal_stream *s, const hal_notify *n);
+bool emu_notify_do_record(hal_stream *s, const hal_notify *n);
 void emu_notify_put(struct hal_notify *n);
 
 /* Freeing leftovers at device close. */

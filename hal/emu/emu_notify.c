@@ -234,51 +234,41 @@ static take_result notify_take(const hal_notify *n, bool reset)
     }
 }
 
-static void fail_stale(hal_stream *s, const hal_notify *n)
+static bool fail_stale(hal_stream *s, const hal_notify *n)
 {
     emu_stream_fail(s, HAL_E_PEER, "wait on notify %u of device %u: its owner destroyed it (generation %u is gone)",
                     n->index, n->owner.device_id, n->gen);
+    return false;
 }
 
-void emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
-                        bool reset)
+/* After the poll window: futex waits in slices, re-checking the abort flag, the device and the
+ * deadline. False when it failed the stream. */
+static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t timeout_ms,
+                        const volatile uint32_t *abort_flag, bool reset)
 {
     emu_notify_slot *slot = n->slot;
-    const emu_config *cfg = emu_cfg();
-    emu_poll p; /* spin, then yield, before the futex: waking a sleeper costs tens of us */
-    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
-    uint64_t start = p.t0;
-    do {
-        take_result tr = notify_take(n, reset);
-        if (tr == TAKE_STALE)
-            fail_stale(s, n);
-        if (tr != TAKE_NONE)
-            return;
-        if (abort_flag && *abort_flag)
-            break; /* reported below */
-    } while (emu_poll_step(&p));
     uint64_t deadline = timeout_ms ? start + timeout_ms * 1000000ull : 0;
     for (;;) {
         take_result tr = notify_take(n, reset);
         if (tr == TAKE_STALE)
-            fail_stale(s, n);
+            return fail_stale(s, n);
         if (tr != TAKE_NONE)
-            return;
+            return true;
         if (abort_flag && *abort_flag) {
             emu_stream_fail(s, HAL_E_ABORTED, "wait on notify %u (device %u) aborted", n->index, n->owner.device_id);
-            return;
+            return false;
         }
         if (atomic_load(&s->dev->closing)) {
             emu_stream_fail(s, HAL_E_ABORTED, "wait on notify %u (device %u) aborted: device %u is closing",
                             n->index, n->owner.device_id, s->dev->id);
-            return;
+            return false;
         }
         uint64_t now = emu_now_ns(), slice = NOTIFY_SLICE_NS;
         if (deadline && now >= deadline) {
             emu_stream_fail(s, HAL_E_TIMEOUT, "wait on notify %u of device %u timed out after %.3f s "
                             "(HCCL_EXEC_TIMEOUT or the wait's timeout)", n->index, n->owner.device_id,
                             (double)(now - start) / 1e9);
-            return;
+            return false;
         }
         if (deadline && deadline - now < slice)
             slice = deadline - now;
@@ -289,9 +279,28 @@ void emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
     }
 }
 
+bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
+                        bool reset)
+{
+    take_result tr = notify_take(n, reset); /* already signalled: no clock read, no poll */
+    if (tr != TAKE_NONE)
+        return tr == TAKE_OK || fail_stale(s, n);
+    const emu_config *cfg = emu_cfg();
+    emu_poll p; /* spin, then yield, before the futex: waking a sleeper costs tens of us */
+    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    do {
+        tr = notify_take(n, reset);
+        if (tr != TAKE_NONE)
+            return tr == TAKE_OK || fail_stale(s, n);
+        if (abort_flag && *abort_flag)
+            break; /* reported below */
+    } while (emu_poll_step(&p));
+    return wait_asleep(s, n, p.t0, timeout_ms, abort_flag, reset);
+}
+
 /* count += 1 in n's generation. A stale generation means the owner destroyed the notify (a peer
  * left): the signal has nobody to reach and is dropped, never counted for the slot's new owner. */
-void emu_notify_do_record(hal_stream *s, const hal_notify *n)
+bool emu_notify_do_record(hal_stream *s, const hal_notify *n)
 {
     emu_notify_slot *slot = n->slot;
     uint64_t w = atomic_load(&slot->word);
@@ -299,16 +308,17 @@ void emu_notify_do_record(hal_stream *s, const hal_notify *n)
         if (EMU_NOTIFY_GEN(w) != n->gen) {
             OH_DBG("emu", "record on notify %u of device %u dropped: generation %u was destroyed (slot at %u)",
                      n->index, n->owner.device_id, n->gen, EMU_NOTIFY_GEN(w));
-            return;
+            return true;
         }
         if (EMU_NOTIFY_COUNT(w) == UINT32_MAX) {
             emu_stream_fail(s, HAL_E_INTERNAL, "record on notify %u of device %u: count overflow", n->index,
                             n->owner.device_id);
-            return;
+            return false;
         }
     } while (!atomic_compare_exchange_weak(&slot->word, &w, w + 1));
     if (atomic_load(&slot->waiters) > 0)
         emu_futex_wake_all(emu_notify_count_word(slot), true);
+    return true;
 }
 
 hal_result emu_notify_host_record(hal_notify *n)
@@ -317,17 +327,17 @@ hal_result emu_notify_host_record(hal_notify *n)
         return HAL_E_PARAM;
     if (EMU_NOTIFY_COUNT(atomic_load(&n->slot->word)) == UINT32_MAX)
         return HAL_E_INTERNAL; /* the stream-side record reports it with the notify named */
-    emu_notify_do_record(NULL, n);
+    (void)emu_notify_do_record(NULL, n);
     return HAL_OK;
 }
 
 void emu_notify_run(hal_stream *s, emu_task *t)
 {
     if (t->kind == EMU_T_NOTIFY_WAIT) {
-        emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.reset);
+        (void)emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.reset);
         return;
     }
-    emu_notify_do_record(s, t->u.nt.n);
+    (void)emu_notify_do_record(s, t->u.nt.n); /* a failure failed the stream */
 }
 
 _Static_assert(EMU_NOTIFY_OFFSET + (uint64_t)EMU_MAX_NOTIFIES * sizeof(emu_notify_slot) <= EMU_CTRL_SIZE,

@@ -66,33 +66,44 @@ static bool run_fn(hal_stream *s, const hal_insn *in)
     return false;
 }
 
-/* The notify bodies report a failure by failing the stream. */
-static bool stream_ok(hal_stream *s)
+/* What the runner carries between instructions. */
+typedef struct prog_run {
+    hal_stream *s;
+    bool synced; /* peers' VMM mappings mirrored since the last wait or task function */
+} prog_run;
+
+/* Peers map memory and then tell us (a signal, a publication): the mirror of their VMM tables is
+ * brought up to date before the program's first DMA and before the first after anything that may
+ * carry such news (a wait, a task function), not before every DMA (a scan of every region). */
+static bool run_dma(prog_run *r, const hal_insn *in)
 {
-    hal_result rc = emu_stream_query(s);
-    return rc == HAL_OK || rc == HAL_E_NOT_READY;
+    if (!r->synced) {
+        emu_vmm_sync_imports();
+        r->synced = true;
+    }
+    char msg[EMU_MSG_LEN] = "";
+    hal_result rc = emu_dma_run_synced(&r->s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
+    if (rc != HAL_OK)
+        emu_stream_fail(r->s, rc, "%s", msg);
+    return rc == HAL_OK;
 }
 
-static bool run_insn(hal_stream *s, const hal_insn *in)
+static bool run_insn(prog_run *r, const hal_insn *in)
 {
+    hal_stream *s = r->s;
     switch (in->kind) {
-    case HAL_INSN_DMA: {
-        char msg[EMU_MSG_LEN] = "";
-        hal_result rc = emu_dma_run(&s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
-        if (rc != HAL_OK)
-            emu_stream_fail(s, rc, "%s", msg);
-        return rc == HAL_OK;
-    }
+    case HAL_INSN_DMA:
+        return run_dma(r, in);
     case HAL_INSN_NOTIFY_RECORD:
-        emu_notify_do_record(s, in->u.notify.n);
-        return stream_ok(s);
+        return emu_notify_do_record(s, in->u.notify.n);
     case HAL_INSN_NOTIFY_WAIT: {
         uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
-        emu_notify_do_wait(s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, in->u.notify.abort_flag,
-                           false);
-        return stream_ok(s);
+        r->synced = false;
+        return emu_notify_do_wait(s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
+                                  in->u.notify.abort_flag, false);
     }
     case HAL_INSN_FN:
+        r->synced = false;
         return run_fn(s, in);
     default:
         emu_stream_fail(s, HAL_E_PARAM, "program instruction of unknown kind %u", (unsigned)in->kind);
@@ -102,7 +113,8 @@ static bool run_insn(hal_stream *s, const hal_insn *in)
 
 void emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n)
 {
+    prog_run r = {s, false};
     for (uint32_t i = 0; i < n; i++)
-        if (!run_insn(s, &insns[i]))
+        if (!run_insn(&r, &insns[i]))
             return;
 }
