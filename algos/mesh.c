@@ -196,10 +196,37 @@ static void mesh_reduce(algo_b *b)
     algo_b_epilogue(b, 0);
 }
 
-static void put_whole(algo_b *b, uint32_t s, uint32_t p)
+/* Broadcast's split: the root writes elements [split, count) into every peer, each peer reads
+ * [0, split) from the root itself: (n-1)/n of the buffer each, so every rank copies at once. */
+static uint64_t bcast_split(const algo_b *b)
 {
-    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, 0), algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), b->op->count);
-    algo_b_signal(b, s, p, ALGO_SLOT_DATA);
+    return algo_chunk_off(b->op->count, b->n, b->n - 1);
+}
+
+static void put_bcast_tail(algo_b *b, uint32_t s, uint32_t p)
+{
+    uint64_t c = b->op->count, off = bcast_split(b);
+    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, off), algo_b_ref(b, ALGO_BUF_OUT, b->r, off), c - off);
+}
+
+/* Broadcast shares the copying between the root and the receivers: the root pushes the last 1/n
+ * of its buffer into every peer while every peer pulls the rest straight from the root's buffer
+ * (pushing everything left the root copying (n-1) buffers while the others waited; on the
+ * emulator that was one core of two). No DATA signal: the epilogue's DONE handshake orders the
+ * root's writes before each receiver's end and the receivers' reads before the root's. */
+static void mesh_broadcast(algo_b *b)
+{
+    uint32_t r = b->r, root = b->op->root;
+    algo_b_fetch_rooted(b);
+    for (uint32_t q = 0; q < b->n; q++) /* ...and every receiver fetches the root it reads */
+        if (q != r && (q == root || r == root))
+            b->fetch[q] = b->fetched_by[q] = 1;
+    algo_b_prologue(b);
+    if (r == root)
+        mesh_fanout(b, put_bcast_tail);
+    else
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_OUT, root, 0), bcast_split(b));
+    algo_b_epilogue(b, 0);
 }
 
 static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
@@ -209,7 +236,7 @@ static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
-/* Broadcast (root writes its buffer into every peer) and Scatter (root writes each its block). */
+/* Scatter: the root writes each peer its block. */
 static void mesh_rooted_put(algo_b *b, mesh_peer_fn put)
 {
     uint32_t r = b->r, root = b->op->root;
@@ -245,7 +272,7 @@ int algo_mesh_build(algo_b *b)
     case ALGO_COLL_REDUCE_SCATTER:
     case ALGO_COLL_REDUCE_SCATTERV: mesh_reduce_scatter(b); break;
     case ALGO_COLL_REDUCE: mesh_reduce(b); break;
-    case ALGO_COLL_BROADCAST: mesh_rooted_put(b, put_whole); break;
+    case ALGO_COLL_BROADCAST: mesh_broadcast(b); break;
     case ALGO_COLL_SCATTER: mesh_rooted_put(b, put_scatter_block); break;
     case ALGO_COLL_ALLTOALL:
     case ALGO_COLL_ALLTOALLV:

@@ -12,6 +12,7 @@
  * them crosses a hal/net link. --ranktable takes the servers and devices from a CANN rank table
  * (and sets CANN's RANK_TABLE_FILE, RANK_ID, RANK_SIZE, DEVICE_ID). --nnodes runs one hcclrun per
  * host: node I's ranks are I*N..I*N+N-1 of K*N, node 0 serves the store at A:P, the others use it.
+ * --bind (tools/hcclrun/bind.c) binds each rank to a CPU when ranks outnumber them.
  *
  * One thread, one poll() loop: the ranks' output pipes, the store's sockets and a self-pipe woken
  * by SIGCHLD/SIGINT/SIGTERM. Only the processes it started are ever signalled, by pid. */
@@ -62,6 +63,7 @@ typedef struct job {
     int32_t *device_id;     /* [n] from the rank table, or NULL */
     unsigned nnodes, node_rank; /* --nnodes / --node-rank: hosts of the job, this one's index */
     unsigned master_port;   /* --master-port: the store's fixed port (0: ephemeral) */
+    hr_bind bind;           /* --bind (bind.c) */
 } job;
 
 static int g_sigpipe[2] = {-1, -1};
@@ -98,7 +100,9 @@ static void usage(FILE *f)
                "  --store-addr: the address the store listens on and MASTER_ADDR (default 127.0.0.1).\n"
                "  --ranktable FILE: ranks, emulated servers and devices from a CANN rank table (1.0 or 1.2).\n"
                "  --nnodes K --node-rank I --master-port P: one hcclrun per host; node I starts ranks I*N..;\n"
-               "  node 0 serves the store on --store-addr:P, the other nodes' ranks use it.\n");
+               "  node 0 serves the store on --store-addr:P, the other nodes' ranks use it.\n"
+               "  --bind auto|none|core: rank r's threads on the r-th allowed CPU (modulo their count); auto\n"
+               "  (the default) binds when this hcclrun starts at least as many ranks as there are CPUs.\n");
 }
 
 static int parse_uint_arg(const char *s, const char *what, unsigned max, unsigned *out)
@@ -243,7 +247,8 @@ static int parse_args(int argc, char **argv, job *j)
                                          {"store-addr", required_argument, 0, 'a'},
                                          {"ranktable", required_argument, 0, 'r'}, {"nnodes", required_argument, 0, 'N'},
                                          {"node-rank", required_argument, 0, 'I'},
-                                         {"master-port", required_argument, 0, 'P'}, {0, 0, 0, 0}};
+                                         {"master-port", required_argument, 0, 'P'},
+                                         {"bind", required_argument, 0, 'B'}, {0, 0, 0, 0}};
     unsigned t = 0;
     const char *servers = NULL;
     int c;
@@ -266,6 +271,10 @@ static int parse_args(int argc, char **argv, job *j)
             return -1;
         if (c == 'P' && parse_uint_arg(optarg, "--master-port", 65535, &j->master_port) < 0)
             return -1;
+        if (c == 'B' && hr_bind_parse(optarg, &j->bind) < 0) {
+            fprintf(stderr, "[hcclrun] --bind must be auto, none or core, not '%s'\n", optarg);
+            return -1;
+        }
         if (c == 'h') {
             usage(stdout);
             exit(0);
@@ -357,6 +366,7 @@ static void child_exec(const job *j, unsigned r, int out[2], int err[2])
     snprintf(buf, sizeof buf, "%u", j->node_rank * j->nservers + j->server_of[r]);
     setenv("HCCL_EMU_SERVER_INDEX", buf, 1);
     setenv("GROUP_RANK", buf, 1); /* torchrun's name for the node index */
+    hr_bind_self(j->bind, r, j->n);
     execvp(j->argv[0], j->argv);
     fprintf(stderr, "[hcclrun] cannot run '%s': %s\n", j->argv[0], strerror(errno));
     _exit(127);

@@ -113,6 +113,46 @@ Test(hcclrun, usage_errors)
     cr_assert_eq(run(HCCLRUN " -n 1 /nonexistent/prog", out, sizeof out), 127, "%s", out);
 }
 
+/* --bind: core puts every rank on one CPU (rank r on the r-th allowed one), none leaves them on
+ * hcclrun's set, auto binds only when the ranks are at least as many as the CPUs; bad values are
+ * refused. The count of allowed CPUs comes from nproc in the ranks (cgroup and taskset aware). */
+Test(hcclrun, bind)
+{
+    char out[8192], mine[64];
+    int rc = run("nproc", mine, sizeof mine);
+    cr_assert_eq(rc, 0, "%s", mine);
+    unsigned ncpu = (unsigned)atoi(mine);
+    cr_assert(ncpu >= 1, "%s", mine);
+    rc = run(HCCLRUN " -n 2 --bind core sh -c 'echo cpus $(nproc) $(grep Cpus_allowed_list /proc/self/status | "
+             "cut -f2)'", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    char want0[64], want1[64];
+    snprintf(want0, sizeof want0, "[rank 0] cpus 1 ");
+    snprintf(want1, sizeof want1, "[rank 1] cpus 1 ");
+    char *l0 = strstr(out, want0), *l1 = strstr(out, want1);
+    cr_assert(l0 && l1, "every rank bound to one CPU: %s", out);
+    if (ncpu >= 2) { /* different CPUs for ranks 0 and 1 */
+        char c0[32] = "", c1[32] = "";
+        sscanf(l0 + strlen(want0), "%31s", c0);
+        sscanf(l1 + strlen(want1), "%31s", c1);
+        cr_assert(strcmp(c0, c1) != 0, "ranks 0 and 1 on the same CPU: %s", out);
+    }
+    snprintf(want0, sizeof want0, "[rank 1] cpus %u\n", ncpu);
+    rc = run(HCCLRUN " -n 2 --bind none sh -c 'echo cpus $(nproc)'", out, sizeof out);
+    cr_assert(rc == 0 && strstr(out, want0), "none keeps hcclrun's CPUs: %s", out);
+    rc = run(HCCLRUN " -n 1 sh -c 'echo cpus $(nproc)'", out, sizeof out);
+    snprintf(want0, sizeof want0, "[rank 0] cpus %u\n", ncpu);
+    cr_assert(rc == 0 && strstr(out, want0), "auto leaves fewer ranks than CPUs unbound: %s", out);
+    if (ncpu <= 16) { /* one emulated server holds at most 16 ranks */
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, HCCLRUN " -n %u sh -c 'echo cpus $(nproc)'", ncpu);
+        rc = run(cmd, out, sizeof out);
+        cr_assert(rc == 0 && strstr(out, "[rank 0] cpus 1\n"), "auto binds as many ranks as CPUs: %s", out);
+    }
+    cr_assert_eq(run(HCCLRUN " -n 1 --bind sometimes true", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "--bind"), "%s", out);
+}
+
 /* Ranks placed server by server: RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, HCCL_EMU_SERVER_INDEX. */
 Test(hcclrun, servers_placement)
 {

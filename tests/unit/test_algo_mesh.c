@@ -16,3 +16,52 @@ SWEEP(alltoallv, ALGO_COLL_ALLTOALLV)
 SWEEP(alltoallvc, ALGO_COLL_ALLTOALLVC)
 SWEEP(allgatherv, ALGO_COLL_ALLGATHERV)
 SWEEP(reduce_scatterv, ALGO_COLL_REDUCE_SCATTERV)
+
+/* Bytes rank r's plan copies, split by where they come from: out of root's memory into another
+ * rank's (pulled = the copy's source is root's buffer and r is not root) or anything else. */
+static void bcast_bytes(uint32_t n, uint32_t r, uint32_t root, uint64_t count, uint64_t *pulled, uint64_t *pushed)
+{
+    algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .rank = r, .count = count, .dtype = HAL_DT_FP32,
+                  .redop = HAL_OP_SUM, .root = root, .in_place = true};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, NULL, ALGO_MESH, &p), 0);
+    *pulled = *pushed = 0;
+    for (uint32_t s = 0; s < p->nstreams; s++)
+        for (uint32_t i = 0; i < p->streams[s].nsteps; i++) {
+            const algo_step *st = &p->streams[s].steps[i];
+            if (st->kind != ALGO_STEP_COPY)
+                continue;
+            if (st->u.copy.src.owner == (int32_t)root)
+                *pulled += st->u.copy.bytes;
+            else
+                *pushed += st->u.copy.bytes;
+        }
+    algo_plan_free(p);
+}
+
+/* Broadcast shares the copying: the root writes only the last 1/n into each peer, each peer reads
+ * the rest from the root, so no rank copies more than (n-1)/n buffers' worth per peer served; and
+ * the plans still end full (eager plans may follow them, plan.h INBOX). */
+Test(algo_mesh, broadcast_shares_copies)
+{
+    const uint64_t count = 1u << 18; /* 1 MiB of fp32 */
+    for (uint32_t n = 2; n <= 8; n++) {
+        uint32_t root = n / 2;
+        for (uint32_t r = 0; r < n; r++) {
+            uint64_t pulled, pushed, tail = count / n * 4; /* the last of n balanced chunks */
+            bcast_bytes(n, r, root, count, &pulled, &pushed);
+            if (r == root) {
+                cr_expect_eq(pulled, 0, "n=%u: the root reads nobody", n);
+                cr_expect_eq(pushed, (n - 1) * tail, "n=%u: the root writes the last 1/n into each peer", n);
+            } else {
+                cr_expect_eq(pushed, 0, "n=%u rank %u: a receiver writes nobody", n, r);
+                cr_expect_eq(pulled, count * 4 - tail, "n=%u rank %u: a receiver reads the rest from the root", n, r);
+            }
+        }
+        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .count = count, .dtype = HAL_DT_FP32,
+                      .redop = HAL_OP_SUM, .root = root, .in_place = true};
+        algo_verify_report rep;
+        cr_assert_eq(algo_verify(&op, NULL, ALGO_MESH, &rep), 0, "%s", rep.msg);
+        cr_expect(rep.full_end, "n=%u: every rank must end after every publication", n);
+    }
+}

@@ -26,6 +26,15 @@ void hr_store_close(hr_store *s);
 int hr_table_place(const char *path, unsigned max_servers, unsigned max_per_server, unsigned *n, unsigned *nservers,
                    unsigned *server_size, int32_t **device_id);
 
+/* ---- CPU binding (bind.c) ---- */
+typedef enum { HR_BIND_AUTO, HR_BIND_NONE, HR_BIND_CORE } hr_bind;
+/* "auto", "none" or "core" -> *out; -1 for anything else. */
+int hr_bind_parse(const char *s, hr_bind *out);
+/* In a rank's child before exec: binds the process (and so every thread it will start) to one
+ * allowed CPU, the local_index-th modulo their count: always for CORE, for AUTO only when this
+ * hcclrun starts at least as many ranks (nlocal) as there are allowed CPUs; never for NONE. */
+void hr_bind_self(hr_bind mode, unsigned local_index, unsigned nlocal);
+
 /* ---- output forwarding (output.c) ---- */
 typedef struct hr_stream {
     int fd;          /* read end of the rank's stdout or stderr pipe; -1 once closed */
