@@ -30,6 +30,7 @@ struct rt_plan_cache {
     rt_plan_entry *buckets[RT_CACHE_BUCKETS];
     rt_plan_entry *lru_head, *lru_tail;
     uint32_t nplans, limit;
+    uint64_t evictions;
 };
 
 static _Atomic uint64_t g_compiles;
@@ -80,6 +81,11 @@ void rt_plan_cache_free(rt_plan_cache *pc)
 uint32_t rt_plan_cache_size(const rt_plan_cache *pc)
 {
     return pc ? pc->nplans : 0;
+}
+
+uint64_t rt_plan_cache_evictions(const rt_plan_cache *pc)
+{
+    return pc->evictions;
 }
 
 static void lru_unlink(rt_plan_cache *pc, rt_plan_entry *e)
@@ -223,6 +229,7 @@ static void evict(rt_plan_cache *pc, rt_plan_entry *e)
     algo_plan_free(e->plan);
     free(e);
     pc->nplans--;
+    pc->evictions++;
 }
 
 /* Evicts least recently used plans that no launch holds until the cache is within its limit. */

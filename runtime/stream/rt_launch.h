@@ -68,6 +68,7 @@ struct rt_launch_ctx {
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
     void **vbase;              /* [nranks]: peer OUT + its recv displacement for me (ALLTOALLV) */
+    void **inbox;              /* [nranks]: this op's slot (seq parity) of every rank's eager inbox */
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
     bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
@@ -94,6 +95,11 @@ struct rt_launch_ctx {
     uint32_t npre, npost;
     rt_net_op *netops;         /* steps across servers, arguments of FN instructions (rt_prog.c) */
     uint32_t nnetops, netops_cap;
+    /* The plan the arrays above hold the program of, when that program binds nothing of one call
+     * directly (every per-call address is read through this context at run time): the next launch
+     * of the same plan from this context skips the build (rt_prog.c). NULL: build anew. */
+    const algo_plan *built;
+    uint64_t built_evictions;  /* the plan cache's evictions then: a later plan may reuse the address */
 };
 
 /* Staging mode, point to point (rt_staging.c): binds this call's receives from same-server peers to
@@ -117,7 +123,8 @@ void rt_launch_pool_free(rt_comm *c);
 bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
 /* The launch's instructions and submissions from its plan (rt_prog.c): bindings must be set
- * (bind_self, p2p items); nothing is submitted. HAL_E_PARAM for a malformed plan (logged). */
+ * (bind_self, p2p items); nothing is submitted. Keeps the program this context built for the same
+ * plan before when it is reusable (see `built`). HAL_E_PARAM for a malformed plan (logged). */
 hal_result rt_prog_build(rt_launch_ctx *ctx);
 /* Submits what rt_prog_build made, on ctx->stream and the slave streams: one program per segment
  * where the backend runs programs, else (or while the timeline trace records) one task each. */
@@ -156,7 +163,9 @@ hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
 /* Bytes a COPY/REDUCE step moves in this launch. */
 uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);
-/* Binds a symbolic ref: direct for own/static buffers, indirect through ctx for peers' IN/OUT. */
+/* Binds a symbolic ref: direct for static buffers (SCRATCH, staging), indirect through ctx for
+ * what changes per call (own and peers' IN/OUT, the inbox slot), so a built program can serve
+ * another call of the same plan. */
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r);
 
 /* Allocates and builds what a launch needs before it takes a sequence number (slave streams, its

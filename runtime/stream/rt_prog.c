@@ -5,6 +5,8 @@
  * task (hal prog_launch) or, where the backend has no program executor (or while the timeline
  * trace records, so that every step stays its own timed task, docs/tracing.md), one task per
  * instruction, with the same semantics. Arrays live in the launch context until it is reclaimed. */
+#include <stdatomic.h>
+
 #include "runtime/net/rt_net.h"
 #include "runtime/rt_trace.h"
 #include "runtime/stream/rt_launch.h"
@@ -336,8 +338,31 @@ static hal_result build_stage_copies(prog_builder *b, const hal_dma_desc *d, uin
     return close_prog(b, 0, &first);
 }
 
+static _Atomic uint64_t g_builds;
+
+uint64_t rt_prog_build_count(void)
+{
+    return atomic_load(&g_builds);
+}
+
+/* A program that reads every per-call binding through the context (rt_dma_bind: own and peers'
+ * IN/OUT in base[], the inbox slot in inbox[]) and whose instructions' arguments point into the
+ * context only: what it holds depends on the plan and the communicator's static state alone
+ * (notifies, scratch, events, timeouts). Not so: p2p items, staging copies and staging buffers,
+ * V-ops (offsets and sizes from this call's counts), steps across servers. */
+static bool reusable(const rt_launch_ctx *ctx)
+{
+    return !ctx->p2p && !ctx->staged && !ctx->vop && !ctx->npre && !ctx->npost && !ctx->nnetops &&
+           !algo_counts_symbolic(ctx->plan->op.coll);
+}
+
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
+    uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
+    if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx))
+        return HAL_OK; /* this context's program for the same plan: nothing in it is this call's */
+    ctx->built = NULL;
+    atomic_fetch_add(&g_builds, 1);
     ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = 0;
     prog_builder b = {ctx, NULL, 0};
     uint32_t last = ctx->plan->streams[0].nsteps;
@@ -357,6 +382,10 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
             in->u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
         else if (in->kind == HAL_INSN_FN && (in->u.fn.fn == rt_net_write_task || in->u.fn.fn == rt_net_signal_task))
             in->u.fn.arg = &ctx->netops[k++];
+    }
+    if (reusable(ctx)) {
+        ctx->built = ctx->plan;
+        ctx->built_evictions = evictions;
     }
     return HAL_OK;
 }
