@@ -23,20 +23,30 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
     rt_comm *c = ctx->c;
     uint32_t owner = r->owner == ALGO_SELF ? c->rank : (uint32_t)r->owner;
     if (r->buf == ALGO_BUF_INBOX) /* exchanged at init; the slot alternates by seq (rt_launch_prepare) */
-        return (hal_ref){NULL, (void *const *)&ctx->inbox[owner], r->offset};
+        return (hal_ref){ctx->inbox[owner], NULL, r->offset};
     void **slot = &ctx->base[(size_t)r->buf * c->nranks + owner];
     hal_ref ref = {NULL, NULL, r->offset};
     if (r->vdispl >= 0)
         ref.indirect = (void *const *)&ctx->vbase[owner];
     else if (owner != c->rank && r->buf != ALGO_BUF_SCRATCH && ctx->staged && !c->peers[owner].remote)
         ref.base = rt_staging_peer_buf(c, owner, ctx->plan->op.coll, r->buf); /* imported at init */
-    else if (r->buf != ALGO_BUF_SCRATCH)
-        ref.indirect = (void *const *)slot; /* own: this call's (bind_self); a peer's: filled by FETCH */
+    else if (owner != c->rank && r->buf != ALGO_BUF_SCRATCH)
+        ref.indirect = (void *const *)slot; /* filled by FETCH on the device */
     else
-        ref.base = *slot; /* static */
+        ref.base = *slot; /* known now */
     if (r->vsym.tab) /* a V-op offset from this call's own tables (count-independent plans) */
         ref.offset += algo_vt_get(ctx->vt, c->nranks, r->vsym) * ctx->esize;
     return ref;
+}
+
+bool rt_dma_per_call(const rt_launch_ctx *ctx, const algo_ref *r)
+{
+    if (ctx->p2p) /* rt_p2p_bind */
+        return false;
+    if (r->buf == ALGO_BUF_INBOX)
+        return true;
+    uint32_t owner = r->owner == ALGO_SELF ? ctx->c->rank : (uint32_t)r->owner;
+    return r->vdispl < 0 && owner == ctx->c->rank && r->buf != ALGO_BUF_SCRATCH;
 }
 
 /* A V-op step's size from this call's tables, else the plan's. */

@@ -74,8 +74,8 @@ static void throttle(rt_comm *c)
         reclaim_oldest(c);
 }
 
-/* An eager plan's INBOX refs read this op's slot of each rank's inbox through ctx (rt_dma_bind):
- * the slot alternates by seq, so that a program built for an op of the other parity still fits. */
+/* An eager plan's INBOX refs bind this op's slot of each rank's inbox (rt_dma_bind): it alternates
+ * by seq, so a reused program sets it again (rt_rebind). */
 static void bind_inbox(rt_comm *c, rt_launch_ctx *ctx)
 {
     if (!ctx->plan->inbox_bytes)

@@ -60,6 +60,7 @@ static void ctx_destroy(rt_launch_ctx *ctx)
     free(ctx->descs);
     free(ctx->segs);
     free(ctx->netops);
+    free(ctx->rebinds);
     free(ctx);
 }
 
