@@ -30,6 +30,9 @@ HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const 
     HcclResult verdict;
     if (rt_mem_range_check(c, api, what, p, bytes, &verdict)) /* VMM memory set for zero copy */
         return verdict;
+    uint64_t epoch;
+    if (rt_buf_cache_hit(c, p, bytes, &epoch)) /* checked before, not freed since */
+        return HCCL_SUCCESS;
     hal_device_handle owner;
     uint64_t after = 0;
     CHECK_ARG(c->hal->mem_lookup(p, &owner, &after) == HAL_OK, HCCL_E_PARA, "check",
@@ -40,6 +43,7 @@ HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const 
     CHECK_ARG(after >= bytes, HCCL_E_PARA, "check",
               "%s: rank %u: %s=%p has %llu bytes left in its allocation but the call needs %llu", api, c->rank, what,
               p, (unsigned long long)after, (unsigned long long)bytes);
+    rt_buf_cache_note(c, p, after, epoch);
     return HCCL_SUCCESS;
 }
 

@@ -277,6 +277,11 @@ HcclResult rt_staging_launch(rt_comm *c, rt_call *call);
 void *rt_staging_peer_buf(const rt_comm *c, uint32_t p, algo_coll coll, uint32_t buf);
 /* A buffer a call touches must be memory of this rank's device with `bytes` left in its allocation. */
 HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes);
+/* Buffers rt_check_buffer found good, until the process frees device memory (rt_buf_cache.c):
+ * true if [p, p + bytes) lies in one of them, of c's device; else *epoch is what to note a
+ * successful lookup of p (bytes_after: the allocation's bytes from p) under (0: no caching). */
+bool rt_buf_cache_hit(const rt_comm *c, const void *p, uint64_t bytes, uint64_t *epoch);
+void rt_buf_cache_note(const rt_comm *c, const void *p, uint64_t bytes_after, uint64_t epoch);
 /* Registered VMM ranges (rt_mem_range.c): true if p lies in a range set by HcclCommSetMemoryRange
  * on c's device; then *verdict says whether [p, p + bytes) is activated memory (logged if not). */
 bool rt_mem_range_check(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes,
@@ -302,9 +307,15 @@ void rt_plan_cache_free(rt_plan_cache *pc);
 HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **plan);
 void rt_plan_put(rt_comm *c, const algo_plan *plan);
 uint32_t rt_plan_cache_size(const rt_plan_cache *pc); /* plans cached now */
+/* Plans evicted from the cache so far: a plan's address names the same plan only while this is
+ * unchanged (a freed plan's memory may hold the next one). Launch programs built for a plan are
+ * reused under that key (runtime/stream/rt_prog.c). Under c->lock. */
+uint64_t rt_plan_cache_evictions(const rt_plan_cache *pc);
 
 /* Plans compiled by this process so far (tests check reuse). */
 uint64_t rt_plan_compile_count(void);
+/* Launch programs built by this process so far (rt_prog.c; tests check their reuse). */
+uint64_t rt_prog_build_count(void);
 
 /* --- environment --- */
 int32_t rt_env_exec_timeout_s(void);

@@ -30,6 +30,8 @@ struct rt_plan_cache {
     rt_plan_entry *buckets[RT_CACHE_BUCKETS];
     rt_plan_entry *lru_head, *lru_tail;
     uint32_t nplans, limit;
+    uint64_t evictions;
+    rt_plan_entry *last;   /* the entry found last: a loop of one shape skips hashing (get and put) */
 };
 
 static _Atomic uint64_t g_compiles;
@@ -80,6 +82,11 @@ void rt_plan_cache_free(rt_plan_cache *pc)
 uint32_t rt_plan_cache_size(const rt_plan_cache *pc)
 {
     return pc ? pc->nplans : 0;
+}
+
+uint64_t rt_plan_cache_evictions(const rt_plan_cache *pc)
+{
+    return pc->evictions;
 }
 
 static void lru_unlink(rt_plan_cache *pc, rt_plan_entry *e)
@@ -220,9 +227,12 @@ static void evict(rt_plan_cache *pc, rt_plan_entry *e)
         pp = &(*pp)->next;
     *pp = e->next;
     lru_unlink(pc, e);
+    if (pc->last == e)
+        pc->last = NULL;
     algo_plan_free(e->plan);
     free(e);
     pc->nplans--;
+    pc->evictions++;
 }
 
 /* Evicts least recently used plans that no launch holds until the cache is within its limit. */
@@ -267,16 +277,24 @@ static HcclResult call_fits(const rt_comm *c, const algo_op *op, const algo_plan
 static HcclResult lookup(rt_comm *c, const algo_op *op, const algo_plan **out)
 {
     rt_plan_cache *pc = c->cache;
-    uint64_t ch;
-    rt_plan_entry **b = bucket_of(pc, op, &ch);
-    for (rt_plan_entry *e = *b; e; e = e->next) {
-        if (e->counts_hash == ch && same_op(&e->key, op)) {
-            lru_unlink(pc, e);
-            lru_push_front(pc, e);
-            e->holds++;
-            *out = e->plan;
-            return HCCL_SUCCESS;
+    rt_plan_entry *hit = pc->last && same_op(&pc->last->key, op) ? pc->last : NULL;
+    uint64_t ch = 0;
+    rt_plan_entry **b = NULL;
+    if (!hit) {
+        b = bucket_of(pc, op, &ch);
+        for (rt_plan_entry *e = *b; e && !hit; e = e->next)
+            if (e->counts_hash == ch && same_op(&e->key, op))
+                hit = e;
+    }
+    if (hit) {
+        if (pc->lru_head != hit) {
+            lru_unlink(pc, hit);
+            lru_push_front(pc, hit);
         }
+        hit->holds++;
+        pc->last = hit;
+        *out = hit->plan;
+        return HCCL_SUCCESS;
     }
     rt_plan_entry *e = calloc(1, sizeof *e);
     if (!e)
@@ -294,6 +312,7 @@ static HcclResult lookup(rt_comm *c, const algo_op *op, const algo_plan **out)
     *b = e;
     lru_push_front(pc, e);
     pc->nplans++;
+    pc->last = e;
     trim(pc);
     *out = e->plan;
     return HCCL_SUCCESS;
@@ -316,7 +335,8 @@ void rt_plan_put(rt_comm *c, const algo_plan *plan)
 {
     rt_plan_cache *pc = c->cache;
     uint64_t ch;
-    for (rt_plan_entry *e = *bucket_of(pc, &plan->op, &ch); e; e = e->next) {
+    rt_plan_entry *e = pc->last && pc->last->plan == plan ? pc->last : *bucket_of(pc, &plan->op, &ch);
+    for (; e; e = e->next) {
         if (e->plan == plan) {
             if (e->holds && --e->holds == 0 && pc->nplans > pc->limit)
                 trim(pc);

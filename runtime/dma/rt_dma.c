@@ -22,10 +22,8 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
         return rt_p2p_bind(ctx, r);
     rt_comm *c = ctx->c;
     uint32_t owner = r->owner == ALGO_SELF ? c->rank : (uint32_t)r->owner;
-    if (r->buf == ALGO_BUF_INBOX) { /* static, exchanged at init; the slot alternates by seq */
-        char *slot = (char *)c->peers[owner].inbox + (ctx->seq % ALGO_EAGER_SLOTS) * rt_inbox_slot_bytes(c);
-        return (hal_ref){slot, NULL, r->offset};
-    }
+    if (r->buf == ALGO_BUF_INBOX) /* exchanged at init; the slot alternates by seq (rt_launch_prepare) */
+        return (hal_ref){ctx->inbox[owner], NULL, r->offset};
     void **slot = &ctx->base[(size_t)r->buf * c->nranks + owner];
     hal_ref ref = {NULL, NULL, r->offset};
     if (r->vdispl >= 0)
@@ -39,6 +37,16 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
     if (r->vsym.tab) /* a V-op offset from this call's own tables (count-independent plans) */
         ref.offset += algo_vt_get(ctx->vt, c->nranks, r->vsym) * ctx->esize;
     return ref;
+}
+
+bool rt_dma_per_call(const rt_launch_ctx *ctx, const algo_ref *r)
+{
+    if (ctx->p2p) /* rt_p2p_bind */
+        return false;
+    if (r->buf == ALGO_BUF_INBOX)
+        return true;
+    uint32_t owner = r->owner == ALGO_SELF ? ctx->c->rank : (uint32_t)r->owner;
+    return r->vdispl < 0 && owner == ctx->c->rank && r->buf != ALGO_BUF_SCRATCH;
 }
 
 /* A V-op step's size from this call's tables, else the plan's. */
@@ -87,17 +95,21 @@ uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d
     if (total == 0)
         return 0; /* also an empty V block, whose displacements may point anywhere */
     uint32_t n = pieces_for(total * unit, ctx->c->dma_engines);
+    /* Every piece binds the same refs; only the offsets differ. */
+    bool has_src2 = !is_copy && step->u.reduce.has_src2;
+    hal_ref rdst = rt_dma_bind(ctx, dst), rsrc = rt_dma_bind(ctx, src), rsrc2 = {NULL, NULL, 0};
+    if (has_src2)
+        rsrc2 = rt_dma_bind(ctx, &step->u.reduce.src2);
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t start, len;
-        piece_range(total, n, i, &start, &len);
+        uint64_t start = 0, len = total;
+        if (n > 1)
+            piece_range(total, n, i, &start, &len);
         d[i].kind = is_copy ? HAL_DMA_COPY : HAL_DMA_REDUCE;
-        d[i].dst = rt_dma_bind(ctx, dst);
-        d[i].src = rt_dma_bind(ctx, src);
-        d[i].src2 = (hal_ref){NULL, NULL, 0};
-        if (!is_copy && step->u.reduce.has_src2) {
-            d[i].src2 = rt_dma_bind(ctx, &step->u.reduce.src2);
+        d[i].dst = rdst;
+        d[i].src = rsrc;
+        d[i].src2 = rsrc2;
+        if (has_src2)
             d[i].src2.offset += start * unit;
-        }
         d[i].dst.offset += start * unit;
         d[i].src.offset += start * unit;
         d[i].bytes = is_copy ? len : len * unit;

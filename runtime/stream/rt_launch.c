@@ -74,8 +74,20 @@ static void throttle(rt_comm *c)
         reclaim_oldest(c);
 }
 
+/* An eager plan's INBOX refs bind this op's slot of each rank's inbox (rt_dma_bind): it alternates
+ * by seq, so a reused program sets it again (rt_rebind). */
+static void bind_inbox(rt_comm *c, rt_launch_ctx *ctx)
+{
+    if (!ctx->plan->inbox_bytes)
+        return;
+    uint64_t at = (ctx->seq % ALGO_EAGER_SLOTS) * rt_inbox_slot_bytes(c);
+    for (uint32_t r = 0; r < c->nranks; r++)
+        ctx->inbox[r] = (char *)c->peers[r].inbox + at;
+}
+
 HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
 {
+    bind_inbox(c, ctx);
     CHECK(rt_streams_ensure(c, ctx->plan->nstreams));
     if (!ctx->done) /* a pooled context keeps its event */
         CHECK_MAP(c->hal->event_create(c->dev, 0, &ctx->done), rt_from_hal);

@@ -36,6 +36,17 @@ typedef struct rt_p2p_item {
     void *peer_buf;            /* sends: the receiver's buffer, bound by FETCH */
 } rt_p2p_item;
 
+/* A descriptor address bound directly to what changes per call (this rank's IN/OUT, the inbox
+ * slot: rt_dma_per_call), set again from the context's bindings when a built program serves
+ * another call (rt_prog.c). Direct, not indirect: a backend may run direct transfers cheaper
+ * (hal/ascend enqueues them as they are, an indirect one costs a host callback). */
+typedef struct rt_rebind {
+    uint32_t desc;  /* in ctx->descs */
+    uint8_t field;  /* 0 dst, 1 src, 2 src2 */
+    uint8_t buf;    /* ALGO_BUF_IN, _OUT or _INBOX */
+    uint32_t owner; /* the rank whose buffer (IN/OUT: this rank) */
+} rt_rebind;
+
 /* Where one instruction of a launch came from: its plan stream and step (the trace tags of an
  * unrolled launch, logs) and, for a DMA instruction, its first descriptor in ctx->descs. */
 typedef struct rt_insn_src {
@@ -68,6 +79,7 @@ struct rt_launch_ctx {
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
     void **vbase;              /* [nranks]: peer OUT + its recv displacement for me (ALLTOALLV) */
+    void **inbox;              /* [nranks]: this op's slot (seq parity) of every rank's eager inbox */
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
     bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
@@ -94,6 +106,13 @@ struct rt_launch_ctx {
     uint32_t npre, npost;
     rt_net_op *netops;         /* steps across servers, arguments of FN instructions (rt_prog.c) */
     uint32_t nnetops, netops_cap;
+    /* The plan the arrays above hold the program of, when that program depends on nothing of one
+     * call but the addresses in `rebinds`: the next launch of the same plan from this context
+     * sets those again and skips the build (rt_prog.c). NULL: build anew. */
+    const algo_plan *built;
+    uint64_t built_evictions;  /* the plan cache's evictions then: a later plan may reuse the address */
+    rt_rebind *rebinds;        /* what such a program binds per call */
+    uint32_t nrebinds, rebinds_cap;
 };
 
 /* Staging mode, point to point (rt_staging.c): binds this call's receives from same-server peers to
@@ -117,7 +136,8 @@ void rt_launch_pool_free(rt_comm *c);
 bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
 /* The launch's instructions and submissions from its plan (rt_prog.c): bindings must be set
- * (bind_self, p2p items); nothing is submitted. HAL_E_PARAM for a malformed plan (logged). */
+ * (bind_self, p2p items); nothing is submitted. Keeps the program this context built for the same
+ * plan before when it is reusable (see `built`). HAL_E_PARAM for a malformed plan (logged). */
 hal_result rt_prog_build(rt_launch_ctx *ctx);
 /* Submits what rt_prog_build made, on ctx->stream and the slave streams: one program per segment
  * where the backend runs programs, else (or while the timeline trace records) one task each. */
@@ -156,8 +176,12 @@ hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
 /* Bytes a COPY/REDUCE step moves in this launch. */
 uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);
-/* Binds a symbolic ref: direct for own/static buffers, indirect through ctx for peers' IN/OUT. */
+/* Binds a symbolic ref: direct for own/static buffers and the inbox slot, indirect through ctx for
+ * peers' IN/OUT. */
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r);
+/* Whether rt_dma_bind binds r directly to an address of this call (own IN/OUT, the inbox slot):
+ * a reused program sets it again (rt_rebind). */
+bool rt_dma_per_call(const rt_launch_ctx *ctx, const algo_ref *r);
 
 /* Allocates and builds what a launch needs before it takes a sequence number (slave streams, its
  * completion event, its instructions): a failure here leaves the communicator usable. Bindings

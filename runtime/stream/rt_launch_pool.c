@@ -30,7 +30,7 @@ bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 static rt_launch_ctx *ctx_alloc(rt_comm *c)
 {
     uint32_t n = c->nranks;
-    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
+    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
                    n * sizeof(rt_fetch_arg);
     rt_launch_ctx *ctx = calloc(1, bytes);
     if (!ctx)
@@ -38,6 +38,7 @@ static rt_launch_ctx *ctx_alloc(rt_comm *c)
     char *p = (char *)(ctx + 1);
     ctx->base = (void **)p, p += 3 * n * sizeof(void *);
     ctx->vbase = (void **)p, p += n * sizeof(void *);
+    ctx->inbox = (void **)p, p += n * sizeof(void *);
     ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
     ctx->fetch = (rt_fetch_arg *)p;
     for (uint32_t r = 0; r < n; r++) {
@@ -59,18 +60,36 @@ static void ctx_destroy(rt_launch_ctx *ctx)
     free(ctx->descs);
     free(ctx->segs);
     free(ctx->netops);
+    free(ctx->rebinds);
     free(ctx);
+}
+
+/* Pooled contexts looked at for one whose program was built for the plan (rt_prog.c reuses it):
+ * a loop that alternates a few plans finds its own, and a miss costs only these few loads. */
+#define RT_CTX_MATCH_SCAN 8u
+
+/* A free context, preferably one that last built plan; NULL when the pool is empty. */
+static rt_launch_ctx *pool_take(rt_comm *c, const algo_plan *plan)
+{
+    rt_launch_ctx **pp = &c->ctx_pool;
+    for (uint32_t i = 0; *pp && i < RT_CTX_MATCH_SCAN; i++, pp = &(*pp)->next)
+        if ((*pp)->built == plan)
+            break;
+    if (!*pp || (*pp)->built != plan)
+        pp = &c->ctx_pool;
+    rt_launch_ctx *ctx = *pp;
+    if (ctx) {
+        *pp = ctx->next;
+        c->ctx_pooled--;
+    }
+    return ctx;
 }
 
 rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
 {
-    rt_launch_ctx *ctx = c->ctx_pool;
-    if (ctx) {
-        c->ctx_pool = ctx->next;
-        c->ctx_pooled--;
-    } else if (!(ctx = ctx_alloc(c))) {
+    rt_launch_ctx *ctx = pool_take(c, plan);
+    if (!ctx && !(ctx = ctx_alloc(c)))
         return NULL;
-    }
     uint32_t n = c->nranks;
     /* AlltoAllVC keeps this call's whole matrix for the checks (rt_vcheck.c). */
     ctx->vmatrix = NULL;
@@ -92,7 +111,7 @@ rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
     ctx->next = NULL;
     ctx->vhash = 0;
     ctx->trace_op = 0;
-    ctx->ninsns = ctx->ndescs = ctx->nsegs = 0;
+    /* insns, descs, segs and netops stay: rt_prog_build reuses them or starts over. */
     /* Peers' IN/OUT are bound by FETCH; clear the last launch's so nothing stale is ever read. */
     memset(ctx->base, 0, 2 * (size_t)n * sizeof(void *));
     memset(ctx->vbase, 0, (size_t)n * sizeof(void *));

@@ -5,6 +5,8 @@
  * task (hal prog_launch) or, where the backend has no program executor (or while the timeline
  * trace records, so that every step stays its own timed task, docs/tracing.md), one task per
  * instruction, with the same semantics. Arrays live in the launch context until it is reclaimed. */
+#include <stdatomic.h>
+
 #include "runtime/net/rt_net.h"
 #include "runtime/rt_trace.h"
 #include "runtime/stream/rt_launch.h"
@@ -127,6 +129,25 @@ static hal_result build_net_copy(rt_launch_ctx *ctx, uint32_t stream, uint32_t s
     return push_fn(ctx, stream, step, rt_net_write_task, NULL); /* arg set in rt_prog_build */
 }
 
+/* The addresses of this call that the step's n new descriptors hold (rt_rebind). */
+static hal_result note_rebinds(rt_launch_ctx *ctx, const algo_step *st, uint32_t n)
+{
+    bool is_copy = st->kind == ALGO_STEP_COPY;
+    const algo_ref *refs[3] = {is_copy ? &st->u.copy.dst : &st->u.reduce.dst,
+                               is_copy ? &st->u.copy.src : &st->u.reduce.src,
+                               !is_copy && st->u.reduce.has_src2 ? &st->u.reduce.src2 : NULL};
+    for (uint8_t f = 0; f < 3; f++) {
+        if (!refs[f] || !rt_dma_per_call(ctx, refs[f]))
+            continue;
+        if (!rt_grow((void **)&ctx->rebinds, &ctx->rebinds_cap, ctx->nrebinds + n, sizeof *ctx->rebinds))
+            return HAL_E_NOMEM;
+        uint32_t owner = refs[f]->owner == ALGO_SELF ? ctx->c->rank : (uint32_t)refs[f]->owner;
+        for (uint32_t i = 0; i < n; i++)
+            ctx->rebinds[ctx->nrebinds++] = (rt_rebind){ctx->ndescs + i, f, (uint8_t)refs[f]->buf, owner};
+    }
+    return HAL_OK;
+}
+
 static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
     if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + RT_DMA_MAX_PIECES, sizeof *ctx->descs))
@@ -139,6 +160,7 @@ static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     uint32_t n = rt_dma_build(ctx, st, &ctx->descs[ctx->ndescs]);
     if (n == 0)
         return HAL_OK; /* nothing to move (an empty V block) */
+    CHECK(note_rebinds(ctx, st, n));
     hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_DMA);
     if (!in)
         return HAL_E_NOMEM;
@@ -336,9 +358,46 @@ static hal_result build_stage_copies(prog_builder *b, const hal_dma_desc *d, uin
     return close_prog(b, 0, &first);
 }
 
+static _Atomic uint64_t g_builds;
+
+uint64_t rt_prog_build_count(void)
+{
+    return atomic_load(&g_builds);
+}
+
+/* A collective's program holds, besides the plan and the communicator's static state (notifies,
+ * scratch, events, timeouts), only this call's own IN/OUT and inbox slot as descriptor addresses
+ * (listed in ctx->rebinds); peers' buffers are read through the context (FETCH fills them) and the
+ * instructions' arguments point into the context. Not so: p2p items, staging copies and staging
+ * buffers, V-ops (offsets and sizes from this call's counts), steps across servers. */
+static bool reusable(const rt_launch_ctx *ctx)
+{
+    return !ctx->p2p && !ctx->staged && !ctx->vop && !ctx->npre && !ctx->npost && !ctx->nnetops &&
+           !algo_counts_symbolic(ctx->plan->op.coll);
+}
+
+/* Sets a reused program's per-call addresses from this call's bindings (bind_self, bind_inbox). */
+static void rebind(rt_launch_ctx *ctx)
+{
+    uint32_t n = ctx->c->nranks;
+    for (uint32_t i = 0; i < ctx->nrebinds; i++) {
+        const rt_rebind *rb = &ctx->rebinds[i];
+        hal_dma_desc *d = &ctx->descs[rb->desc];
+        hal_ref *f = rb->field == 0 ? &d->dst : rb->field == 1 ? &d->src : &d->src2;
+        f->base = rb->buf == ALGO_BUF_INBOX ? ctx->inbox[rb->owner] : ctx->base[(size_t)rb->buf * n + rb->owner];
+    }
+}
+
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
-    ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = 0;
+    uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
+    if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx)) {
+        rebind(ctx); /* this context's program for the same plan */
+        return HAL_OK;
+    }
+    ctx->built = NULL;
+    atomic_fetch_add(&g_builds, 1);
+    ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = ctx->nrebinds = 0;
     prog_builder b = {ctx, NULL, 0};
     uint32_t last = ctx->plan->streams[0].nsteps;
     hal_result rc = build_stage_copies(&b, ctx->pre, ctx->npre, 0);
@@ -357,6 +416,10 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
             in->u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
         else if (in->kind == HAL_INSN_FN && (in->u.fn.fn == rt_net_write_task || in->u.fn.fn == rt_net_signal_task))
             in->u.fn.arg = &ctx->netops[k++];
+    }
+    if (reusable(ctx)) {
+        ctx->built = ctx->plan;
+        ctx->built_evictions = evictions;
     }
     return HAL_OK;
 }

@@ -1,0 +1,318 @@
+/* What the host saves per launch must never change a result: a pooled launch context reuses the
+ * program it built for the same plan (rt_prog.c) across other buffers, in-place calls, the other
+ * inbox slot (seq parity), p2p launches in between and plan evictions; rt_check_buffer's cache of
+ * good buffers (rt_buf_cache.c) forgets a buffer once it is freed and never stretches a buffer or
+ * hands it to another device. Ranks are threads of this process (HcclCommInitAll), so the
+ * process-wide build counter (rt_prog_build_count) sees every rank. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include "runtime/rt_internal.h"
+
+#define NRANKS 2
+#define PAIRS 3         /* buffer pairs a rank cycles through */
+#define SMALL 7         /* eager */
+#define BIG 70001       /* 280 KB of int32: a mesh plan */
+#define GUARD 16        /* elements after count that must keep their sentinel */
+#define SENTINEL (-77)
+
+typedef struct rank_t {
+    HcclComm comm;
+    uint32_t rank;
+    aclrtStream s;
+    int32_t *in[PAIRS], *out[PAIRS];
+    int32_t *host;
+    int calls, bad;
+} rank_t;
+
+static int32_t value(int call, uint32_t rank, uint64_t j)
+{
+    return (int32_t)((uint32_t)call * 131u + rank * 17u + (uint32_t)(j % 1000));
+}
+
+static void put(void *dev, const void *host, size_t bytes)
+{
+    cr_assert_eq(aclrtMemcpy(dev, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+}
+
+typedef struct op_t {
+    int call, p;
+    uint64_t count;
+    bool in_place;
+} op_t;
+
+static int32_t *out_of(rank_t *r, const op_t *o)
+{
+    return o->in_place ? r->in[o->p] : r->out[o->p];
+}
+
+/* Inputs of an AllReduce (sum) of count elements on pair p, sentinels in the GUARD elements after
+ * count (and in OUT), then the call; nothing is synchronized. */
+static void issue(rank_t *r, const op_t *o)
+{
+    size_t bytes = (o->count + GUARD) * sizeof(int32_t);
+    int32_t *h = r->host;
+    for (uint64_t j = 0; j < o->count + GUARD; j++)
+        h[j] = j < o->count ? value(o->call, r->rank, j) : SENTINEL;
+    put(r->in[o->p], h, bytes);
+    if (!o->in_place) {
+        for (uint64_t j = 0; j < o->count + GUARD; j++)
+            h[j] = SENTINEL;
+        put(r->out[o->p], h, bytes);
+    }
+    cr_assert_eq(HcclAllReduce(r->in[o->p], out_of(r, o), o->count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+                               r->comm, r->s), HCCL_SUCCESS);
+    r->calls++;
+}
+
+/* After a synchronize: the sums, and the GUARD elements untouched. */
+static void check(rank_t *r, const op_t *o)
+{
+    size_t bytes = (o->count + GUARD) * sizeof(int32_t);
+    int32_t *h = r->host;
+    cr_assert_eq(aclrtMemcpy(h, bytes, out_of(r, o), bytes, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (uint64_t j = 0; j < o->count + GUARD && r->bad < 3; j++) {
+        int32_t want = j < o->count ? 0 : SENTINEL;
+        for (uint32_t q = 0; j < o->count && q < NRANKS; q++)
+            want += value(o->call, q, j);
+        if (h[j] != want) {
+            cr_log_error("rank %u call %d (pair %d, count %llu, %s): element %llu is %d, want %d", r->rank, o->call,
+                         o->p, (unsigned long long)o->count, o->in_place ? "in place" : "out of place",
+                         (unsigned long long)j, h[j], want);
+            r->bad++;
+        }
+    }
+}
+
+static void allreduce(rank_t *r, int call, int p, uint64_t count, bool in_place)
+{
+    op_t o = {call, p, count, in_place};
+    issue(r, &o);
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    check(r, &o);
+}
+
+/* Rank 0 sends SMALL elements of pair p's IN to rank 1's OUT: a p2p launch takes a pooled context
+ * and builds its own program in it. */
+static void p2p(rank_t *r, int p)
+{
+    if (r->rank == 0)
+        cr_assert_eq(HcclSend(r->in[p], SMALL, HCCL_DATA_TYPE_INT32, 1, r->comm, r->s), HCCL_SUCCESS);
+    else
+        cr_assert_eq(HcclRecv(r->out[p], SMALL, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+}
+
+typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT } scenario;
+typedef struct job {
+    rank_t *r;
+    scenario sc;
+} job;
+
+static void *rank_main(void *arg)
+{
+    job *jb = arg;
+    rank_t *r = jb->r;
+    cr_assert_eq(aclrtSetDevice((int32_t)r->rank), ACL_SUCCESS);
+    switch (jb->sc) {
+    case SC_WARM:
+        allreduce(r, 0, 0, SMALL, false);
+        break;
+    case SC_STEADY: /* one shape; other buffers and the other inbox slot every call */
+        for (int i = 1; i <= 60; i++)
+            allreduce(r, i, i % PAIRS, SMALL, false);
+        break;
+    case SC_MIXED: /* shapes, in place, pairs and p2p interleaved */
+        for (int i = 1; i <= 80; i++) {
+            if (i % 7 == 0)
+                p2p(r, i % PAIRS);
+            allreduce(r, i, (i / 2) % PAIRS, i % 10 == 9 ? BIG : SMALL, i % 4 == 3);
+        }
+        break;
+    case SC_EVICT: /* HCCL_PLAN_CACHE_SIZE=1, three shapes, two calls in flight at a time */
+        for (int k = 0; k < 30; k++) {
+            op_t a = {2 * k + 1, 0, SMALL + 2 * (uint64_t)(k % 3), false};
+            op_t b = {2 * k + 2, 1, SMALL + 2 * (uint64_t)((k + 1) % 3), false};
+            issue(r, &a);
+            issue(r, &b);
+            cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+            check(r, &a);
+            check(r, &b);
+        }
+        break;
+    }
+    return NULL;
+}
+
+static void run(rank_t *ranks, scenario sc)
+{
+    pthread_t th[NRANKS];
+    job jobs[NRANKS];
+    for (uint32_t i = 0; i < NRANKS; i++) {
+        jobs[i] = (job){&ranks[i], sc};
+        cr_assert_eq(pthread_create(&th[i], NULL, rank_main, &jobs[i]), 0);
+    }
+    for (uint32_t i = 0; i < NRANKS; i++)
+        pthread_join(th[i], NULL);
+    for (uint32_t i = 0; i < NRANKS; i++)
+        cr_assert_eq(ranks[i].bad, 0, "rank %u: %d wrong elements", i, ranks[i].bad);
+}
+
+static void setup(rank_t *ranks)
+{
+    int32_t devs[NRANKS];
+    HcclComm comms[NRANKS];
+    for (uint32_t i = 0; i < NRANKS; i++)
+        devs[i] = (int32_t)i;
+    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
+    cr_assert_eq(HcclCommInitAll(NRANKS, devs, comms), HCCL_SUCCESS);
+    for (uint32_t i = 0; i < NRANKS; i++) {
+        rank_t *r = &ranks[i];
+        *r = (rank_t){.comm = comms[i], .rank = i};
+        cr_assert_eq(aclrtSetDevice(devs[i]), ACL_SUCCESS);
+        cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
+        size_t bytes = (BIG + GUARD) * sizeof(int32_t);
+        for (int p = 0; p < PAIRS; p++) {
+            cr_assert_eq(aclrtMalloc((void **)&r->in[p], bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+            cr_assert_eq(aclrtMalloc((void **)&r->out[p], bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        }
+        r->host = malloc(bytes);
+        cr_assert_not_null(r->host);
+    }
+    run(ranks, SC_WARM);
+}
+
+static void teardown(rank_t *ranks)
+{
+    for (uint32_t i = 0; i < NRANKS; i++) {
+        rank_t *r = &ranks[i];
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        cr_assert_eq(HcclCommDestroy(r->comm), HCCL_SUCCESS);
+        for (int p = 0; p < PAIRS; p++) {
+            aclrtFree(r->in[p]);
+            aclrtFree(r->out[p]);
+        }
+        aclrtDestroyStream(r->s);
+        free(r->host);
+    }
+    aclFinalize();
+}
+
+/* A synchronized loop of one shape gets back the context it used last: its program serves every
+ * call, whatever the buffers and the inbox slot. */
+Test(launch_reuse, one_shape_builds_once, .timeout = 120)
+{
+    rank_t ranks[NRANKS];
+    setup(ranks);
+    uint64_t before = rt_prog_build_count();
+    run(ranks, SC_STEADY);
+    uint64_t builds = rt_prog_build_count() - before;
+    cr_expect_leq(builds, NRANKS, "%llu programs built for %d calls of one shape", (unsigned long long)builds,
+                  ranks[0].calls - 1);
+    teardown(ranks);
+}
+
+Test(launch_reuse, shapes_in_place_and_p2p_interleaved, .timeout = 120)
+{
+    rank_t ranks[NRANKS];
+    setup(ranks);
+    run(ranks, SC_MIXED);
+    teardown(ranks);
+}
+
+/* A plan compiled after another was evicted may land at the evicted one's address while a pooled
+ * context still holds the program it built for that one: it must not serve the new plan. Two
+ * contexts take turns, each rotating through three shapes. */
+Test(launch_reuse, evicted_plans_rebuild, .timeout = 120)
+{
+    setenv("HCCL_PLAN_CACHE_SIZE", "1", 1);
+    rank_t ranks[NRANKS];
+    setup(ranks);
+    run(ranks, SC_EVICT);
+    teardown(ranks);
+}
+
+/* --- rt_check_buffer's cache --- */
+
+static HcclComm one_rank_comm(aclrtStream *s)
+{
+    int32_t dev = 0;
+    HcclComm comm;
+    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
+    cr_assert_eq(HcclCommInitAll(1, &dev, &comm), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+    cr_assert_eq(aclrtCreateStream(s), ACL_SUCCESS);
+    return comm;
+}
+
+Test(launch_reuse, freed_buffer_is_refused, .timeout = 60)
+{
+    aclrtStream s;
+    HcclComm comm = one_rank_comm(&s);
+    void *buf;
+    cr_assert_eq(aclrtMalloc(&buf, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(HcclAllReduce(buf, buf, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    cr_assert_eq(aclrtFree(buf), ACL_SUCCESS);
+    cr_expect_eq(HcclAllReduce(buf, buf, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_E_PARA,
+                 "a freed buffer checked good before must be refused");
+    cr_assert_eq(HcclCommDestroy(comm), HCCL_SUCCESS);
+    aclrtDestroyStream(s);
+    aclFinalize();
+}
+
+Test(launch_reuse, known_buffer_is_not_stretched, .timeout = 60)
+{
+    aclrtStream s;
+    HcclComm comm = one_rank_comm(&s);
+    char *buf;
+    cr_assert_eq(aclrtMalloc((void **)&buf, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(HcclAllReduce(buf, buf, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
+    cr_expect_eq(HcclAllReduce(buf + 2048, buf + 2048, 512, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s),
+                 HCCL_SUCCESS, "the second half of a known buffer is good");
+    cr_expect_eq(HcclAllReduce(buf + 2048, buf + 2048, 513, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s),
+                 HCCL_E_PARA, "4 bytes past a known buffer must be refused");
+    cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    cr_assert_eq(HcclCommDestroy(comm), HCCL_SUCCESS);
+    aclrtFree(buf);
+    aclrtDestroyStream(s);
+    aclFinalize();
+}
+
+/* One thread issues both ranks' calls (they only enqueue): device 0's buffer, known good for rank
+ * 0, is refused for rank 1, whose call then runs on its own buffer. */
+Test(launch_reuse, known_buffer_stays_with_its_device, .timeout = 60)
+{
+    int32_t devs[2] = {0, 1};
+    HcclComm comms[2];
+    aclrtStream s[2];
+    void *buf[2];
+    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
+    cr_assert_eq(HcclCommInitAll(2, devs, comms), HCCL_SUCCESS);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(aclrtSetDevice(i), ACL_SUCCESS);
+        cr_assert_eq(aclrtCreateStream(&s[i]), ACL_SUCCESS);
+        cr_assert_eq(aclrtMalloc(&buf[i], 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        cr_assert_eq(aclrtMemset(buf[i], 4096, 0, 4096), ACL_SUCCESS);
+    }
+    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+    cr_assert_eq(HcclAllReduce(buf[0], buf[0], 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comms[0], s[0]),
+                 HCCL_SUCCESS);
+    cr_assert_eq(aclrtSetDevice(1), ACL_SUCCESS);
+    cr_expect_eq(HcclAllReduce(buf[0], buf[0], 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comms[1], s[1]),
+                 HCCL_E_PARA, "device 0's buffer must be refused for device 1's rank");
+    cr_assert_eq(HcclAllReduce(buf[1], buf[1], 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comms[1], s[1]),
+                 HCCL_SUCCESS);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(aclrtSetDevice(i), ACL_SUCCESS);
+        cr_assert_eq(aclrtSynchronizeStream(s[i]), ACL_SUCCESS);
+        cr_assert_eq(HcclCommDestroy(comms[i]), HCCL_SUCCESS);
+        aclrtFree(buf[i]);
+        aclrtDestroyStream(s[i]);
+    }
+    aclFinalize();
+}
