@@ -120,6 +120,10 @@ static hal_result device_close(hal_device *dev)
         s->next = NULL;
         asc_stream_destroy(s);
     }
+    for (hal_stream *s = dev->retired; s; s = dev->retired) { /* nothing of the device runs now */
+        dev->retired = s->next;
+        free(s);
+    }
     asc_host_record_close(dev);
     asc_keydir_close(dev);
     asc_alloc_forget_device(dev->id);

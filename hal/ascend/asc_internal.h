@@ -50,6 +50,7 @@ struct hal_device {
     asc_keydir *dir;       /* this process's directory for the device (created on first export) */
     void *anchor;          /* exported allocation that makes the device importable */
     struct hal_stream *streams; /* every wrapper of this device (created and user streams) */
+    struct hal_stream *retired; /* destroyed wrappers, kept for late readers until device close */
     aclrtStream host_rec;  /* notify_host_record's stream (asc_notify.c), created on first use */
 };
 

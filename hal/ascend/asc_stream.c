@@ -133,11 +133,15 @@ hal_result asc_stream_destroy(hal_stream *s)
     free(s->retired);
     e = s->owned ? ACL(aclrtDestroyStream)(s->acl) : ACL_SUCCESS;
     sem_destroy(&s->subscribed);
-    /* The wrapper itself is kept (a few hundred bytes): events recorded on it and streams that
-     * waited on it may still read its sticky error. */
+    /* The wrapper itself is kept (a few hundred bytes) until its device closes: events recorded
+     * on it and streams that waited on it may still read its sticky error. */
     s->acl = NULL;
     s->stage = s->helper = s->gate = NULL;
     s->retired = NULL;
+    pthread_mutex_lock(&asc_lock);
+    s->next = s->dev->retired;
+    s->dev->retired = s;
+    pthread_mutex_unlock(&asc_lock);
     return asc_from_acl(e);
 }
 

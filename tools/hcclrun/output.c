@@ -31,7 +31,8 @@ static void emit(hr_stream *s, const char *line, size_t n)
     if (!out)
         return;
     memcpy(out, s->prefix, plen);
-    memcpy(out + plen, line, n);
+    if (n) /* an empty line: line may be NULL */
+        memcpy(out + plen, line, n);
     out[plen + n] = '\n';
     write_all(s->out_fd, out, plen + n + 1);
     free(out);
@@ -60,7 +61,8 @@ static void append(hr_stream *s, const char *p, size_t n)
             s->buf = b;
             s->cap = cap;
         }
-        memcpy(s->buf + s->len, p, take);
+        if (take) /* an empty line before any text: no buffer yet */
+            memcpy(s->buf + s->len, p, take);
         s->len += take;
         if (nl || s->len >= HR_MAX_LINE) {
             emit(s, s->buf, s->len);
