@@ -124,6 +124,8 @@ int algo_ring_push_build(algo_b *b);
  * S >= 2 servers of m ranks each (algo_hier_fits: and m >= 2, where it pays). */
 int algo_hier_build(algo_b *b);
 bool algo_hier_fits(const algo_op *op, const algo_topo *topo);
+/* Are the first n ranks all on one server (no topology: yes)? */
+bool algo_topo_one_server(const algo_topo *topo, uint32_t n);
 /* "hier" for every collective that has one (hier_coll.c): the collectives it can do (whatever the
  * placement), whether op on topo fits it (several servers, deterministic reductions excluded),
  * and the compiler (AllReduce: algo_hier_build). */

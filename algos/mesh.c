@@ -229,6 +229,12 @@ static void mesh_broadcast(algo_b *b)
     algo_b_epilogue(b, 0);
 }
 
+static void put_whole(algo_b *b, uint32_t s, uint32_t p)
+{
+    algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, 0), algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), b->op->count);
+    algo_b_signal(b, s, p, ALGO_SLOT_DATA);
+}
+
 static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
 {
     algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, 0), algo_b_ref(b, ALGO_BUF_IN, b->r, algo_blk_off(b->op, p)),
@@ -236,7 +242,8 @@ static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
-/* Scatter: the root writes each peer its block. */
+/* Scatter (the root writes each peer its block) and Broadcast across servers (the root writes its
+ * buffer into every peer: a rank may read no other server's memory, so receivers cannot pull). */
 static void mesh_rooted_put(algo_b *b, mesh_peer_fn put)
 {
     uint32_t r = b->r, root = b->op->root;
@@ -272,7 +279,12 @@ int algo_mesh_build(algo_b *b)
     case ALGO_COLL_REDUCE_SCATTER:
     case ALGO_COLL_REDUCE_SCATTERV: mesh_reduce_scatter(b); break;
     case ALGO_COLL_REDUCE: mesh_reduce(b); break;
-    case ALGO_COLL_BROADCAST: mesh_broadcast(b); break;
+    case ALGO_COLL_BROADCAST:
+        if (algo_topo_one_server(b->topo, b->n))
+            mesh_broadcast(b);
+        else
+            mesh_rooted_put(b, put_whole);
+        break;
     case ALGO_COLL_SCATTER: mesh_rooted_put(b, put_scatter_block); break;
     case ALGO_COLL_ALLTOALL:
     case ALGO_COLL_ALLTOALLV:

@@ -67,7 +67,7 @@ bool algo_eager_supports(const algo_op *op)
     return hal_dtype_size(op->dtype) && algo_eager_bytes(op) <= ALGO_EAGER_BOX;
 }
 
-static bool one_server(const algo_topo *topo, uint32_t n)
+bool algo_topo_one_server(const algo_topo *topo, uint32_t n)
 {
     if (!topo || !topo->server_of)
         return true;
@@ -81,7 +81,7 @@ static bool one_server(const algo_topo *topo, uint32_t n)
  * reductions take ring_push whatever is forced (ring and mesh reduce into peers' buffers). */
 static bool needs_push(const algo_op *op, const algo_topo *topo)
 {
-    return !one_server(topo, op->nranks) && algo_supports(ALGO_RING_PUSH, op);
+    return !algo_topo_one_server(topo, op->nranks) && algo_supports(ALGO_RING_PUSH, op);
 }
 
 /* hier's scratch on every rank within the budget (its leaders and agents need more than the flat
@@ -127,7 +127,7 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
         return forced;
     if (op->coll == ALGO_COLL_SENDRECV)
         return ALGO_P2P;
-    if (one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS) {
+    if (algo_topo_one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS) {
         /* Eager only where every other plan is mesh (all end full, plan.h INBOX) and unforced. */
         uint64_t max = topo ? topo->eager_max : 0;
         if (max == ALGO_EAGER_AUTO)
@@ -137,7 +137,7 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
         return ALGO_MESH;
     }
     algo_kind flat = is_a2a(op->coll) ? ALGO_PAIRWISE : ALGO_RING;
-    if (!one_server(topo, op->nranks) && hier_pays(op, topo, flat))
+    if (!algo_topo_one_server(topo, op->nranks) && hier_pays(op, topo, flat))
         return ALGO_HIER;
     return flat;
 }

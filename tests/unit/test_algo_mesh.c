@@ -65,3 +65,17 @@ Test(algo_mesh, broadcast_shares_copies)
         cr_expect(rep.full_end, "n=%u: every rank must end after every publication", n);
     }
 }
+
+/* Across servers a rank may read no other server's memory: a forced mesh Broadcast keeps the
+ * root's push there (receivers pulling from a root on another server failed at launch). */
+Test(algo_mesh, broadcast_across_servers_pushes)
+{
+    static const uint32_t so[4] = {0, 0, 1, 1};
+    algo_topo topo = {.nranks = 4, .server_of = so};
+    for (uint32_t root = 0; root < 4; root++) {
+        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 4, .count = 1u << 16, .dtype = HAL_DT_FP32,
+                      .redop = HAL_OP_SUM, .root = root, .in_place = true};
+        algo_verify_report rep;
+        cr_assert_eq(algo_verify(&op, &topo, ALGO_MESH, &rep), 0, "root %u: %s", root, rep.msg);
+    }
+}
