@@ -12,7 +12,7 @@
  * them crosses a hal/net link. --ranktable takes the servers and devices from a CANN rank table
  * (and sets CANN's RANK_TABLE_FILE, RANK_ID, RANK_SIZE, DEVICE_ID). --nnodes runs one hcclrun per
  * host: node I's ranks are I*N..I*N+N-1 of K*N, node 0 serves the store at A:P, the others use it.
- * --bind (tools/hcclrun/bind.c) binds each rank to a CPU when ranks outnumber them.
+ * --bind (tools/hcclrun/bind.c) binds each rank to a CPU when there are at least as many ranks as CPUs.
  *
  * One thread, one poll() loop: the ranks' output pipes, the store's sockets and a self-pipe woken
  * by SIGCHLD/SIGINT/SIGTERM. Only the processes it started are ever signalled, by pid. */

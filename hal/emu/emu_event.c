@@ -9,7 +9,8 @@
  * returns it, and a stream waiting on it fails with the same code and message.
  * Waits are adaptive (emu_poll: spin, yield, then the condvar); a record broadcasts only when a
  * waiter sleeps. event_sync without deadline first runs the recording stream's queued tasks on
- * the calling thread up to the record, when no executor holds that stream (emu_stream_run_until). */
+ * the calling thread up to the record, taking over from a worker at its next task boundary
+ * (emu_stream_run_until). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,7 +251,7 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
         uint64_t pos = e->rec_pos;
         pthread_mutex_unlock(&e->mu);
         emu_stream_run_until(s, gen, pos);
-        (void)event_poll(e, target); /* an executor holds the stream: wait adaptively */
+        (void)event_poll(e, target); /* the stream was destroyed since (another gen) */
         pthread_mutex_lock(&e->mu);
     }
     hal_result rc = HAL_OK;

@@ -172,7 +172,6 @@ hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 /* runtime/dma: turns a COPY/REDUCE step into DMA descriptors bound to this launch, written to d
  * (room for RT_DMA_MAX_PIECES); returns how many (0: nothing to move). */
 #define RT_DMA_MAX_PIECES 8
-
 uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
 /* Bytes a COPY/REDUCE step moves in this launch. */
 uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);

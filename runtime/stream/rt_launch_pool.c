@@ -165,9 +165,7 @@ HcclResult rt_launch_pool_warm(rt_comm *c)
         if (!ctx)
             return HCCL_E_MEMORY;
         bool ok = ctx_warm(ctx);
-        ctx->next = c->ctx_pool;
-        c->ctx_pool = ctx;
-        c->ctx_pooled++;
+        rt_launch_ctx_put(ctx);
         if (!ok)
             return HCCL_E_MEMORY; /* what was made is freed with the pool */
     }
