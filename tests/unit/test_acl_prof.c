@@ -210,7 +210,9 @@ Test(acl_prof, folder_that_cannot_be_created)
 }
 
 /* HCCL_TRACE_MAX_EVENTS bounds the buffered events (in chunks of 1024): past it events are dropped
- * and counted in the file, which stays valid. One stream, so one recording thread. */
+ * and counted in the file, which stays valid. The stream's tasks may be recorded by two threads
+ * (its worker, then the host that syncs and takes over), each filling its own chunk, so the cap
+ * bounds what is kept and every event is either kept or counted. */
 Test(acl_prof, cap_drops_and_counts)
 {
     enum { TASKS = 3000, CAP = 1024 };
@@ -233,10 +235,12 @@ Test(acl_prof, cap_drops_and_counts)
     cr_assert_eq(trace_files(dir, paths, 4), 1);
     json_object *root;
     json_object *events = trace_events(paths[0], &root);
-    cr_expect_eq(trace_count_cat(events, "task"), CAP);
+    int kept = trace_count_cat(events, "task");
     json_object *other = NULL;
     cr_assert(json_object_object_get_ex(root, "otherData", &other));
-    cr_expect_eq(trace_int(other, "dropped_events", -1), TASKS - CAP);
+    int dropped = trace_int(other, "dropped_events", -1);
+    cr_expect(kept > 0 && kept <= CAP, "%d task events kept, cap %d", kept, CAP);
+    cr_expect_eq(kept + dropped, TASKS, "%d kept + %d dropped", kept, dropped);
     json_object_put(root);
     unlink(paths[0]);
     rmdir(dir);
