@@ -54,8 +54,13 @@ static void cfg_init(void)
     /* Non-temporal copies from where a descriptor outgrows a core's L2 (docs/emulator.md, "DMA"). */
     g_cfg.copy_nt_bytes = env_u64("HCCL_EMU_COPY_NT_BYTES", 4u << 20, 0, UINT64_MAX);
     /* Adaptive waits (docs/emulator.md, "Waits"): defaults measured on a 2-core machine with more
-     * runnable threads than cores (docs/perf.md). */
+     * runnable threads than cores (docs/perf.md). Unset, notify waits spin only while this
+     * process works with no more devices than there are cores (emu_notify.c). */
+    const char *spin = getenv("HCCL_EMU_SPIN_US");
+    g_cfg.spin_auto = !spin || !*spin;
     g_cfg.spin_ns = env_u64("HCCL_EMU_SPIN_US", 0, 0, 1000000) * 1000ull;
+    long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+    g_cfg.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
     g_cfg.yield_ns = env_u64("HCCL_EMU_YIELD_US", 200, 0, 1000000) * 1000ull;
     g_cfg.worker_poll_ns = env_u64("HCCL_EMU_WORKER_POLL_US", 100, 0, 1000000) * 1000ull;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;

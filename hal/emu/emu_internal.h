@@ -38,6 +38,8 @@ typedef struct emu_config {
     uint64_t copy_nt_bytes; /* HCCL_EMU_COPY_NT_BYTES: copies this large stream around the caches; 0 = never */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: waits poll with cpu_relax this long, then yield */
+    bool spin_auto;         /* HCCL_EMU_SPIN_US unset: notify waits choose (emu_notify_spin_ns) */
+    uint32_t ncpus;         /* online CPUs */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
     uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
@@ -123,6 +125,8 @@ void emu_regions_unlock(void);
 /* Lock-free reading of the region table: between begin and end, emu_region_peek's result stays
  * mapped and allocated (writers wait for readers before they unmap). Keep it to a few loads. */
 void emu_regions_read_begin(void);
+/* Devices of this server this process has mapped (its own and imported ones). */
+uint32_t emu_regions_mapped(void);
 void emu_regions_read_end(void);
 emu_region *emu_region_peek(uint32_t id);
 /* Which device id of this process's server owns the region that would hold ptr (UINT32_MAX: none). */

@@ -18,6 +18,7 @@
 static pthread_mutex_t g_regions_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(emu_region *) g_regions[EMU_MAX_DEVICES]; /* by device id, this process's server */
 static _Atomic uint32_t g_readers; /* lock-free readers inside emu_regions_read_begin/end */
+static _Atomic uint32_t g_mapped;  /* slots of g_regions in use: devices this process works with */
 
 void emu_regions_lock(void) { pthread_mutex_lock(&g_regions_mu); }
 void emu_regions_unlock(void) { pthread_mutex_unlock(&g_regions_mu); }
@@ -52,7 +53,14 @@ static void wait_readers(void)
 
 static void set_slot(uint32_t id, emu_region *r)
 {
-    atomic_store(&g_regions[id], r);
+    emu_region *old = atomic_exchange(&g_regions[id], r);
+    if (!old != !r)
+        atomic_fetch_add_explicit(&g_mapped, r ? 1u : (uint32_t)-1, memory_order_relaxed);
+}
+
+uint32_t emu_regions_mapped(void)
+{
+    return atomic_load_explicit(&g_mapped, memory_order_relaxed);
 }
 
 /* Maps fd at the device's fixed address; never replaces an existing mapping. */

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "common/hal_testutil.h"
+#include "hal/emu/emu_internal.h"
 
 /* Runs fn with stderr going to a temporary file; returns what it wrote (caller frees). */
 static char *capture_stderr(void (*fn)(void *), void *arg)
@@ -126,4 +127,20 @@ Test(emu_share, stopped_owner_fails_import_after_connect_timeout, .timeout = 60)
     waitpid(pid, &st, 0);
     cr_expect_eq(rc, HAL_E_TIMEOUT, "mem_import from a stopped owner -> %s", hal_result_name(rc));
     HT_OK(h->device_close(d0));
+}
+
+/* Notify waits spin only while a process works with no more devices than there are cores
+ * (emu_notify.c): the count follows opens and closes. */
+Test(emu_env, mapped_devices_follow_open_and_close)
+{
+    const hal_ops *h = ht_hal();
+    uint32_t before = emu_regions_mapped();
+    hal_device *a = NULL, *b = NULL;
+    HT_OK(h->device_open(0, &a));
+    HT_OK(h->device_open(1, &b));
+    cr_expect_eq(emu_regions_mapped(), before + 2);
+    HT_OK(h->device_close(b));
+    cr_expect_eq(emu_regions_mapped(), before + 1);
+    HT_OK(h->device_close(a));
+    cr_expect_eq(emu_regions_mapped(), before);
 }
