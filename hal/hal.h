@@ -139,6 +139,10 @@ typedef void (*hal_mem_free_fn)(void *arg, void *base, size_t size);
 
 typedef struct hal_ops {
     const char *name; /* "emu", "ascend" */
+    /* Device memory of this process's devices and of imported peers is plain host memory at the
+     * device address: a task function (task_async, HAL_INSN_FN) may read and write it directly.
+     * True on the emulator only; hardware needs DMA for device memory. */
+    bool host_mapped_mem;
 
     /* --- devices --- */
     hal_result (*device_count)(uint32_t *count);

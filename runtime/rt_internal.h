@@ -123,7 +123,9 @@ typedef struct rt_comm {
     uint64_t scratch_bytes;
     uint64_t scratch_budget;  /* the least scratch_bytes of all ranks: plans' rounds depend on it (algo_topo
                                * scratch_max), so every rank must compile with the same */
-    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks x ALGO_EAGER_BOX bytes (pooled) */
+    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks boxes of RT_BOX_STRIDE bytes (pooled) */
+    bool eager_hdr;           /* eager plans in header mode (rt_publish.c): task functions can write
+                                 peers' inboxes (hal host_mapped_mem) */
     size_t inbox_pool_bytes;
     bool staging;             /* HCCL_ASCEND_STAGING: calls go through the staging buffers (rt_staging.c) */
     void *stage;              /* staging IN (stage_half bytes), then staging OUT (stage_half bytes) */
@@ -196,14 +198,35 @@ rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 _Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c);
 /* Destroy after an eager call: waits (bounded) until every peer read this rank's last record. */
 void rt_ctrl_wait_fetched(rt_comm *c);
+/* A box as laid out in an inbox slot: RT_BOX_HDR bytes of header (header mode, rt_publish.c: the
+ * writer's signature of the call), then the box's ALGO_EAGER_BOX bytes, which start in the
+ * header's cache line, so a small message and its header travel as one line. */
+#define RT_BOX_HDR 48u
+#define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
+_Static_assert(sizeof(rt_sig) <= RT_BOX_HDR, "an eager box header holds one rt_sig");
+/* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot. */
+static inline uint64_t rt_box_offset(uint64_t algo_offset)
+{
+    return algo_offset / ALGO_EAGER_BOX * RT_BOX_STRIDE + RT_BOX_HDR + algo_offset % ALGO_EAGER_BOX;
+}
+/* The header of box `writer` in an inbox slot. */
+static inline rt_sig *rt_box_hdr(void *slot, uint32_t writer)
+{
+    return (rt_sig *)(void *)((char *)slot + writer * RT_BOX_STRIDE);
+}
 /* Bytes of one rank's eager inbox, and the stride between its slots. */
 static inline uint64_t rt_inbox_slot_bytes(const rt_comm *c)
 {
-    return (uint64_t)c->nranks * ALGO_EAGER_BOX;
+    return (uint64_t)c->nranks * RT_BOX_STRIDE;
 }
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
     return ALGO_EAGER_SLOTS * rt_inbox_slot_bytes(c);
+}
+/* Op seq's slot of an inbox (ours or a peer's): it alternates by seq parity (algos/plan.h). */
+static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint64_t seq)
+{
+    return (char *)inbox + (seq % ALGO_EAGER_SLOTS) * rt_inbox_slot_bytes(c);
 }
 /* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);

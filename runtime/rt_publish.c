@@ -117,6 +117,12 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
     if (!rt_ctrl_peer_live(c, peer))
         return report_destroyed(ctx, peer, seq, msg, len);
+    if (ready != seq && c->eager_hdr) { /* an eager peer in header mode published its call in my inbox */
+        rt_sig theirs;
+        memcpy(&theirs, rt_box_hdr(rt_inbox_slot(c, c->inbox, seq), peer), sizeof theirs);
+        if (theirs.seq == seq)
+            return report_mismatch(ctx, peer, &theirs, msg, len);
+    }
     if (ready != seq) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu but found op #%llu", c->name,
                  c->rank, peer, (unsigned long long)seq, (unsigned long long)ready);
@@ -132,5 +138,43 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
         return report_destroyed(ctx, peer, seq, msg, len);
     /* Mine, read by the peer's destroy (rt_ctrl_wait_fetched): its record may be released now. */
     atomic_store_explicit(&rt_ctrl_fetched(c->ctrl)[peer], seq, memory_order_release);
+    return 0;
+}
+
+/* Header mode (docs/runtime.md, "Eager header mode"), where task functions reach peers' memory
+ * (the emulator): an eager call publishes no record. Its writer puts the call's signature into
+ * the header of its own box in every peer's inbox slot, next to the data it copies there, before
+ * the PUB signals; the peer's FETCH reads the header from its own inbox instead of the record in
+ * the writer's control block: one cache line it reads anyway instead of two it would miss. */
+int rt_eager_post_task(void *arg, char *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    rt_launch_ctx *ctx = arg;
+    rt_comm *c = ctx->c;
+    rt_sig sig = ctx->sig;
+    sig.seq = ctx->seq;
+    for (uint32_t q = 0; q < c->nranks; q++)
+        if (q != c->rank)
+            memcpy(rt_box_hdr(ctx->inbox[q], c->rank), &sig, sizeof sig);
+    return 0;
+}
+
+/* After the peer's PUB signal. A header of another call means the signal was not this call's
+ * data: the peer destroyed its communicator (a FINALIZE record) or runs a plan that publishes
+ * (a mismatch); its record says which, as in the record mode. */
+int rt_eager_check_task(void *arg, char *msg, size_t len)
+{
+    rt_fetch_arg *fa = arg;
+    rt_launch_ctx *ctx = fa->ctx;
+    rt_comm *c = ctx->c;
+    rt_sig theirs;
+    memcpy(&theirs, rt_box_hdr(ctx->inbox[c->rank], fa->peer), sizeof theirs);
+    if (theirs.seq != ctx->seq)
+        return rt_fetch_task(arg, msg, len);
+    if (!sig_equal(&theirs, &ctx->sig))
+        return report_mismatch(ctx, fa->peer, &theirs, msg, len);
+    /* Read by the peer's destroy (rt_ctrl_wait_fetched), as after a record. */
+    atomic_store_explicit(&rt_ctrl_fetched(c->ctrl)[fa->peer], ctx->seq, memory_order_release);
     return 0;
 }

@@ -78,11 +78,10 @@ static void throttle(rt_comm *c)
  * by seq, so a reused program sets it again (rt_rebind). */
 static void bind_inbox(rt_comm *c, rt_launch_ctx *ctx)
 {
-    if (!ctx->plan->inbox_bytes)
+    if (!ctx->plan->inbox_bytes && !ctx->hdr)
         return;
-    uint64_t at = (ctx->seq % ALGO_EAGER_SLOTS) * rt_inbox_slot_bytes(c);
     for (uint32_t r = 0; r < c->nranks; r++)
-        ctx->inbox[r] = (char *)c->peers[r].inbox + at;
+        ctx->inbox[r] = rt_inbox_slot(c, c->peers[r].inbox, ctx->seq);
 }
 
 HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
@@ -199,6 +198,7 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->npost = call->npost;
         /* The seq this op will take (c->lock is held): inbox refs are bound by its parity. */
         ctx->seq = c->seq + 1;
+        ctx->hdr = c->eager_hdr && ctx->plan->algo == ALGO_EAGER;
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)
             rt_launch_ctx_put(ctx); /* no seq taken: the communicator stays usable */

@@ -73,6 +73,7 @@ struct rt_launch_ctx {
     uint64_t seq;              /* collective seq, or 0 for p2p (per-item ordinals below) */
     rt_sig sig;
     bool p2p;
+    bool hdr;                  /* an eager plan in header mode: PUBLISH/FETCH through box headers (rt_publish.c) */
     hal_event *done;           /* recorded after the last task: reclaim when complete (kept when pooled) */
     hal_stream *stream;        /* the stream the launch was issued on */
     rt_launch_ctx *next;       /* comm's in-flight list, or its pool of free contexts */
@@ -161,6 +162,8 @@ int rt_vcheck_peer(rt_launch_ctx *ctx, uint32_t peer, const uint64_t *theirs, ch
 /* Device-side tasks (hal_task_fn). */
 int rt_publish_task(void *arg, char *msg, size_t len);
 int rt_fetch_task(void *arg, char *msg, size_t len);
+int rt_eager_post_task(void *arg, char *msg, size_t len);  /* header mode's PUBLISH (arg: ctx) */
+int rt_eager_check_task(void *arg, char *msg, size_t len); /* header mode's FETCH (arg: rt_fetch_arg) */
 /* p2p (runtime/rt_p2p_pub.c): PUBLISH (arg: ctx), FETCH of a send item and the check after a
  * receive item's data signal (arg: the rt_p2p_item). */
 int rt_p2p_publish_task(void *arg, char *msg, size_t len);

@@ -204,7 +204,7 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
     if (ctx->p2p)
         return push_fn(ctx, stream, step, rt_p2p_fetch_task, &ctx->p2p_items[item]);
-    return push_fn(ctx, stream, step, rt_fetch_task, &ctx->fetch[peer]);
+    return push_fn(ctx, stream, step, ctx->hdr ? rt_eager_check_task : rt_fetch_task, &ctx->fetch[peer]);
 }
 
 static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
@@ -217,7 +217,8 @@ static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     case ALGO_STEP_WAIT:
         return build_sync(ctx, stream, step, st);
     case ALGO_STEP_PUBLISH:
-        return push_fn(ctx, stream, step, ctx->p2p ? rt_p2p_publish_task : rt_publish_task, ctx);
+        return push_fn(ctx, stream, step,
+                       ctx->p2p ? rt_p2p_publish_task : ctx->hdr ? rt_eager_post_task : rt_publish_task, ctx);
     case ALGO_STEP_FETCH:
         return build_fetch(ctx, stream, step, st);
     default:

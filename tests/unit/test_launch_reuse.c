@@ -107,7 +107,7 @@ static void p2p(rank_t *r, int p)
     cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
 }
 
-typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT } scenario;
+typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG } scenario;
 typedef struct job {
     rank_t *r;
     scenario sc;
@@ -121,6 +121,9 @@ static void *rank_main(void *arg)
     switch (jb->sc) {
     case SC_WARM:
         allreduce(r, 0, 0, SMALL, false);
+        break;
+    case SC_BIG:
+        allreduce(r, 1, 1, BIG, false);
         break;
     case SC_STEADY: /* one shape; other buffers and the other inbox slot every call */
         for (int i = 1; i <= 60; i++)
@@ -315,4 +318,25 @@ Test(launch_reuse, known_buffer_stays_with_its_device, .timeout = 60)
         aclrtDestroyStream(s[i]);
     }
     aclFinalize();
+}
+
+/* On the emulator eager calls run in header mode (rt_publish.c): the writer's signature rides in
+ * its box header of every peer's inbox, and no record is published; a mesh call publishes one. */
+Test(launch_reuse, eager_call_travels_in_box_headers, .timeout = 60)
+{
+    rank_t ranks[NRANKS];
+    setup(ranks); /* op #1: SMALL, eager */
+    run(ranks, SC_BIG); /* op #2: BIG, mesh */
+    rt_comm *c[NRANKS];
+    for (uint32_t i = 0; i < NRANKS; i++)
+        cr_assert_eq(rt_comm_get(ranks[i].comm, "test", &c[i]), HCCL_SUCCESS);
+    cr_assert(c[0]->eager_hdr, "the emulator's task functions reach peers' inboxes");
+    cr_expect_neq(atomic_load(&rt_ctrl_pub(c[0]->ctrl, 1)->ready), 1, "the eager op published a record");
+    cr_expect_eq(atomic_load(&rt_ctrl_pub(c[0]->ctrl, 2)->ready), 2, "the mesh op published no record");
+    const rt_sig *h = rt_box_hdr(rt_inbox_slot(c[1], c[1]->inbox, 1), 0);
+    cr_expect_eq(h->seq, 1);
+    cr_expect_eq(h->cmd, HCCL_CMD_ALLREDUCE);
+    cr_expect_eq(h->count, SMALL);
+    cr_expect_eq(h->eager, 1);
+    teardown(ranks);
 }
