@@ -36,6 +36,7 @@ static HcclResult alloc_device_state(rt_comm *c)
         c->scratch_bytes /= 2;
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
+    c->eager_hdr = c->hal->host_mapped_mem && !c->staging; /* docs/runtime.md, "Eager header mode" */
     CHECK(rt_inbox_acquire(c));
     if (c->staging)
         CHECK(rt_staging_alloc(c));
