@@ -279,6 +279,10 @@ void emu_task_release_refs(emu_task *t);
 void emu_task_recycle_locked(hal_stream *s, emu_task *t);
 /* Refills the calling thread's spare task from s's pool (s->mu held). */
 void emu_task_refill_locked(hal_stream *s);
+/* Tasks emu_task_new had to allocate (no spare at hand), process-wide: tests. */
+uint64_t emu_task_enqueue_allocs(void);
+/* Puts up to n new tasks, their memory written, into s's pool (s->mu held). */
+void emu_task_pool_fill_locked(hal_stream *s, uint32_t n);
 /* Frees s's pool (stream teardown). */
 void emu_task_pool_drain(hal_stream *s);
 
@@ -372,6 +376,8 @@ hal_result emu_event_elapsed_ms(struct hal_event *start, struct hal_event *end, 
 hal_result emu_notify_create(hal_device *dev, struct hal_notify **n);
 hal_result emu_notify_destroy(struct hal_notify *n);
 hal_result emu_notify_export(struct hal_notify *n, hal_notify_handle *h);
+/* n got an IPC key (emu_ipc_notify_export): its destroy must close the key (emu_ipc_forget_notify). */
+void emu_notify_mark_ipc(struct hal_notify *n);
 hal_result emu_notify_import(hal_device *dev, const hal_notify_handle *h, struct hal_notify **n);
 uint32_t emu_notify_id(struct hal_notify *n);
 hal_result emu_notify_record(struct hal_notify *n, hal_stream *s);

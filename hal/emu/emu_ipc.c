@@ -148,6 +148,7 @@ hal_result emu_ipc_notify_export(hal_notify *n, uint32_t flags, char *key)
                (uint32_t)h.offset, h.owner.device_id, h.owner.pid);
         return HAL_E_PARAM;
     }
+    emu_notify_mark_ipc(n); /* before the key exists: its destroy must close it */
     emu_ipc_entry *table = ipc_table(base);
     for (uint32_t slot = 0; slot < EMU_IPC_ENTRIES; slot++) { /* already exported: same key */
         emu_ipc_entry *e = &table[slot];

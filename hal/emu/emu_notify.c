@@ -27,6 +27,7 @@ struct hal_notify {
     bool imported;
     hal_device_handle owner;
     _Atomic int refs;
+    _Atomic bool ipc_exported; /* has had an IPC key (emu_ipc.c): its destroy closes the key */
     bool destroyed;
     struct hal_notify *next, *prev;
 };
@@ -47,7 +48,8 @@ void emu_notify_put(hal_notify *n)
         return;
     if (!n->imported) { /* give the slot back: stale handles of this generation go dead here */
         hal_device *dev = n->dev;
-        emu_ipc_forget_notify(dev->region->base, (uint64_t)n->gen << 32 | n->index);
+        if (atomic_load(&n->ipc_exported)) /* the scan reads the whole IPC table: only if needed */
+            emu_ipc_forget_notify(dev->region->base, (uint64_t)n->gen << 32 | n->index);
         atomic_store(&n->slot->word, (uint64_t)(n->gen + 1) << 32);
         pthread_mutex_lock(&dev->mu);
         dev->notify_bitmap[n->index / 8] &= (uint8_t) ~(1u << (n->index % 8));
@@ -140,6 +142,11 @@ hal_result emu_notify_destroy(hal_notify *n)
         return HAL_E_PARAM;
     emu_notify_put(n);
     return HAL_OK;
+}
+
+void emu_notify_mark_ipc(hal_notify *n)
+{
+    atomic_store(&n->ipc_exported, true);
 }
 
 hal_result emu_notify_export(hal_notify *n, hal_notify_handle *h)

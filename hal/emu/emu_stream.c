@@ -21,6 +21,12 @@
 #include "hal/emu/emu_sys.h"
 
 #define EMU_MAX_STREAMS 16384u /* per process; the table reserves address space, not memory */
+/* Tasks a new stream starts with in its pool, as a device's submission queue exists before the
+ * first launch: a loop of enqueues running ahead (a launch is a program and an event record; the
+ * runtime keeps up to 256 launches in flight) takes them instead of allocating, and faulting in
+ * fresh heap pages, on the hot path: on a VM a page fault costs ~10 us, and the first 8 B
+ * AllReduce loop of a process ran 2-3x slower than the next (docs/perf.md). */
+#define EMU_STREAM_WARM_TASKS 512u
 
 static pthread_mutex_t g_slots_mu = PTHREAD_MUTEX_INITIALIZER; /* create/destroy only */
 static _Atomic(hal_stream *) g_slots;  /* EMU_MAX_STREAMS slots */
@@ -252,6 +258,7 @@ hal_result emu_stream_new(hal_device *dev, hal_stream **out)
     }
     pthread_mutex_lock(&s->mu); /* a late event sync may still look at the slot: gen tells it apart */
     slot_init(s, dev);
+    emu_task_pool_fill_locked(s, EMU_STREAM_WARM_TASKS);
     pthread_mutex_unlock(&s->mu);
     if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
         OH_ERR("emu", "device %u: cannot start a stream worker thread", dev->id);

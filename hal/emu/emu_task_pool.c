@@ -4,6 +4,7 @@
  * next emu_task_new of the thread takes the spare without a lock. Every task has the same size, so
  * a spare taken from one stream serves any other. Bounded: a stream keeps at most POOL_MAX tasks
  * (a burst of enqueues leaves no lasting footprint), a thread one spare (freed at thread exit). */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "hal/emu/emu_internal.h"
@@ -37,18 +38,32 @@ static void key_create(void)
     g_key_ok = pthread_key_create(&g_key, spare_thread_exit) == 0;
 }
 
-emu_task *emu_task_new(emu_task_kind kind)
+static _Atomic uint64_t g_enqueue_allocs;
+
+uint64_t emu_task_enqueue_allocs(void)
 {
-    emu_task *t = t_spare;
+    return atomic_load(&g_enqueue_allocs);
+}
+
+static emu_task *task_alloc(void)
+{
+    emu_task *t = malloc(sizeof *t);
     if (t) {
-        t_spare = NULL;
-    } else {
-        t = malloc(sizeof *t);
-        if (!t)
-            return NULL;
         t->heap_descs = NULL;
         t->heap_cap = 0;
     }
+    return t;
+}
+
+emu_task *emu_task_new(emu_task_kind kind)
+{
+    emu_task *t = t_spare;
+    if (t)
+        t_spare = NULL;
+    else if (!(t = task_alloc()))
+        return NULL;
+    else
+        atomic_fetch_add_explicit(&g_enqueue_allocs, 1, memory_order_relaxed);
     t->next = NULL;
     t->kind = kind;
     t->trace_tag.op = 0;
@@ -99,6 +114,17 @@ void emu_task_refill_locked(hal_stream *s)
     t_spare = s->free_tasks;
     s->free_tasks = t_spare->next;
     s->nfree--;
+}
+
+void emu_task_pool_fill_locked(hal_stream *s, uint32_t n)
+{
+    while (s->nfree < n && s->nfree < POOL_MAX) {
+        emu_task *t = task_alloc(); /* written: its page is faulted in here, not at an enqueue */
+        if (!t)
+            return; /* the pool is an optimization: enqueues allocate what is missing */
+        t->kind = EMU_T_HOST;
+        emu_task_recycle_locked(s, t);
+    }
 }
 
 void emu_task_pool_drain(hal_stream *s)

@@ -139,25 +139,39 @@ void rt_launch_ctx_put(rt_launch_ctx *ctx)
     c->ctx_pooled++;
 }
 
-/* Instructions, descriptors and segments a warmed context has room for: an eager or small mesh
- * plan's (larger plans grow them on first use). */
-#define RT_WARM_INSNS 32u
+/* What a warmed context has room for: an eager plan's program on m ranks takes 5m - 3
+ * instructions, 2m - 1 descriptors and 4m - 1 rebinds (AllReduce, the largest), with m at most
+ * RT_WARM_RANKS (eager runs on up to 8 ranks by default, algos/select.c); larger plans grow the
+ * arrays on first use. */
+#define RT_WARM_RANKS 8u
 #define RT_WARM_SEGS 4u
+
+/* Grows an array to `need` elements and writes it, so its pages are faulted in here and not at
+ * its first use on the hot path. */
+static bool grow_touched(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (!rt_grow(arr, cap, need, elem))
+        return false;
+    memset(*arr, 0, (size_t)*cap * elem);
+    return true;
+}
 
 static bool ctx_warm(rt_launch_ctx *ctx)
 {
+    uint32_t m = ctx->c->nranks < RT_WARM_RANKS ? ctx->c->nranks : RT_WARM_RANKS;
     return ctx->c->hal->event_create(ctx->c->dev, 0, &ctx->done) == HAL_OK &&
-           rt_grow((void **)&ctx->insns, &ctx->insns_cap, RT_WARM_INSNS, sizeof *ctx->insns) &&
-           rt_grow((void **)&ctx->isrc, &ctx->isrc_cap, RT_WARM_INSNS, sizeof *ctx->isrc) &&
-           rt_grow((void **)&ctx->descs, &ctx->descs_cap, RT_WARM_INSNS, sizeof *ctx->descs) &&
-           rt_grow((void **)&ctx->segs, &ctx->segs_cap, RT_WARM_SEGS, sizeof *ctx->segs);
+           grow_touched((void **)&ctx->insns, &ctx->insns_cap, 5 * m, sizeof *ctx->insns) &&
+           grow_touched((void **)&ctx->isrc, &ctx->isrc_cap, 5 * m, sizeof *ctx->isrc) &&
+           grow_touched((void **)&ctx->descs, &ctx->descs_cap, 2 * m + RT_DMA_MAX_PIECES, sizeof *ctx->descs) &&
+           grow_touched((void **)&ctx->rebinds, &ctx->rebinds_cap, 4 * m, sizeof *ctx->rebinds) &&
+           grow_touched((void **)&ctx->segs, &ctx->segs_cap, RT_WARM_SEGS, sizeof *ctx->segs);
 }
 
 /* Fills the pool at communicator init with half as many contexts as may be in flight (the rest
  * come when a loop first runs that far ahead), each with its completion event and room for a
- * small plan: the first launches then allocate nothing either (each fresh context cost page
- * faults and an event on the hot path: the first back-to-back loop of a communicator ran 2-3x
- * slower than the next, docs/perf.md). */
+ * small plan, its memory written: the first launches then allocate nothing and fault in no page
+ * (each fresh context cost page faults and an event on the hot path: the first back-to-back loop
+ * of a communicator ran 2-3x slower than the next, docs/perf.md). */
 HcclResult rt_launch_pool_warm(rt_comm *c)
 {
     while (c->ctx_pooled < RT_LAUNCH_INFLIGHT_MAX / 2) {

@@ -1,7 +1,7 @@
 /* The emulator's execution core: a host thread that syncs without deadline runs the stream's
  * queued tasks itself (order, sticky errors and accounting as on the worker), the worker still
- * runs tasks nobody syncs for, the task pool (many enqueues, threads that exit; ASan finds leaks)
- * and liveness checks of destroyed streams. emu_stream_test_park keeps the worker off a stream
+ * runs tasks nobody syncs for, the task pool (many enqueues, threads that exit; ASan finds leaks;
+ * a new stream's pool serves a burst of enqueues without allocating) and liveness checks of destroyed streams. emu_stream_test_park keeps the worker off a stream
  * until a host executor ran, so who executes is deterministic (a regression that stops host
  * execution leaves a parked stream hanging: the timeouts turn that into a failure). */
 #include <pthread.h>
@@ -262,6 +262,40 @@ static void *pool_thread(void *arg)
         if (p->h->host_func_async(p->s, nop_fn, NULL) != HAL_OK)
             return (void *)1;
     return NULL; /* exits holding a spare task: freed at thread exit */
+}
+
+static void *burst_thread(void *arg)
+{
+    pool_arg *p = arg;
+    for (int i = 0; i < 500; i++)
+        if (p->h->host_func_async(p->s, nop_fn, NULL) != HAL_OK)
+            return (void *)1;
+    return NULL;
+}
+
+/* A device's stream has its queue before the first launch: 500 enqueues into a new stream that
+ * nothing runs yet (parked) take tasks from its pool, except the enqueuing thread's first (it has
+ * no spare yet). Allocating them on the hot path faulted in fresh heap pages, ~10 us each on a VM. */
+Test(emu_exec, new_stream_pool_serves_a_burst, .timeout = 60)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d = ht_open(h, 0);
+    hal_stream *s;
+    HT_OK(h->stream_create(d, &s));
+    emu_stream_test_park(s);
+    pool_arg pa = {h, s, NULL};
+    uint64_t before = emu_task_enqueue_allocs();
+    pthread_t t; /* a new thread: no spare task from earlier enqueues */
+    void *ret;
+    cr_assert_eq(pthread_create(&t, NULL, burst_thread, &pa), 0);
+    pthread_join(t, &ret);
+    cr_assert_null(ret);
+    uint64_t allocs = emu_task_enqueue_allocs() - before;
+    cr_assert_leq(allocs, 1, "%llu of 500 enqueues allocated a task", (unsigned long long)allocs);
+    cr_assert_eq(h->stream_query(s), HAL_E_NOT_READY, "parked: the burst is still queued");
+    HT_OK(h->stream_sync(s, -1));
+    HT_OK(h->stream_destroy(s));
+    HT_OK(h->device_close(d));
 }
 
 Test(emu_exec, task_pool_many_enqueues, .timeout = 60)
