@@ -273,6 +273,12 @@ void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos);
 void emu_stream_test_park(hal_stream *s);
 
 /* --- task pool (emu_task_pool.c) --- */
+/* Tasks a new stream starts with in its pool, as a device's submission queue exists before the
+ * first launch: a loop of enqueues running ahead (a launch is a program and an event record; the
+ * runtime keeps up to 128 launches in flight) takes them instead of allocating, and faulting in
+ * fresh heap pages, on the hot path: on a VM a page fault costs ~10 us, and the first 8 B
+ * AllReduce loop of a process ran 2-3x slower than the next (docs/perf.md). */
+#define EMU_STREAM_WARM_TASKS 256u
 /* Drops what a task references (events, notifies) once it ran or was discarded. */
 void emu_task_release_refs(emu_task *t);
 /* Puts a task that ran into s's pool (s->mu held; refs already released). */

@@ -21,12 +21,6 @@
 #include "hal/emu/emu_sys.h"
 
 #define EMU_MAX_STREAMS 16384u /* per process; the table reserves address space, not memory */
-/* Tasks a new stream starts with in its pool, as a device's submission queue exists before the
- * first launch: a loop of enqueues running ahead (a launch is a program and an event record; the
- * runtime keeps up to 256 launches in flight) takes them instead of allocating, and faulting in
- * fresh heap pages, on the hot path: on a VM a page fault costs ~10 us, and the first 8 B
- * AllReduce loop of a process ran 2-3x slower than the next (docs/perf.md). */
-#define EMU_STREAM_WARM_TASKS 512u
 
 static pthread_mutex_t g_slots_mu = PTHREAD_MUTEX_INITIALIZER; /* create/destroy only */
 static _Atomic(hal_stream *) g_slots;  /* EMU_MAX_STREAMS slots */

@@ -167,14 +167,14 @@ static bool ctx_warm(rt_launch_ctx *ctx)
            grow_touched((void **)&ctx->segs, &ctx->segs_cap, RT_WARM_SEGS, sizeof *ctx->segs);
 }
 
-/* Fills the pool at communicator init with half as many contexts as may be in flight (the rest
- * come when a loop first runs that far ahead), each with its completion event and room for a
- * small plan, its memory written: the first launches then allocate nothing and fault in no page
- * (each fresh context cost page faults and an event on the hot path: the first back-to-back loop
- * of a communicator ran 2-3x slower than the next, docs/perf.md). */
+/* Fills the pool at communicator init with as many contexts as may be in flight, each with its
+ * completion event and room for an eager plan, its memory written: the launches of a loop then
+ * allocate nothing and fault in no page (each fresh context cost page faults, ~10 us each on a VM,
+ * and an event on the hot path: the first back-to-back loop of a communicator ran 2-3x slower than
+ * the next, docs/perf.md). */
 HcclResult rt_launch_pool_warm(rt_comm *c)
 {
-    while (c->ctx_pooled < RT_LAUNCH_INFLIGHT_MAX / 2) {
+    while (c->ctx_pooled < RT_LAUNCH_INFLIGHT_MAX) {
         rt_launch_ctx *ctx = ctx_alloc(c);
         if (!ctx)
             return HCCL_E_MEMORY;

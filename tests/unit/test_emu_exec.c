@@ -267,15 +267,15 @@ static void *pool_thread(void *arg)
 static void *burst_thread(void *arg)
 {
     pool_arg *p = arg;
-    for (int i = 0; i < 500; i++)
+    for (uint32_t i = 0; i < EMU_STREAM_WARM_TASKS; i++)
         if (p->h->host_func_async(p->s, nop_fn, NULL) != HAL_OK)
             return (void *)1;
     return NULL;
 }
 
-/* A device's stream has its queue before the first launch: 500 enqueues into a new stream that
- * nothing runs yet (parked) take tasks from its pool, except the enqueuing thread's first (it has
- * no spare yet). Allocating them on the hot path faulted in fresh heap pages, ~10 us each on a VM. */
+/* A device's stream has its queue before the first launch: EMU_STREAM_WARM_TASKS enqueues into a
+ * new stream that nothing runs yet (parked) take tasks from its pool, except the enqueuing
+ * thread's first (it has no spare yet). Allocating them on the hot path faulted in fresh heap pages, ~10 us each on a VM. */
 Test(emu_exec, new_stream_pool_serves_a_burst, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
@@ -291,7 +291,8 @@ Test(emu_exec, new_stream_pool_serves_a_burst, .timeout = 60)
     pthread_join(t, &ret);
     cr_assert_null(ret);
     uint64_t allocs = emu_task_enqueue_allocs() - before;
-    cr_assert_leq(allocs, 1, "%llu of 500 enqueues allocated a task", (unsigned long long)allocs);
+    cr_assert_leq(allocs, 1, "%llu of %u enqueues allocated a task", (unsigned long long)allocs,
+                  EMU_STREAM_WARM_TASKS);
     cr_assert_eq(h->stream_query(s), HAL_E_NOT_READY, "parked: the burst is still queued");
     HT_OK(h->stream_sync(s, -1));
     HT_OK(h->stream_destroy(s));
