@@ -198,7 +198,8 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->npost = call->npost;
         /* The seq this op will take (c->lock is held): inbox refs are bound by its parity. */
         ctx->seq = c->seq + 1;
-        ctx->hdr = c->eager_hdr && !c->net && ctx->plan->algo == ALGO_EAGER; /* task functions reach every peer */
+        /* Header mode: task functions reach every peer's inbox. */
+        ctx->hdr = c->eager_hdr && !c->net && ctx->plan->algo == ALGO_EAGER;
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)
             rt_launch_ctx_put(ctx); /* no seq taken: the communicator stays usable */

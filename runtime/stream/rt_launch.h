@@ -73,7 +73,7 @@ struct rt_launch_ctx {
     uint64_t seq;              /* collective seq, or 0 for p2p (per-item ordinals below) */
     rt_sig sig;
     bool p2p;
-    bool hdr;                  /* an eager plan in header mode: PUBLISH/FETCH through box headers (rt_publish.c) */
+    bool hdr;                  /* eager plan in header mode: PUBLISH/FETCH via box headers (rt_publish.c) */
     hal_event *done;           /* recorded after the last task: reclaim when complete (kept when pooled) */
     hal_stream *stream;        /* the stream the launch was issued on */
     rt_launch_ctx *next;       /* comm's in-flight list, or its pool of free contexts */

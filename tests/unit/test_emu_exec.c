@@ -1,9 +1,10 @@
 /* The emulator's execution core: a host thread that syncs without deadline runs the stream's
  * queued tasks itself (order, sticky errors and accounting as on the worker), the worker still
  * runs tasks nobody syncs for, the task pool (many enqueues, threads that exit; ASan finds leaks;
- * a new stream's pool serves a burst of enqueues without allocating) and liveness checks of destroyed streams. emu_stream_test_park keeps the worker off a stream
- * until a host executor ran, so who executes is deterministic (a regression that stops host
- * execution leaves a parked stream hanging: the timeouts turn that into a failure). */
+ * a new stream's pool serves a burst of enqueues without allocating) and liveness checks of
+ * destroyed streams. emu_stream_test_park keeps the worker off a stream until a host executor
+ * ran, so who executes is deterministic (a regression that stops host execution leaves a parked
+ * stream hanging: the timeouts turn that into a failure). */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -275,7 +276,8 @@ static void *burst_thread(void *arg)
 
 /* A device's stream has its queue before the first launch: EMU_STREAM_WARM_TASKS enqueues into a
  * new stream that nothing runs yet (parked) take tasks from its pool, except the enqueuing
- * thread's first (it has no spare yet). Allocating them on the hot path faulted in fresh heap pages, ~10 us each on a VM. */
+ * thread's first (it has no spare yet). Allocating them on the hot path faulted in fresh heap
+ * pages, ~10 us each on a VM. */
 Test(emu_exec, new_stream_pool_serves_a_burst, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
