@@ -57,14 +57,14 @@ static void sim_free(vsim *s)
         }
     if (s->q)
         for (size_t i = 0; i < (size_t)s->n * s->n * ALGO_MAX_SLOTS; i++)
-            free(s->q[i].snap);
+            free(s->q[i].sig);
     free(s->sp);
     free(s->q);
     free(s->thr);
     free(s->tbase);
     free(s->vc);
     free(s->snaps);
-    free(s->snap_t);
+    free(s->snap_refs);
     free(s->freesnap);
     free(s->fetch);
     free(s->pub_clk);
@@ -102,6 +102,7 @@ static int sim_alloc(vsim *s)
         for (uint32_t k = 0; k < s->plans[r]->nstreams; k++) {
             vthr *th = vsim_thr(s, r, k);
             th->tid = s->tbase[r] + k;
+            th->snap = VSNAP_NONE;
             th->rank = r;
             th->stream = k;
             th->list = &s->plans[r]->streams[k];

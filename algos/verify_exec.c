@@ -32,18 +32,21 @@ static bool hb(vsim *s, uint32_t tid, uint32_t clk, uint32_t cur)
 }
 
 /* dst = max(dst, src) elementwise, 4 lanes at a time (T is padded to a multiple of 8): the join is
- * the verifier's inner loop. */
+ * the verifier's inner loop. Returns whether dst grew. */
 typedef uint32_t vc4 __attribute__((vector_size(16)));
-static void vc_join(vsim *s, uint32_t *restrict dst, const uint32_t *restrict src)
+static bool vc_join(vsim *s, uint32_t *restrict dst, const uint32_t *restrict src)
 {
+    vc4 grew = {0, 0, 0, 0};
     for (uint32_t i = 0; i < s->T; i += 4) {
         vc4 a, b;
         memcpy(&a, dst + i, sizeof(a));
         memcpy(&b, src + i, sizeof(b));
         vc4 m = (vc4)(b > a);
+        grew |= m;
         a = (a & ~m) | (b & m);
         memcpy(dst + i, &a, sizeof(a));
     }
+    return grew[0] | grew[1] | grew[2] | grew[3];
 }
 
 static vqueue *queue(vsim *s, uint32_t from, uint32_t to, uint32_t slot)
@@ -51,58 +54,92 @@ static vqueue *queue(vsim *s, uint32_t from, uint32_t to, uint32_t slot)
     return &s->q[((size_t)from * s->n + to) * ALGO_MAX_SLOTS + slot];
 }
 
-static int snap_take(vsim *s, const vthr *th, double t)
+static void snap_drop(vsim *s, uint32_t id)
 {
-    uint32_t id;
-    if (s->nfree) {
-        id = s->freesnap[--s->nfree];
-    } else {
-        if (s->nsnap == s->capsnap) {
-            uint32_t cap = s->capsnap ? s->capsnap * 2 : 64;
-            uint32_t *ns = realloc(s->snaps, (size_t)cap * (s->data ? s->T : 1) * sizeof(*ns));
-            double *nt = ns ? realloc(s->snap_t, (size_t)cap * sizeof(*nt)) : NULL;
-            uint32_t *nf = nt ? realloc(s->freesnap, (size_t)cap * sizeof(*nf)) : NULL;
-            if (ns)
-                s->snaps = ns;
-            if (nt)
-                s->snap_t = nt;
-            if (nf)
-                s->freesnap = nf;
-            if (!nf)
-                return -1;
-            s->capsnap = cap;
-        }
-        id = s->nsnap++;
-    }
-    if (s->data)
-        memcpy(&s->snaps[(size_t)id * s->T], vsim_vc(s, tid_of(s, th->rank, th->stream)), s->T * sizeof(uint32_t));
-    s->snap_t[id] = t;
-    return (int)id;
+    if (id != VSNAP_NONE && --s->snap_refs[id] == 0)
+        s->freesnap[s->nfree++] = id;
 }
 
-static int q_push(vqueue *q, uint32_t id)
+/* th's clock grew by a join: its snapshot no longer describes it. */
+static void clock_grew(vsim *s, vthr *th)
+{
+    snap_drop(s, th->snap);
+    th->snap = VSNAP_NONE;
+}
+
+static int snap_grow(vsim *s)
+{
+    uint32_t cap = s->capsnap ? s->capsnap * 2 : 64;
+    uint32_t *ns = realloc(s->snaps, (size_t)cap * s->T * sizeof(*ns));
+    if (ns)
+        s->snaps = ns;
+    uint32_t *nr = ns ? realloc(s->snap_refs, (size_t)cap * sizeof(*nr)) : NULL;
+    if (nr)
+        s->snap_refs = nr;
+    uint32_t *nf = nr ? realloc(s->freesnap, (size_t)cap * sizeof(*nf)) : NULL;
+    if (nf)
+        s->freesnap = nf;
+    if (!nf)
+        return -1;
+    s->capsnap = cap;
+    return 0;
+}
+
+/* A reference to a snapshot of th's clock (its own entry may be older than now: a signal carries
+ * that one itself); VSNAP_NONE without data or out of memory (s->oom). */
+static uint32_t snap_take(vsim *s, vthr *th)
+{
+    if (!s->data)
+        return VSNAP_NONE;
+    if (th->snap == VSNAP_NONE) {
+        uint32_t id;
+        if (s->nfree) {
+            id = s->freesnap[--s->nfree];
+        } else if (s->nsnap < s->capsnap || !snap_grow(s)) {
+            id = s->nsnap++;
+        } else {
+            s->oom = 1;
+            return VSNAP_NONE;
+        }
+        memcpy(&s->snaps[(size_t)id * s->T], vsim_vc(s, th->tid), s->T * sizeof(uint32_t));
+        s->snap_refs[id] = 1; /* the thread's own */
+        th->snap = id;
+    }
+    s->snap_refs[th->snap]++;
+    return th->snap;
+}
+
+static int q_push(vqueue *q, vsig g)
 {
     if (q->len == q->cap) {
         uint32_t cap = q->cap ? q->cap * 2 : 4;
-        uint32_t *ns = realloc(q->snap, cap * sizeof(*ns));
+        vsig *ns = realloc(q->sig, cap * sizeof(*ns));
         if (!ns)
             return -1;
-        q->snap = ns;
+        q->sig = ns;
         q->cap = cap;
     }
-    q->snap[q->len++] = id;
+    q->sig[q->len++] = g;
     return 0;
 }
 
 /* Consumes the oldest signal of q into thread th (clock join and time). */
 static void q_pop(vsim *s, vqueue *q, vthr *th, double lat)
 {
-    uint32_t id = q->snap[q->head++];
-    if (s->data)
-        vc_join(s, vsim_vc(s, tid_of(s, th->rank, th->stream)), &s->snaps[(size_t)id * s->T]);
-    if (s->snap_t[id] + lat > th->t)
-        th->t = s->snap_t[id] + lat;
-    s->freesnap[s->nfree++] = id;
+    vsig g = q->sig[q->head++];
+    if (s->data) {
+        uint32_t *vc = vsim_vc(s, th->tid);
+        bool grew = vc_join(s, vc, &s->snaps[(size_t)g.snap * s->T]);
+        if (vc[g.tid] < g.clk) {
+            vc[g.tid] = g.clk;
+            grew = true;
+        }
+        if (grew)
+            clock_grew(s, th);
+        snap_drop(s, g.snap);
+    }
+    if (g.t + lat > th->t)
+        th->t = g.t + lat;
 }
 
 static bool stream_rule(vsim *s, vthr *th, int8_t *slot_stream, const char *what)
@@ -131,8 +168,9 @@ static int do_signal(vsim *s, vthr *th, const algo_step *st)
     vqueue *q = queue(s, r, peer, slot);
     if (!stream_rule(s, th, &q->sstream, "SIGNAL"))
         return -1;
-    int id = snap_take(s, th, th->t);
-    if (id < 0 || q_push(q, (uint32_t)id)) {
+    vsig g = {.snap = snap_take(s, th), .tid = th->tid, .clk = s->data ? vsim_vc(s, th->tid)[th->tid] : 0,
+              .t = th->t};
+    if (s->oom || q_push(q, g)) {
         s->oom = 1;
         return -1;
     }
@@ -186,16 +224,16 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
     uint32_t *me = s->data ? vsim_vc(s, tid_of(s, r, 0)) : NULL, *sv = s->data ? vsim_vc(s, tid_of(s, r, sl)) : NULL;
     if (join) {
         slave->joins++;
-        if (me)
-            vc_join(s, me, sv);
+        if (me && vc_join(s, me, sv))
+            clock_grew(s, th);
         if (slave->t > th->t)
             th->t = slave->t;
     } else {
         slave->forks++;
         slave->state = slave->list->nsteps ? VT_RUN : VT_DONE;
         slave->t = th->t;
-        if (me)
-            vc_join(s, sv, me);
+        if (me && vc_join(s, sv, me))
+            clock_grew(s, slave);
     }
     return 1;
 }

@@ -24,9 +24,18 @@ typedef struct vspace {
     uint32_t nrec, cap;
 } vspace;
 
-/* Signals in flight from one sender to one receiver on one slot (FIFO of snapshots). */
+/* A signal in flight: the sender's clock as of its last join (a shared snapshot, VSNAP_NONE without
+ * data), its own entry at the signal, and its time. Sharing the snapshot keeps a burst of signals
+ * between two joins (a mesh rank signalling every peer) from copying the clock once per signal. */
+#define VSNAP_NONE UINT32_MAX
+typedef struct vsig {
+    uint32_t snap, tid, clk;
+    double t;
+} vsig;
+
+/* Signals in flight from one sender to one receiver on one slot (FIFO). */
 typedef struct vqueue {
-    uint32_t *snap; /* snapshot slot ids */
+    vsig *sig;
     uint32_t len, cap, head;
     int8_t sstream, wstream; /* -1 until first use */
 } vqueue;
@@ -36,6 +45,7 @@ enum { VT_IDLE = 0, VT_RUN, VT_DONE };
 typedef struct vthr {
     const algo_step_list *list;
     uint32_t rank, stream, pc, tid;
+    uint32_t snap; /* snapshot of its clock taken since its last join, or VSNAP_NONE */
     uint8_t state, forks, joins;
     double t;
 } vthr;
@@ -56,8 +66,8 @@ typedef struct vsim {
     uint32_t *vc;       /* T x T thread clocks (only with data) */
     vspace *sp;         /* n */
     vqueue *q;          /* n x n x ALGO_MAX_SLOTS, index (from * n + to) * SLOTS + slot */
-    uint32_t *snaps;    /* snapshot pool, T entries each */
-    double *snap_t;
+    uint32_t *snaps;    /* snapshot pool, T entries each, counted references */
+    uint32_t *snap_refs;
     uint32_t nsnap, capsnap, *freesnap, nfree;
     vfetch *fetch;      /* n x n, (fetcher * n + fetched) */
     uint32_t *pub_clk;  /* n: clock of PUBLISH on the rank's stream 0 */

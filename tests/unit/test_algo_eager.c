@@ -60,11 +60,13 @@ Test(algo_eager, dtypes_and_ops)
 {
     const hal_dtype dts[] = {HAL_DT_INT8, HAL_DT_FP16, HAL_DT_INT64, HAL_DT_BF16, HAL_DT_FP64, HAL_DT_INT128};
     const hal_redop ops[] = {HAL_OP_PROD, HAL_OP_MAX, HAL_OP_MIN};
-    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
-        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
-            cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, dts[d], ops[o], false), 0, "see above");
-            cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, dts[d], ops[o], false), 0, "see above");
-        }
+    /* An eager plan depends on the element size, not on the op (the device reduces): each dtype
+     * is swept with one op, and every op comes round twice. */
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        hal_redop op = ops[d % (sizeof ops / sizeof ops[0])];
+        cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, dts[d], op, false), 0, "see above");
+        cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, dts[d], op, false), 0, "see above");
+    }
     cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLGATHER, HAL_DT_INT8, HAL_OP_SUM, false), 0, "see above");
     cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLTOALL, HAL_DT_INT128, HAL_OP_SUM, false), 0, "see above");
 }
