@@ -1,7 +1,6 @@
 /* Setup and device-buffer helpers for the rank programs. */
 #include "prog_common.h"
 
-#include <malloc.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -14,10 +13,6 @@ void prog_init(prog_env *e)
 void prog_init_config(prog_env *e, const HcclCommConfig *config)
 {
     memset(e, 0, sizeof *e);
-    /* Keep freed case buffers (up to glibc's 32 MB limit) in the heap for the next case, instead
-     * of unmapping them and faulting fresh zeroed pages in again. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     uint32_t local_n;
     HCCL_OK(HcclExtGetLaunchEnv(&e->rank, &e->n, &e->local_rank, &local_n));
     ACL_OK(aclInit(NULL));
