@@ -33,6 +33,15 @@ static void rec_fn(void *arg)
     it->r->who[k] = pthread_self();
 }
 
+/* A new stream on d that nothing runs until a host executor takes it (emu_stream_test_park). */
+static hal_stream *parked_stream(const hal_ops *h, hal_device *d)
+{
+    hal_stream *s;
+    HT_OK(h->stream_create(d, &s));
+    emu_stream_test_park(s);
+    return s;
+}
+
 static int fail_fn(void *arg, char *msg, size_t len)
 {
     (void)arg;
@@ -44,9 +53,7 @@ Test(emu_exec, host_runs_queue_in_order_on_sync, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
-    hal_stream *s;
-    HT_OK(h->stream_create(d, &s));
-    emu_stream_test_park(s);
+    hal_stream *s = parked_stream(h, d);
     static rec r;
     static rec_item items[32];
     for (int i = 0; i < 32; i++) {
@@ -69,11 +76,9 @@ Test(emu_exec, host_keeps_sticky_error_and_event_records, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
-    hal_stream *s;
     hal_event *e;
-    HT_OK(h->stream_create(d, &s));
+    hal_stream *s = parked_stream(h, d);
     HT_OK(h->event_create(d, 0, &e));
-    emu_stream_test_park(s);
     static rec r;
     static rec_item a = {&r, 1}, b = {&r, 2};
     HT_OK(h->host_func_async(s, rec_fn, &a));
@@ -99,11 +104,9 @@ Test(emu_exec, event_sync_runs_the_recording_stream, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
-    hal_stream *s;
     hal_event *e;
-    HT_OK(h->stream_create(d, &s));
+    hal_stream *s = parked_stream(h, d);
     HT_OK(h->event_create(d, 0, &e));
-    emu_stream_test_park(s);
     static rec r;
     static rec_item a = {&r, 7};
     HT_OK(h->host_func_async(s, rec_fn, &a));
@@ -149,11 +152,9 @@ Test(emu_exec, host_executed_wait_ends_on_record, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
-    hal_stream *s;
     hal_notify *n;
-    HT_OK(h->stream_create(d, &s));
+    hal_stream *s = parked_stream(h, d);
     HT_OK(h->notify_create(d, &n));
-    emu_stream_test_park(s);
     sem_t go;
     sem_init(&go, 0, 0);
     static rec r;
@@ -282,9 +283,7 @@ Test(emu_exec, new_stream_pool_serves_a_burst, .timeout = 60)
 {
     const hal_ops *h = ht_hal();
     hal_device *d = ht_open(h, 0);
-    hal_stream *s;
-    HT_OK(h->stream_create(d, &s));
-    emu_stream_test_park(s);
+    hal_stream *s = parked_stream(h, d);
     pool_arg pa = {h, s, NULL};
     uint64_t before = emu_task_enqueue_allocs();
     pthread_t t; /* a new thread: no spare task from earlier enqueues */
