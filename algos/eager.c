@@ -5,8 +5,10 @@
  * No peer ever touches my IN/OUT, so there is no completion handshake, and no address is
  * published for data to move. Every rank fetches every rank, rooted ops included: that makes
  * every eager plan end full (plan.h), which is what lets the next eager call reuse the inbox
- * without a credit. Reductions fold in rank order, ((x0 op x1) op x2) ..., so every rank's
- * result is bit-identical, whatever the redop and dtype (and deterministic mode holds for free). */
+ * without a credit. Broadcast and Scatter go one-way instead where the runtime allows it
+ * (oneway_build below): their root waits for nobody's data and takes credits. Reductions fold in
+ * rank order, ((x0 op x1) op x2) ..., so every rank's result is bit-identical, whatever the redop
+ * and dtype (and deterministic mode holds for free). */
 #include "algos/algo_build.h"
 
 /* Box `box` of `owner`'s inbox, `elem_off` elements in. */
@@ -127,12 +129,55 @@ static void take_from_root(algo_b *b)
         algo_b_copy(b, 0, out, send_src(b, b->r), op->count);
 }
 
+/* One-way rooted distribution (plan.h, INBOX): Broadcast and Scatter where the runtime allows it.
+ * The root takes one credit from every receiver (the one-way slot it is about to write was read
+ * ALGO_ONEWAY_SLOTS of its calls ago), then PUBLISHes (the header goes with the data), writes every
+ * receiver's box and signals PUB: it waits for nobody's data, so a loop of calls runs ahead and
+ * its receivers drain several per wake-up. A receiver PUBLISHes (its own record, for the checks
+ * only a root could make: runtime/rt_oneway.c), FETCHes the root, copies its box out and gives
+ * the credit back; it signals no PUB and writes no one's inbox. */
+static bool goes_oneway(const algo_b *b)
+{
+    algo_coll c = b->op->coll;
+    return b->topo && b->topo->oneway && b->n >= ALGO_ONEWAY_MIN_RANKS &&
+           (c == ALGO_COLL_BROADCAST || c == ALGO_COLL_SCATTER) && algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
+}
+
+static void oneway_build(algo_b *b)
+{
+    uint32_t n = b->n, r = b->r, root = b->op->root;
+    b->p->oneway = true;
+    b->p->nslots = ALGO_SLOT_CREDIT + 1;
+    algo_step pub = {.kind = ALGO_STEP_PUBLISH};
+    if (r != root) {
+        algo_b_push(b, 0, pub);
+        algo_step st = {.kind = ALGO_STEP_FETCH};
+        st.u.fetch.peer = root;
+        algo_b_push(b, 0, st);
+        take_from_root(b);
+        algo_b_signal(b, 0, root, ALGO_SLOT_CREDIT);
+        return;
+    }
+    for (uint32_t k = 1; k < n; k++)
+        algo_b_wait(b, 0, (r + k) % n, ALGO_SLOT_CREDIT);
+    algo_b_push(b, 0, pub);
+    for (uint32_t k = 1; k < n; k++)
+        algo_b_copy(b, 0, box_ref(b, (r + k) % n, r, 0), send_src(b, (r + k) % n), b->op->count);
+    for (uint32_t k = 1; k < n; k++)
+        algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_PUB);
+    take_from_root(b);
+}
+
 int algo_eager_build(algo_b *b)
 {
     const algo_op *op = b->op;
     if (!algo_eager_supports(op))
         return HAL_E_NOT_SUPPORTED;
     b->p->inbox_bytes = algo_eager_bytes(op);
+    if (goes_oneway(b)) {
+        oneway_build(b);
+        return 0;
+    }
     eager_exchange(b);
     algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, 0);
     switch (op->coll) {

@@ -29,16 +29,24 @@
  *   and redop), in place, as an SDMA inline reduce; with has_src2, dst[i] = src[i] op src2[i] (dst is
  *   only written, so an out-of-place reduction needs no copy first). Any side may be a peer's.
  * - INBOX (eager protocol, algos/eager.c): every rank owns an inbox in device memory, allocated and
- *   exchanged at communicator init like SCRATCH: ALGO_EAGER_SLOTS slots (the runtime binds slot
- *   seq % ALGO_EAGER_SLOTS) of nranks boxes of ALGO_EAGER_BOX bytes, box q written only by rank q.
- *   Relaxation: a rank may write its own box of a peer's inbox before FETCHing that peer (the
- *   inbox is the library's, bounded and static, so no address needs publishing); the peer reads it
- *   only after FETCHing the writer. Reuse across calls is safe because every plan of a
- *   communicator where eager plans can run "ends full": a rank's stream 0 ends only after every
- *   rank PUBLISHed the call (the verifier reports it, algo_verify_report.full_end). So when a rank
- *   starts call k, every rank has started call k-1 and finished call k-2, the last user of slot
- *   k % 2. algo_select picks eager only where that holds (one server, n <= the mesh limit, nothing
- *   forced).
+ *   exchanged at communicator init like SCRATCH: slots of nranks boxes of ALGO_EAGER_BOX bytes, box
+ *   q written only by rank q; the runtime binds each call's slot. Relaxation: a rank may write its
+ *   own box of a peer's inbox before FETCHing that peer (the inbox is the library's, bounded and
+ *   static, so no address needs publishing); the peer reads it only after FETCHing the writer.
+ *   Reuse across calls:
+ *   . Calls that end full take ALGO_EAGER_SLOTS = 2 slots in turn, counted over those calls. Every
+ *     plan of a communicator where eager plans can run, one-way ones aside, "ends full": a rank's
+ *     stream 0 ends only after every rank PUBLISHed the call (the verifier reports it,
+ *     algo_verify_report.full_end). So when a rank starts full call k, every rank has started full
+ *     call k-1 and finished full call k-2, the last user of its slot. algo_select picks eager only
+ *     where that holds (one server, n <= ALGO_MESH_MAX_RANKS, nothing forced).
+ *   . One-way calls (topo->oneway: eager Broadcast and Scatter) do not end full: the root writes
+ *     its box of every receiver's slot and signals PUB, receivers FETCH the root, copy out and
+ *     SIGNAL{root, ALGO_SLOT_CREDIT}. They take ALGO_ONEWAY_SLOTS more slots in turn, counted per
+ *     root, and the root WAITs one credit per receiver before it writes, of which the runtime gave
+ *     ALGO_ONEWAY_SLOTS at init: the k-th wait is met by the receiver's credit of the root's call
+ *     k - ALGO_ONEWAY_SLOTS, the last reader of that slot. The verifier gives each receiver's
+ *     credit queue one signal before the call and requires one left after it.
  */
 #ifndef ALGOS_PLAN_H
 #define ALGOS_PLAN_H
@@ -54,6 +62,8 @@
 #define ALGO_MAX_SLOTS 8 /* notify slots per (sender, receiver) pair, including ALGO_SLOT_PUB */
 /* SENDRECV's data slot: no collective uses it, so a p2p signal never satisfies a collective's wait. */
 #define ALGO_SLOT_P2P_DATA (ALGO_MAX_SLOTS - 1)
+/* One-way rooted calls (INBOX below): "I took your data out of my inbox, the slot is yours again". */
+#define ALGO_SLOT_CREDIT (ALGO_MAX_SLOTS - 2)
 #define ALGO_SELF (-1)
 
 /* Collective kinds. */
@@ -91,6 +101,18 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
 #define ALGO_EAGER_SLOTS 2u
+/* One-way slots (INBOX below): credits each receiver gives a root before its first one-way call. */
+#define ALGO_ONEWAY_SLOTS 16u
+/* One-way calls carry at most this many bytes per box: up to 2 KiB they beat the full exchange at
+ * 4 and 8 ranks and tie at 2; from 8 KiB the 16 slots' pages and cache footprint cost more than the
+ * round trip they save (docs/perf.md, "One-way Broadcast"). A box's first 2 KiB share its header's
+ * page, which the runtime maps at init. */
+#define ALGO_ONEWAY_MAX_BYTES 2048u
+/* ... and need at least this many ranks: at 2, each rank has a core of the 2-core machine, the full
+ * exchange costs no more, and one-way trials came out bimodal (docs/perf.md, "One-way Broadcast"). */
+#define ALGO_ONEWAY_MIN_RANKS 3u
+/* Eager plans run only where every other plan is mesh: at most this many ranks (algo_select). */
+#define ALGO_MESH_MAX_RANKS 8u
 /* Default crossover when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops
  * whose per-box bytes are at most ALGO_EAGER_SCALE / n^2 go eager (32 KiB at 2 ranks, 8 KiB at
  * 4, 2 KiB at 8); Broadcast and Scatter, ALGO_EAGER_SCALE / n (64, 32, 16 KiB); never more than
@@ -211,6 +233,8 @@ typedef struct algo_topo {
                            * whose scratch would grow with the count (ring_push, hier, the ordered
                            * chain across servers) work in rounds that fit it; must be equal on every
                            * rank (HCCL requires one HCCL_BUFFSIZE per job) */
+    bool oneway;          /* eager Broadcast and Scatter may go one-way (plan.h INBOX): the runtime
+                           * binds their one-way slots and gave every root its credits at init */
 } algo_topo;
 
 /* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables
@@ -232,6 +256,7 @@ typedef struct algo_plan {
     uint8_t vscratch;        /* algo_vscratch: a need that comes from the call's V tables */
     uint32_t nslots;         /* notify slots per peer used, incl. ALGO_SLOT_PUB */
     uint64_t inbox_bytes;    /* bytes used of each inbox box (<= ALGO_EAGER_BOX); 0: no INBOX refs */
+    bool oneway;             /* a one-way rooted eager plan (INBOX above): it does not end full */
 } algo_plan;
 
 /* Compiles op with algorithm `kind` (not AUTO). 0, or HAL_E_NOT_SUPPORTED if the algorithm does not

@@ -11,8 +11,6 @@
 #include "algos/algo_build.h"
 #include "algos/cost.h"
 
-#define ALGO_MESH_MAX_RANKS 8
-
 static bool is_a2a(algo_coll c)
 {
     return c == ALGO_COLL_ALLTOALL || c == ALGO_COLL_ALLTOALLV || c == ALGO_COLL_ALLTOALLVC;

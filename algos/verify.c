@@ -186,9 +186,9 @@ static void report_unmatched(vsim *s)
         for (uint32_t b = 0; b < s->n; b++)
             for (uint32_t k = 0; k < ALGO_MAX_SLOTS; k++) {
                 const vqueue *q = &s->q[((size_t)a * s->n + b) * ALGO_MAX_SLOTS + k];
-                if (q->head != q->len)
-                    vsim_error(s, "rank %u signalled rank %u on slot %u %u times, %u consumed", a, b, k, q->len,
-                               q->head);
+                if (q->len - q->head != q->preload)
+                    vsim_error(s, "rank %u signalled rank %u on slot %u %u times, %u consumed", a, b, k,
+                               q->len - q->preload, q->head);
             }
 }
 
@@ -210,8 +210,8 @@ static void check_end_rule(vsim *s)
             vsim_error(s, "%s touches rank %u's memory without being ordered before rank %u's plan end", w, p, p);
             return;
         }
-        /* Eager plans end full, so ranks drift at most one call apart: the runtime's ring of
-         * records keeps this call's while p publishes its next (check_full_end). */
+        /* Eager plans end full, or bound the drift with credits (one-way): the runtime's ring of
+         * records keeps this call's while p publishes its next ones (check_full_end). */
         for (uint32_t q = 0; q < s->n && s->plans[p]->algo != ALGO_EAGER; q++) {
             const vfetch *f = &s->fetch[(size_t)q * s->n + p];
             if (f->clk && end[f->tid] < f->clk) {
@@ -228,8 +228,8 @@ static void check_end_rule(vsim *s)
 static void check_full_end(vsim *s)
 {
     bool eager = false, full = true;
-    for (uint32_t p = 0; p < s->n; p++)
-        eager |= s->plans[p]->algo == ALGO_EAGER;
+    for (uint32_t p = 0; p < s->n; p++) /* one-way plans end without their receivers (plan.h) */
+        eager |= s->plans[p]->algo == ALGO_EAGER && !s->plans[p]->oneway;
     for (uint32_t p = 0; p < s->n; p++) {
         const uint32_t *end = &s->endvc[(size_t)p * s->T];
         for (uint32_t q = 0; q < s->n; q++)
@@ -303,6 +303,9 @@ int algo_verify_plans(algo_plan *const *plans, uint32_t nranks, const algo_topo 
     int rc = sim_alloc(&s);
     if (!rc) {
         vsim_check_links(&s);
+        rc = vexec_preload_credits(&s);
+    }
+    if (!rc) {
         run(&s);
         if (s.oom) {
             rc = HAL_E_NOMEM;

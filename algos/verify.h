@@ -5,7 +5,8 @@
  *      whatever the redop, so a missing or doubled contribution, a wrong origin or an element never
  *      written changes the value. Elements outside the result (IN out of place, gaps between V
  *      blocks) must keep their initial value: no stray writes;
- *  (b) synchronisation: every WAIT/FETCH matched, no signal left unconsumed, no deadlock (the
+ *  (b) synchronisation: every WAIT/FETCH matched, no signal left unconsumed (a one-way plan's
+ *      credits: one given before the call, one left after it, plan.h INBOX), no deadlock (the
  *      blocked steps are reported); FORK/JOIN once per slave stream, on stream 0; every
  *      (sender, receiver, slot) signalled from one stream and waited on one stream (so the k-th
  *      WAIT pairs with the k-th SIGNAL whatever the timing);
@@ -16,7 +17,8 @@
  *  (d) a peer's IN/OUT is touched only after an ordered FETCH of that peer, at most one FETCH per
  *      peer, PUB signals only after PUBLISH, PUBLISH first on stream 0; refs in bounds; a peer's
  *      INBOX only written, in the writer's own box, within the plan's inbox_bytes; eager plans
- *      end full (every rank's end after every rank's PUBLISH; reported for all plans);
+ *      end full (every rank's end after every rank's PUBLISH; reported for all plans), one-way
+ *      plans aside, whose root may take its credits before PUBLISH;
  *  (e) counts steps, bytes and transfers per link class, per-rank maxima, and times the critical
  *      path with the alpha-beta cost model.
  * The simulation runs one schedule; (b) and (c) make the outcome schedule-independent. */

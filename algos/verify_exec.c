@@ -127,7 +127,7 @@ static int q_push(vqueue *q, vsig g)
 static void q_pop(vsim *s, vqueue *q, vthr *th, double lat)
 {
     vsig g = q->sig[q->head++];
-    if (s->data) {
+    if (s->data && g.snap != VSNAP_NONE) {
         uint32_t *vc = vsim_vc(s, th->tid);
         bool grew = vc_join(s, vc, &s->snaps[(size_t)g.snap * s->T]);
         if (vc[g.tid] < g.clk) {
@@ -175,6 +175,25 @@ static int do_signal(vsim *s, vthr *th, const algo_step *st)
         return -1;
     }
     return 1;
+}
+
+int vexec_preload_credits(vsim *s)
+{
+    vsig none = {.snap = VSNAP_NONE};
+    for (uint32_t r = 0; r < s->n; r++) {
+        uint32_t root = s->plans[r]->op.root;
+        if (!s->plans[r]->oneway || r != root)
+            continue;
+        for (uint32_t q = 0; q < s->n; q++) {
+            vqueue *cq = queue(s, q, root, ALGO_SLOT_CREDIT);
+            if (q == root)
+                continue;
+            if (q_push(cq, none))
+                return HAL_E_NOMEM;
+            cq->preload++;
+        }
+    }
+    return 0;
 }
 
 static int do_wait(vsim *s, vthr *th, const algo_step *st, bool fetch)
@@ -388,6 +407,18 @@ static int do_move(vsim *s, vthr *th, const algo_step *st)
     return 1;
 }
 
+/* PUBLISH comes first on stream 0; a one-way root takes its credits before it (plan.h, INBOX: the
+ * header it writes is in the slot the credits free). */
+static bool publish_may_run(const vsim *s, const vthr *th)
+{
+    for (uint32_t i = 0; i < th->pc; i++) {
+        const algo_step *st = &th->list->steps[i];
+        if (!s->plans[th->rank]->oneway || st->kind != ALGO_STEP_WAIT || st->u.sync.slot != ALGO_SLOT_CREDIT)
+            return false;
+    }
+    return true;
+}
+
 int vexec_step(vsim *s, vthr *th)
 {
     const algo_step *st = &th->list->steps[th->pc];
@@ -405,7 +436,7 @@ int vexec_step(vsim *s, vthr *th)
     case ALGO_STEP_JOIN: rc = do_fork_join(s, th, st); break;
     case ALGO_STEP_PUBLISH: {
         rc = 1;
-        if (th->stream != 0 || th->pc != 0 || s->pub_clk[th->rank]) {
+        if (th->stream != 0 || !publish_may_run(s, th) || s->pub_clk[th->rank]) {
             vsim_step_error(s, th, "PUBLISH must be the first step of stream 0, once");
             rc = -1;
         } else {

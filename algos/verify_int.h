@@ -37,6 +37,7 @@ typedef struct vsig {
 typedef struct vqueue {
     vsig *sig;
     uint32_t len, cap, head;
+    uint32_t preload;        /* signals there before the call (a one-way root's credits): as many stay */
     int8_t sstream, wstream; /* -1 until first use */
 } vqueue;
 
@@ -96,6 +97,9 @@ static inline vthr *vsim_thr(vsim *s, uint32_t rank, uint32_t stream)
 /* verify_exec.c: 1 if the thread's current step ran, 0 if it is blocked, -1 on a fatal error in it
  * (the thread is stopped). */
 int vexec_step(vsim *s, vthr *th);
+/* One-way plans (plan.h, INBOX): one credit from every receiver waits at the root before the call,
+ * ordered after nothing of it (what the runtime gives at init, or a receiver's earlier call). */
+int vexec_preload_credits(vsim *s);
 const char *vstep_name(uint8_t kind);
 algo_link vlink(const vsim *s, uint32_t a, uint32_t b);
 

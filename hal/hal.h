@@ -276,11 +276,15 @@ typedef struct hal_ops {
      * path does when a write that names the notify has landed (runtime/net). Same generation rule
      * as notify_record. Optional (NULL: the backend cannot take host records). */
     hal_result (*notify_host_record)(hal_notify *n);
+    /* The count now, from any host thread: a snapshot for the notify's only waiter, which then
+     * knows a wait will not block (the count only grows under it). 0 for a notify its owner
+     * destroyed. Optional (NULL: unknown). */
+    uint32_t (*notify_pending)(hal_notify *n);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 5u /* 5: mem_free_listen / mem_free_unlisten */
+#define HAL_ABI_VERSION 6u /* 6: notify_pending */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -37,6 +37,8 @@ static HcclResult alloc_device_state(rt_comm *c)
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
     c->eager_hdr = c->hal->host_mapped_mem && !c->staging; /* docs/runtime.md, "Eager header mode" */
+    /* One-way calls need the header mode and the roots' credits, given by host records at init. */
+    c->oneway = c->oneway_wanted && c->eager_hdr && c->hal->notify_host_record;
     CHECK(rt_inbox_acquire(c));
     if (c->staging)
         CHECK(rt_staging_alloc(c));
@@ -204,8 +206,9 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     pthread_mutex_init(&c->lock, NULL);
     c->peers = calloc(nranks, sizeof *c->peers);
     c->server_of = calloc(nranks, sizeof *c->server_of);
+    c->oneway_calls = calloc(nranks, sizeof *c->oneway_calls);
     c->cache = rt_plan_cache_new();
-    HcclResult rc = (c->peers && c->server_of && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
+    HcclResult rc = (c->peers && c->server_of && c->oneway_calls && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
     if (rc == HCCL_SUCCESS)
         rc = rt_config_apply(c, config);
     c->symwin_max_bytes = rt_symwin_limit(config);
@@ -218,6 +221,8 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     default_name(c, root, name); /* before the links: their log lines name the communicator */
     if (rc == HCCL_SUCCESS)
         rc = exchange_and_connect(c, root);
+    if (rc == HCCL_SUCCESS)
+        rt_oneway_warm(c);
     if (rc == HCCL_SUCCESS)
         rc = rt_handle_new(c);
     if (rc != HCCL_SUCCESS) {
@@ -258,6 +263,8 @@ HcclResult rt_comm_destroy(rt_comm *c)
     c->magic = 0;
     /* Nothing the device still reads (plans, bindings, control blocks) may be freed under it. */
     rt_launch_reclaim(c, true);
+    if (c->ctrl && c->oneway_run)
+        rt_oneway_destroy_check(c); /* one-way calls this rank rooted, as its next call would drain them */
     if (c->ctrl && c->last_eager)
         rt_ctrl_wait_fetched(c); /* peers may still read the last eager call's record */
     rt_launch_pool_free(c);
@@ -277,6 +284,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_plan_cache_free(c->cache);
     free(c->peers);
     free(c->server_of);
+    free(c->oneway_calls);
     free(c->nic_backup);
     pthread_mutex_destroy(&c->lock);
     free(c);

@@ -54,6 +54,13 @@ static uint64_t env_eager_max(void)
     return RT_EAGER_AUTO;
 }
 
+/* HCCL_EAGER_ONEWAY=0 keeps eager Broadcast and Scatter a full exchange (docs/algorithms.md). */
+static bool env_oneway(void)
+{
+    const char *env = getenv("HCCL_EAGER_ONEWAY");
+    return !env || strcmp(env, "0") != 0;
+}
+
 static uint32_t env_deterministic(void)
 {
     const char *env = getenv("HCCL_DETERMINISTIC");
@@ -74,6 +81,7 @@ static void apply_defaults(rt_comm *c)
 {
     c->buffsize_mb = env_buffsize_mb();
     c->eager_max = env_eager_max();
+    c->oneway_wanted = env_oneway();
     int32_t set = atomic_load(&g_deterministic);
     c->deterministic = set >= 0 ? (uint32_t)set : env_deterministic();
     c->exec_timeout_s = rt_env_exec_timeout_s();

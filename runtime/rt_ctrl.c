@@ -30,7 +30,7 @@ static size_t off_p2p(uint32_t n)
 
 static size_t off_vtable(uint32_t n)
 {
-    return off_p2p(n) + align64((size_t)n * RT_PUB_RING * sizeof(rt_pub_record));
+    return off_p2p(n) + align64((size_t)n * RT_P2P_RING * sizeof(rt_pub_record));
 }
 
 static size_t off_fetched(uint32_t n)
@@ -92,7 +92,7 @@ rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq)
 
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq)
 {
-    return (rt_pub_record *)((char *)c + off_p2p(c->nranks)) + (size_t)peer * RT_PUB_RING + seq % RT_PUB_RING;
+    return (rt_pub_record *)((char *)c + off_p2p(c->nranks)) + (size_t)peer * RT_P2P_RING + seq % RT_P2P_RING;
 }
 
 uint64_t *rt_ctrl_vtable(rt_ctrl *c, uint64_t seq)

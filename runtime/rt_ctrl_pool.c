@@ -203,9 +203,9 @@ HcclResult rt_inbox_acquire(rt_comm *c)
         return HCCL_E_MEMORY;
     /* Boxes are read only after a peer wrote them; headers are read after a peer's signal, which a
      * peer not in header mode sends without writing one: never leave a former owner's there. */
-    for (uint32_t s = 0; c->eager_hdr && s < ALGO_EAGER_SLOTS; s++)
+    for (uint32_t s = 0; c->eager_hdr && s < RT_INBOX_SLOTS; s++)
         for (uint32_t r = 0; r < c->nranks; r++)
-            memset(rt_box_hdr((char *)c->inbox + s * rt_inbox_slot_bytes(c), r), 0, sizeof(rt_sig));
+            memset(rt_box_hdr(rt_inbox_slot(c, c->inbox, s), r), 0, sizeof(rt_sig));
     return HCCL_SUCCESS;
 }
 

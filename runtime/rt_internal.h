@@ -13,7 +13,9 @@
 #include "hal/hal.h"
 #include "hccl/hccl.h"
 
-#define RT_PUB_RING 64          /* publication records kept per rank (by seq % RT_PUB_RING); ranks drift at most ~nranks ops apart */
+#define RT_PUB_RING 256         /* collective records and V tables kept per rank (by seq % RT_PUB_RING); ranks
+                                   drift apart by up to the one-way slots of every root (RT_INBOX_SLOTS) */
+#define RT_P2P_RING 64          /* p2p records kept per peer (by ordinal); the most items per peer in one call */
 #define RT_SLOTS (ALGO_MAX_SLOTS + 1) /* notify slots per sender; the last one publishes p2p */
 #define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
@@ -31,9 +33,11 @@ typedef struct rt_sig {
     uint64_t count;
     uint32_t nranks;
     uint32_t deterministic; /* reductions: the fixed-order mode every rank must share */
-    uint32_t eager;   /* the plan is eager (algos/eager.c): ranks configured with different crossovers
-                         (HCCL_EAGER_MAX_BYTES) would run plans that cannot meet */
+    uint32_t eager;   /* RT_SIG_EAGER / _ONEWAY when the plan is eager (algos/eager.c): ranks configured
+                         with different crossovers (HCCL_EAGER_MAX_BYTES) or one-way settings
+                         (HCCL_EAGER_ONEWAY) would run plans that cannot meet */
 } rt_sig;
+enum { RT_SIG_EAGER = 1, RT_SIG_ONEWAY = 2 };
 
 /* One published call: written by its owner's PUBLISH task, read by peers' FETCH. */
 typedef struct rt_pub_record {
@@ -48,7 +52,7 @@ typedef struct rt_pub_record {
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
  * this header (sized by nranks): notify handles [nranks][RT_SLOTS], publication ring
- * [RT_PUB_RING], p2p rings [nranks][RT_PUB_RING], V-op tables [RT_PUB_RING][3*nranks+1].
+ * [RT_PUB_RING], p2p rings [nranks][RT_P2P_RING], V-op tables [RT_PUB_RING][3*nranks+1].
  *
  * Lifetime (docs/runtime.md, "Lifetime"): blocks come from a per-device pool that only ever holds
  * control blocks (rt_ctrl_pool.c), so a peer's late access still lands in a control block. The
@@ -123,7 +127,7 @@ typedef struct rt_comm {
     uint64_t scratch_bytes;
     uint64_t scratch_budget;  /* the least scratch_bytes of all ranks: plans' rounds depend on it (algo_topo
                                * scratch_max), so every rank must compile with the same */
-    void *inbox;              /* eager inbox: ALGO_EAGER_SLOTS x nranks boxes of RT_BOX_STRIDE bytes (pooled) */
+    void *inbox;              /* eager inbox: RT_INBOX_SLOTS x nranks boxes of RT_BOX_STRIDE bytes (pooled) */
     bool eager_hdr;           /* eager plans in header mode (rt_publish.c): task functions can write
                                  peers' inboxes (hal host_mapped_mem) */
     size_t inbox_pool_bytes;
@@ -138,6 +142,12 @@ typedef struct rt_comm {
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
+    bool oneway;              /* eager Broadcast/Scatter go one-way (HCCL_EAGER_ONEWAY, header mode): the
+                                 roots' credits were given at init (rt_notify.c) */
+    uint64_t full_calls;      /* calls issued that end full: they take the eager slots in turn */
+    uint64_t *oneway_calls;   /* [nranks] one-way calls issued per root: they take its one-way slots in turn */
+    uint32_t oneway_run;      /* one-way calls this rank rooted since its last drain (rt_oneway.c) */
+    uint64_t oneway_seq[ALGO_ONEWAY_SLOTS]; /* their seqs, by run position modulo the slots */
     rt_plan_cache *cache;
     hal_stream *slaves[RT_MAX_STREAMS];
     hal_event *fork_ev[RT_MAX_STREAMS];
@@ -149,6 +159,7 @@ typedef struct rt_comm {
     /* config */
     uint32_t buffsize_mb;
     uint64_t eager_max;       /* HCCL_EAGER_MAX_BYTES (0: eager off; RT_EAGER_AUTO: unset) */
+    bool oneway_wanted;       /* HCCL_EAGER_ONEWAY (default on; `oneway` says whether it runs) */
     uint32_t deterministic;
     int32_t exec_timeout_s;
     char algo_spec[HCCL_COMM_ALGO_MAX_LENGTH];
@@ -160,6 +171,12 @@ typedef struct rt_comm {
     _Atomic bool failure_reported; /* the "failed earlier" error was logged once (then debug level) */
     struct rt_comm *next;     /* registry of live comms (by name) */
 } rt_comm;
+
+/* --- mismatch detection (rt_publish.c) --- */
+bool rt_sig_equal(const rt_sig *a, const rt_sig *b); /* the same call (seq aside) */
+/* Fails the communicator on every rank with one line naming rank peer's call and this rank's
+ * (mine: its seq is this rank's op number); returns HAL_E_ABORTED. */
+int rt_mismatch_report(rt_comm *c, uint32_t peer, const rt_sig *theirs, const rt_sig *mine, char *msg, size_t len);
 
 /* --- results, names --- */
 HcclResult rt_from_hal(int hal_rc);
@@ -198,6 +215,12 @@ rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 _Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c);
 /* Destroy after an eager call: waits (bounded) until every peer read this rank's last record. */
 void rt_ctrl_wait_fetched(rt_comm *c);
+/* Init, peers connected (rt_oneway.c): maps this process's view of its box in every one-way slot
+ * of every peer's inbox, so a root's first calls take no page faults. */
+void rt_oneway_warm(rt_comm *c);
+/* Destroy after one-way calls this rank rooted (rt_oneway.c): compares its receivers' views of
+ * them with its own, waiting (bounded) for views not written yet. */
+void rt_oneway_destroy_check(rt_comm *c);
 /* A box as laid out in an inbox slot: RT_BOX_HDR bytes of header (header mode, rt_publish.c: the
  * writer's signature of the call), then the box's ALGO_EAGER_BOX bytes, which start in the
  * header's cache line, so a small message and its header travel as one line. */
@@ -219,15 +242,20 @@ static inline uint64_t rt_inbox_slot_bytes(const rt_comm *c)
 {
     return (uint64_t)c->nranks * RT_BOX_STRIDE;
 }
+/* The eager slots, then the one-way slots (algos/plan.h, INBOX). */
+#define RT_INBOX_SLOTS (ALGO_EAGER_SLOTS + ALGO_ONEWAY_SLOTS)
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return ALGO_EAGER_SLOTS * rt_inbox_slot_bytes(c);
+    return RT_INBOX_SLOTS * rt_inbox_slot_bytes(c);
 }
-/* Op seq's slot of an inbox (ours or a peer's): it alternates by seq parity (algos/plan.h). */
-static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint64_t seq)
+/* Slot `slot` (< RT_INBOX_SLOTS) of an inbox, ours or a peer's. */
+static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
 {
-    return (char *)inbox + (seq % ALGO_EAGER_SLOTS) * rt_inbox_slot_bytes(c);
+    return (char *)inbox + slot * rt_inbox_slot_bytes(c);
 }
+/* Ranks drift apart by at most the one-way slots of every root (algos/plan.h, INBOX): records and
+ * V tables of a call must still be there when the slowest rank reads them. */
+_Static_assert(RT_PUB_RING > ALGO_MESH_MAX_RANKS * ALGO_ONEWAY_SLOTS + 2, "publication ring too short");
 /* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
 /* HcclCommDestroy: a FINALIZE record as the next receive from every peer, and a signal to each

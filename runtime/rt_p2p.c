@@ -101,7 +101,7 @@ static uint64_t *p2p_counter(rt_comm *c, const rt_p2p_item *it)
 }
 
 /* Numbers the items per (peer, direction) (caller holds c->lock). A launch may hold at most
- * RT_PUB_RING items per peer and direction: a launch's receive records share the ring the peer reads
+ * RT_P2P_RING items per peer and direction: a launch's receive records share the ring the peer reads
  * them from (sends are held to the same limit, so both sides of a pair accept the same calls). */
 static HcclResult assign_ordinals(rt_comm *c, rt_p2p_item *items, uint32_t n)
 {
@@ -110,12 +110,12 @@ static HcclResult assign_ordinals(rt_comm *c, rt_p2p_item *items, uint32_t n)
             items[i].ordinal = ++*p2p_counter(c, &items[i]);
     for (uint32_t i = 0; i < n; i++) {
         const rt_p2p_item *it = &items[i];
-        if (it->peer == c->rank || *p2p_counter(c, it) - it->ordinal < RT_PUB_RING)
+        if (it->peer == c->rank || *p2p_counter(c, it) - it->ordinal < RT_P2P_RING)
             continue;
         for (uint32_t j = 0; j < n; j++) /* undo: this call is refused as a whole */
             if (items[j].peer != c->rank)
                 --*p2p_counter(c, &items[j]);
-        OH_ERR("p2p", "rank %u: more than %d %s rank %u in one call or group", c->rank, RT_PUB_RING,
+        OH_ERR("p2p", "rank %u: more than %d %s rank %u in one call or group", c->rank, RT_P2P_RING,
                it->is_send ? "sends to" : "receives from", it->peer);
         return HCCL_E_PARA;
     }

@@ -26,8 +26,6 @@ static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq)
 
 int rt_publish_task(void *arg, char *msg, size_t len)
 {
-    (void)msg;
-    (void)len;
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     rt_pub_record *rec = rt_ctrl_pub(c->ctrl, ctx->seq);
@@ -45,7 +43,7 @@ int rt_publish_task(void *arg, char *msg, size_t len)
     return 0;
 }
 
-static bool sig_equal(const rt_sig *a, const rt_sig *b)
+bool rt_sig_equal(const rt_sig *a, const rt_sig *b)
 {
     /* A barrier is an AllReduce underneath, but two different calls all the same. */
     return a->cmd == b->cmd && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
@@ -53,24 +51,36 @@ static bool sig_equal(const rt_sig *a, const rt_sig *b)
            a->eager == b->eager;
 }
 
-static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *theirs, char *msg, size_t len)
+static void append_protocol(char *call, size_t cap, uint32_t eager)
 {
-    rt_comm *c = ctx->c;
+    if (eager)
+        strncat(call, eager == RT_SIG_ONEWAY ? " with the one-way eager protocol" : " with the eager protocol",
+                cap - strlen(call) - 1);
+}
+
+int rt_mismatch_report(rt_comm *c, uint32_t peer, const rt_sig *theirs, const rt_sig *my_sig, char *msg, size_t len)
+{
     char mine[160], other[160];
-    rt_sig_format(&ctx->sig, mine, sizeof mine);
+    rt_sig_format(my_sig, mine, sizeof mine);
     rt_sig_format(theirs, other, sizeof other);
-    if (theirs->eager != ctx->sig.eager) /* the protocol is not part of the call: say which ran it */
-        strncat(theirs->eager ? other : mine, " with the eager protocol",
-                sizeof mine - strlen(theirs->eager ? other : mine) - 1);
+    if (theirs->eager != my_sig->eager) { /* the protocol is not part of the call: say which ran it */
+        append_protocol(other, sizeof other, theirs->eager);
+        append_protocol(mine, sizeof mine, my_sig->eager);
+    }
     if (theirs->cmd == HCCL_CMD_FINALIZE)
         snprintf(msg, len, "comm %s: rank %u called %s after op #%llu where rank %u called %s as op #%llu", c->name,
-                 peer, other, (unsigned long long)(theirs->seq - 1), c->rank, mine, (unsigned long long)ctx->seq);
+                 peer, other, (unsigned long long)(theirs->seq - 1), c->rank, mine, (unsigned long long)my_sig->seq);
     else
         snprintf(msg, len, "comm %s: rank %u called %s as op #%llu where rank %u called %s", c->name, peer, other,
                  (unsigned long long)theirs->seq, c->rank, mine);
     OH_ERR("mismatch", "%s", msg);
     rt_abort_all(c, HCCL_E_PARA, msg);
     return HAL_E_ABORTED;
+}
+
+static int report_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *theirs, char *msg, size_t len)
+{
+    return rt_mismatch_report(ctx->c, peer, theirs, &ctx->sig, msg, len);
 }
 
 static void bind_peer(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec)
@@ -105,6 +115,46 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
     return HAL_E_ABORTED;
 }
 
+/* Did peer publish call seq in a box header of my inbox? Its slot depends on its plan (one-way or
+ * not, rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
+static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
+{
+    for (uint32_t s = 0; s < RT_INBOX_SLOTS; s++) {
+        memcpy(theirs, rt_box_hdr(rt_inbox_slot(c, c->inbox, s), peer), sizeof *theirs);
+        if (theirs->seq == seq)
+            return true;
+    }
+    return false;
+}
+
+/* A signal left over from a one-way call of peer's that this rank ran differently (rt_oneway.c): its
+ * header is still in my one-way slots, and my view of that call is my record. */
+static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs, const rt_sig **mine)
+{
+    for (uint32_t s = ALGO_EAGER_SLOTS; s < RT_INBOX_SLOTS; s++) {
+        memcpy(theirs, rt_box_hdr(rt_inbox_slot(c, c->inbox, s), peer), sizeof *theirs);
+        const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, theirs->seq);
+        if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq &&
+            atomic_load_explicit(&rec->ready, memory_order_acquire) == theirs->seq && !rt_sig_equal(theirs, &rec->sig)) {
+            *mine = &rec->sig;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Read by peers' destroys (rt_ctrl_wait_fetched): done with peer's record of call seq. A one-way
+ * call reads no record but the root's: every peer's may go (a receiver marks the root's once it
+ * checked its header). */
+static void mark_fetched(rt_launch_ctx *ctx, uint32_t peer)
+{
+    rt_comm *c = ctx->c;
+    _Atomic uint64_t *fetched = rt_ctrl_fetched(c->ctrl);
+    for (uint32_t q = 0; q < c->nranks; q++)
+        if (q != c->rank && (q == peer || ctx->plan->oneway))
+            atomic_store_explicit(&fetched[q], ctx->seq, memory_order_release);
+}
+
 int rt_fetch_task(void *arg, char *msg, size_t len)
 {
     rt_fetch_arg *fa = arg;
@@ -117,27 +167,26 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
     if (!rt_ctrl_peer_live(c, peer))
         return report_destroyed(ctx, peer, seq, msg, len);
-    if (ready != seq && c->eager_hdr) { /* an eager peer in header mode published its call in my inbox */
-        rt_sig theirs;
-        memcpy(&theirs, rt_box_hdr(rt_inbox_slot(c, c->inbox, seq), peer), sizeof theirs);
-        if (theirs.seq == seq)
-            return report_mismatch(ctx, peer, &theirs, msg, len);
-    }
+    rt_sig theirs;
+    const rt_sig *mine;
+    if (ready != seq && c->eager_hdr && header_of_call(c, peer, seq, &theirs)) /* an eager peer in header mode */
+        return report_mismatch(ctx, peer, &theirs, msg, len);
+    if (ready != seq && c->eager_hdr && stale_oneway(c, peer, seq, &theirs, &mine))
+        return rt_mismatch_report(c, peer, &theirs, mine, msg, len);
     if (ready != seq) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu but found op #%llu", c->name,
                  c->rank, peer, (unsigned long long)seq, (unsigned long long)ready);
         rt_abort_all(c, HCCL_E_INTERNAL, msg);
         return HAL_E_INTERNAL;
     }
-    if (!sig_equal(&rec->sig, &ctx->sig))
+    if (!rt_sig_equal(&rec->sig, &ctx->sig))
         return report_mismatch(ctx, peer, &rec->sig, msg, len);
     if (ctx->vop && rt_vcheck_peer(ctx, peer, rec->vcounts ? rt_ctrl_vtable(pc, seq) : NULL, msg, len))
         return HAL_E_ABORTED; /* before bind_peer: nothing can address the peer's buffers */
     bind_peer(ctx, peer, rec);
     if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
         return report_destroyed(ctx, peer, seq, msg, len);
-    /* Mine, read by the peer's destroy (rt_ctrl_wait_fetched): its record may be released now. */
-    atomic_store_explicit(&rt_ctrl_fetched(c->ctrl)[peer], seq, memory_order_release);
+    mark_fetched(ctx, peer); /* its record may be released now */
     return 0;
 }
 
@@ -148,8 +197,6 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
  * the writer's control block: one cache line it reads anyway instead of two it would miss. */
 int rt_eager_post_task(void *arg, char *msg, size_t len)
 {
-    (void)msg;
-    (void)len;
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     rt_sig sig = ctx->sig;
@@ -157,7 +204,33 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     for (uint32_t q = 0; q < c->nranks; q++)
         if (q != c->rank)
             memcpy(rt_box_hdr(ctx->inbox[q], c->rank), &sig, sizeof sig);
-    return 0;
+    if (!ctx->plan->oneway)
+        return 0;
+    mark_fetched(ctx, c->rank); /* a one-way root reads nobody's record */
+    return rt_publish_task(ctx, msg, len); /* and writes its view (rt_oneway.c) */
+}
+
+/* A one-way receiver's signal from its root without this call's header in the slot. Never this
+ * call's data: the two count the root's one-way calls differently, because of an earlier call they
+ * ran differently (named, if this rank's record of it is still there), or the root destroyed or
+ * runs another call (its record says, as in the record mode). A one-way root also writes a record
+ * of its call, so even a record of this call does not make the slot's data this call's. */
+static int oneway_not_this_call(rt_fetch_arg *fa, char *msg, size_t len)
+{
+    rt_launch_ctx *ctx = fa->ctx;
+    rt_comm *c = ctx->c;
+    rt_sig theirs;
+    const rt_sig *mine;
+    if (stale_oneway(c, fa->peer, ctx->seq, &theirs, &mine))
+        return rt_mismatch_report(c, fa->peer, &theirs, mine, msg, len);
+    int rc = rt_fetch_task(fa, msg, len);
+    if (rc)
+        return rc;
+    snprintf(msg, len, "comm %s: rank %u's signal to rank %u was not op #%llu's data: the two ran one of rank %u's "
+             "earlier one-way calls differently", c->name, fa->peer, c->rank, (unsigned long long)ctx->seq, fa->peer);
+    OH_ERR("mismatch", "%s", msg);
+    rt_abort_all(c, HCCL_E_INTERNAL, msg);
+    return HAL_E_INTERNAL;
 }
 
 /* After the peer's PUB signal. A header of another call means the signal was not this call's
@@ -171,10 +244,9 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     rt_sig theirs;
     memcpy(&theirs, rt_box_hdr(ctx->inbox[c->rank], fa->peer), sizeof theirs);
     if (theirs.seq != ctx->seq)
-        return rt_fetch_task(arg, msg, len);
-    if (!sig_equal(&theirs, &ctx->sig))
+        return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
+    if (!rt_sig_equal(&theirs, &ctx->sig))
         return report_mismatch(ctx, fa->peer, &theirs, msg, len);
-    /* Read by the peer's destroy (rt_ctrl_wait_fetched), as after a record. */
-    atomic_store_explicit(&rt_ctrl_fetched(c->ctrl)[fa->peer], ctx->seq, memory_order_release);
+    mark_fetched(ctx, fa->peer); /* as after a record */
     return 0;
 }

@@ -339,6 +339,12 @@ bool emu_notify_do_record(hal_stream *s, const hal_notify *n)
     return true;
 }
 
+uint32_t emu_notify_pending(hal_notify *n)
+{
+    uint64_t w = n ? atomic_load(&n->slot->word) : 0;
+    return n && EMU_NOTIFY_GEN(w) == n->gen ? EMU_NOTIFY_COUNT(w) : 0;
+}
+
 hal_result emu_notify_host_record(hal_notify *n)
 {
     if (!n)

@@ -62,6 +62,7 @@ const hal_ops emu_hal_ops = {
     .ipc_notify_import = emu_ipc_notify_import,
     .ipc_close = emu_ipc_close,
     .notify_host_record = emu_notify_host_record,
+    .notify_pending = emu_notify_pending,
 };
 
 /* The one entry point through which libhccl reaches this table (hal/hal.c). Everything else

@@ -74,14 +74,15 @@ static void throttle(rt_comm *c)
         reclaim_oldest(c);
 }
 
-/* An eager plan's INBOX refs bind this op's slot of each rank's inbox (rt_dma_bind): it alternates
- * by seq, so a reused program sets it again (rt_rebind). */
+/* An eager plan's INBOX refs bind this op's slot of each rank's inbox (rt_dma_bind): it changes
+ * from call to call, so a reused program sets it again (rt_rebind). */
 static void bind_inbox(rt_comm *c, rt_launch_ctx *ctx)
 {
     if (!ctx->plan->inbox_bytes && !ctx->hdr)
         return;
+    uint32_t slot = rt_oneway_slot(c, ctx->plan);
     for (uint32_t r = 0; r < c->nranks; r++)
-        ctx->inbox[r] = rt_inbox_slot(c, c->peers[r].inbox, ctx->seq);
+        ctx->inbox[r] = rt_inbox_slot(c, c->peers[r].inbox, slot);
 }
 
 HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
@@ -155,7 +156,7 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
         ctx->sig.root = 0;
     /* Ranks that disagree on determinism would run different reduction plans (a hang or wrong sums). */
     ctx->sig.deterministic = reduces && op->deterministic;
-    ctx->sig.eager = ctx->plan->algo == ALGO_EAGER;
+    ctx->sig.eager = ctx->plan->oneway ? RT_SIG_ONEWAY : ctx->plan->algo == ALGO_EAGER ? RT_SIG_EAGER : 0;
 }
 
 static void bind_self(rt_launch_ctx *ctx, const rt_call *call)
@@ -196,10 +197,11 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->post = call->post;
         ctx->npre = call->npre;
         ctx->npost = call->npost;
-        /* The seq this op will take (c->lock is held): inbox refs are bound by its parity. */
+        /* The seq this op will take (c->lock is held). */
         ctx->seq = c->seq + 1;
         /* Header mode: task functions reach every peer's inbox. */
         ctx->hdr = c->eager_hdr && !c->net && ctx->plan->algo == ALGO_EAGER;
+        rt_oneway_prepare(c, ctx);
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)
             rt_launch_ctx_put(ctx); /* no seq taken: the communicator stays usable */
@@ -207,6 +209,7 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
     if (rc == HCCL_SUCCESS) {
         c->seq = ctx->seq;
         c->last_eager = ctx->plan->algo == ALGO_EAGER;
+        rt_oneway_commit(c, ctx);
         ctx->sig.seq = ctx->seq;
         rc = rt_launch_ctx_enqueue(c, ctx, call->stream);
     }

@@ -80,7 +80,11 @@ struct rt_launch_ctx {
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
     void **vbase;              /* [nranks]: peer OUT + its recv displacement for me (ALLTOALLV) */
-    void **inbox;              /* [nranks]: this op's slot (seq parity) of every rank's eager inbox */
+    void **inbox;              /* [nranks]: this op's slot of every rank's eager inbox (rt_oneway_slot) */
+    uint64_t credit_seq;       /* one-way root: the call whose credits this one takes (0: credits given at
+                                  init, nothing to check); rt_oneway.c */
+    uint64_t drain_seq[ALGO_ONEWAY_SLOTS]; /* the one-way calls this rank rooted whose credits the launch */
+    uint32_t ndrain;           /* takes back before its plan (0: no drain); rt_oneway.c */
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
     bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
@@ -140,6 +144,9 @@ bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
  * (bind_self, p2p items); nothing is submitted. Keeps the program this context built for the same
  * plan before when it is reusable (see `built`). HAL_E_PARAM for a malformed plan (logged). */
 hal_result rt_prog_build(rt_launch_ctx *ctx);
+/* Copies donor's program (built for ctx->plan, reusable, still in flight) into ctx, its pointers
+ * into donor moved to ctx (rt_prog_clone.c); false when ctx must build its own. */
+bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor);
 /* Submits what rt_prog_build made, on ctx->stream and the slave streams: one program per segment
  * where the backend runs programs, else (or while the timeline trace records) one task each. */
 hal_result rt_prog_submit(rt_launch_ctx *ctx);
@@ -158,6 +165,20 @@ int rt_vself_check(rt_launch_ctx *ctx, char *msg, size_t len);
 /* Compares a peer's published table with this call's: 0, or the op fails on every rank with one
  * line naming both ranks and the entry. */
 int rt_vcheck_peer(rt_launch_ctx *ctx, uint32_t peer, const uint64_t *theirs, char *msg, size_t len);
+
+/* One-way calls (rt_oneway.c; algos/plan.h, INBOX). Before the launch is built (c->lock held):
+ * the inbox slot it binds, the credits it takes (credit_seq) and the drain before it (ndrain);
+ * commit once it took its seq. */
+uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan);
+void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx);
+void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx);
+/* Device-side checks of peers' views of one-way calls (arg: ctx): the root's before its receiver
+ * waits for it, a root's of the calls whose credits it waits for, and a drain's. */
+int rt_oneway_peek_root_task(void *arg, char *msg, size_t len);
+int rt_oneway_peek_credit_task(void *arg, char *msg, size_t len);
+int rt_oneway_drain_check_task(void *arg, char *msg, size_t len);
+/* The drain's end: the credits it took back, given again (arg: ctx). */
+int rt_oneway_rearm_task(void *arg, char *msg, size_t len);
 
 /* Device-side tasks (hal_task_fn). */
 int rt_publish_task(void *arg, char *msg, size_t len);

@@ -111,6 +111,8 @@ rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
     ctx->next = NULL;
     ctx->vhash = 0;
     ctx->trace_op = 0;
+    ctx->credit_seq = 0;
+    ctx->ndrain = 0;
     /* insns, descs, segs and netops stay: rt_prog_build reuses them or starts over. */
     /* Peers' IN/OUT are bound by FETCH; clear the last launch's so nothing stale is ever read. */
     memset(ctx->base, 0, 2 * (size_t)n * sizeof(void *));

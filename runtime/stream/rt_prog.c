@@ -171,6 +171,12 @@ static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     return HAL_OK;
 }
 
+/* A one-way root's credit waits come first in its plan (algos/eager.c). */
+static bool first_credit_wait(const rt_launch_ctx *ctx, uint32_t stream, uint32_t step)
+{
+    return step == 0 || ctx->plan->streams[stream].steps[step - 1].kind != ALGO_STEP_WAIT;
+}
+
 static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
     rt_comm *c = ctx->c;
@@ -186,6 +192,8 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     }
     if (st->kind == ALGO_STEP_SIGNAL)
         return push_notify(ctx, stream, step, false, c->peers[peer].to_peer[slot]);
+    if (slot == ALGO_SLOT_CREDIT && first_credit_wait(ctx, stream, step)) /* may block: views first */
+        CHECK(push_fn(ctx, stream, step, rt_oneway_peek_credit_task, ctx));
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[slot]));
     if (!ctx->p2p || slot != ALGO_SLOT_P2P_DATA)
         return HAL_OK;
@@ -201,10 +209,21 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     uint32_t peer = st->u.fetch.peer, item = st->u.fetch.item;
     if (peer >= c->nranks || peer == c->rank || (ctx->p2p && item >= ctx->plan->op.nitems))
         return HAL_E_PARAM;
+    if (ctx->plan->oneway) /* a receiver about to wait for its root: its view first */
+        CHECK(push_fn(ctx, stream, step, rt_oneway_peek_root_task, ctx));
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
     if (ctx->p2p)
         return push_fn(ctx, stream, step, rt_p2p_fetch_task, &ctx->p2p_items[item]);
     return push_fn(ctx, stream, step, ctx->hdr ? rt_eager_check_task : rt_fetch_task, &ctx->fetch[peer]);
+}
+
+/* A one-way receiver publishes its view as a record: it writes no one's inbox (rt_oneway.c). */
+static hal_task_fn publish_fn(const rt_launch_ctx *ctx)
+{
+    if (ctx->p2p)
+        return rt_p2p_publish_task;
+    bool receiver = ctx->plan->oneway && ctx->plan->op.root != ctx->c->rank;
+    return ctx->hdr && !receiver ? rt_eager_post_task : rt_publish_task;
 }
 
 static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
@@ -217,8 +236,7 @@ static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     case ALGO_STEP_WAIT:
         return build_sync(ctx, stream, step, st);
     case ALGO_STEP_PUBLISH:
-        return push_fn(ctx, stream, step,
-                       ctx->p2p ? rt_p2p_publish_task : ctx->hdr ? rt_eager_post_task : rt_publish_task, ctx);
+        return push_fn(ctx, stream, step, publish_fn(ctx), ctx);
     case ALGO_STEP_FETCH:
         return build_fetch(ctx, stream, step, st);
     default:
@@ -359,6 +377,23 @@ static hal_result build_stage_copies(prog_builder *b, const hal_dma_desc *d, uin
     return close_prog(b, 0, &first);
 }
 
+/* A drain before the plan (rt_oneway.c): the views of the one-way calls this rank rooted are
+ * checked, every credit of every receiver is taken back, then given again. */
+static hal_result build_drain(prog_builder *b)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    rt_comm *c = ctx->c;
+    if (!ctx->ndrain)
+        return HAL_OK;
+    uint32_t first = ctx->ninsns;
+    CHECK(push_fn(ctx, 0, 0, rt_oneway_drain_check_task, ctx));
+    for (uint32_t q = 0; q < c->nranks; q++)
+        for (uint32_t k = 0; q != c->rank && k < ALGO_ONEWAY_SLOTS; k++)
+            CHECK(push_notify(ctx, 0, 0, true, c->peers[q].from_peer[ALGO_SLOT_CREDIT]));
+    CHECK(push_fn(ctx, 0, 0, rt_oneway_rearm_task, ctx));
+    return close_prog(b, 0, &first);
+}
+
 static _Atomic uint64_t g_builds;
 
 uint64_t rt_prog_build_count(void)
@@ -370,10 +405,10 @@ uint64_t rt_prog_build_count(void)
  * scratch, events, timeouts), only this call's own IN/OUT and inbox slot as descriptor addresses
  * (listed in ctx->rebinds); peers' buffers are read through the context (FETCH fills them) and the
  * instructions' arguments point into the context. Not so: p2p items, staging copies and staging
- * buffers, V-ops (offsets and sizes from this call's counts), steps across servers. */
+ * buffers, V-ops (offsets and sizes from this call's counts), steps across servers, a drain. */
 static bool reusable(const rt_launch_ctx *ctx)
 {
-    return !ctx->p2p && !ctx->staged && !ctx->vop && !ctx->npre && !ctx->npost && !ctx->nnetops &&
+    return !ctx->p2p && !ctx->staged && !ctx->vop && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
            !algo_counts_symbolic(ctx->plan->op.coll);
 }
 
@@ -396,12 +431,22 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
         rebind(ctx); /* this context's program for the same plan */
         return HAL_OK;
     }
+    const rt_launch_ctx *donor = ctx->c->pending_tail; /* the launch before, often the same plan */
+    if (reusable(ctx) && donor && donor->built == ctx->plan && donor->built_evictions == evictions &&
+        rt_prog_clone(ctx, donor)) {
+        ctx->built = ctx->plan;
+        ctx->built_evictions = evictions;
+        rebind(ctx);
+        return HAL_OK;
+    }
     ctx->built = NULL;
     atomic_fetch_add(&g_builds, 1);
     ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = ctx->nrebinds = 0;
     prog_builder b = {ctx, NULL, 0};
     uint32_t last = ctx->plan->streams[0].nsteps;
-    hal_result rc = build_stage_copies(&b, ctx->pre, ctx->npre, 0);
+    hal_result rc = build_drain(&b);
+    if (rc == HAL_OK)
+        rc = build_stage_copies(&b, ctx->pre, ctx->npre, 0);
     if (rc == HAL_OK)
         rc = build_list(&b, 0);
     if (rc == HAL_OK)

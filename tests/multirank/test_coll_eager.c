@@ -1,7 +1,8 @@
 /* The eager protocol on the emulator: every collective it serves at 2, 3, 4 and 8 ranks, every
  * dtype and op, odd counts on both sides of the crossover, in and out of place, each element
  * checked by coll_check; 42 collectives back to back across the crossover (coll_misc eagerseq:
- * inbox slots reused while peers are one call apart); 1000 of them without a synchronize (more
+ * inbox slots reused while peers are one call apart); one-way Broadcasts and Scatters back to back
+ * (coll_misc onewayseq); 1000 of them without a synchronize (more
  * than the runtime queues, coll_misc deepqueue); and the crossover's setting
  * (HCCL_EAGER_MAX_BYTES: the largest, one box; 16 KiB; off; unset: by collective and n). Mismatches between an eager and a
  * mesh plan are in test_coll_mismatch. */
@@ -37,6 +38,21 @@ Test(eager, back_to_back_n4, .timeout = 300) { seq("", 4); }
 Test(eager, back_to_back_n8, .timeout = 300) { seq("", 8); }
 Test(eager, back_to_back_16k_crossover_n4, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=16384", 4); }
 Test(eager, back_to_back_off_n3, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=0", 3); }
+
+/* One-way Broadcasts and Scatters (coll_misc onewayseq): runs of one root around the one-way slots'
+ * depth, changing roots, drains before AllReduces and at the destroy; and the same calls with the
+ * one-way protocol off (HCCL_EAGER_ONEWAY=0: the full exchange). */
+static void oneway(const char *env, unsigned n)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s coll_misc onewayseq on %u ranks", env, n);
+    mr_expect_ok(mr_run(env, n, MR_COLL_MISC, "onewayseq"), what, "coll_misc onewayseq: PASS");
+}
+Test(eager, oneway_runs_n3, .timeout = 300) { oneway("", 3); }
+Test(eager, oneway_runs_n4, .timeout = 300) { oneway("", 4); }
+Test(eager, oneway_runs_n5, .timeout = 300) { oneway("", 5); }
+Test(eager, oneway_runs_n8, .timeout = 300) { oneway("", 8); }
+Test(eager, oneway_off_runs_n4, .timeout = 300) { oneway("HCCL_EAGER_ONEWAY=0", 4); }
 
 /* More launches in flight than the runtime queues: the host runs half the queue, then goes on. */
 static void deep(unsigned n)

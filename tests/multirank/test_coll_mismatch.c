@@ -2,16 +2,21 @@
  * HCCL_EXEC_TIMEOUT=60 bounds a detection bug; hcclrun --timeout bounds a hang. */
 #include "multirank/mr_run.h"
 
-static void mismatch(unsigned n, const char *kind, const char *const *needles)
+static void mismatch_env(const char *env, unsigned n, const char *kind, const char *const *needles)
 {
     char args[64];
     snprintf(args, sizeof args, "mismatch-%s", kind);
-    mr_result r = mr_run("HCCL_EXEC_TIMEOUT=60", n, MR_COLL_MISC, args);
+    mr_result r = mr_run(env, n, MR_COLL_MISC, args);
     cr_expect_eq(r.status, 0, "mismatch-%s on %u ranks: hcclrun exited with %d", kind, n, r.status);
     cr_expect(strstr(r.out, "NOT DETECTED") == NULL, "mismatch-%s: some rank did not see the failure", kind);
     for (const char *const *s = needles; *s; s++)
         cr_expect(strstr(r.out, *s) != NULL, "mismatch-%s: the output does not mention \"%s\"", kind, *s);
     free(r.out);
+}
+
+static void mismatch(unsigned n, const char *kind, const char *const *needles)
+{
+    mismatch_env("HCCL_EXEC_TIMEOUT=60", n, kind, needles);
 }
 
 static const char *const skip_w[] = {"called HcclBarrier", "called HcclAllReduce", NULL};
@@ -53,3 +58,21 @@ Test(mismatch, skip_then_destroy_n8, .timeout = 150) { mismatch(8, "destroy", de
 Test(mismatch, broadcast_vs_allreduce_n8, .timeout = 150) { mismatch(8, "op", op_w); }
 Test(mismatch, counts_n8, .timeout = 150) { mismatch(8, "count", count_w); }
 Test(mismatch, roots_n8, .timeout = 150) { mismatch(8, "root", root_w); }
+/* One-way Broadcasts (3 ranks and more; docs/runtime.md, "One-way calls"): the root's call
+ * completes without its receivers, so a mismatch only a root can see shows on every rank by the
+ * HcclBarrier after it (coll_mismatch.c, observe_or_next). With HCCL_EAGER_ONEWAY=0, at the call
+ * itself, as before. */
+static const char *const self_w[] = {"called HcclBroadcast(count=256, fp32, root=", "where rank", NULL};
+Test(mismatch, roots_all_self_n3, .timeout = 150) { mismatch(3, "root-self", self_w); }
+Test(mismatch, roots_all_self_n4, .timeout = 150) { mismatch(4, "root-self", self_w); }
+Test(mismatch, roots_swapped_n3, .timeout = 150) { mismatch(3, "root-swap", self_w); }
+Test(mismatch, roots_swapped_n4, .timeout = 150) { mismatch(4, "root-swap", self_w); }
+Test(mismatch, roots_self_then_agreed_n3, .timeout = 150) { mismatch(3, "root-self-then-0", self_w); }
+Test(mismatch, roots_self_then_agreed_n4, .timeout = 150) { mismatch(4, "root-self-then-0", self_w); }
+Test(mismatch, roots_then_destroy_n3, .timeout = 150) { mismatch(3, "root-destroy", root_w); }
+Test(mismatch, roots_then_destroy_n8, .timeout = 150) { mismatch(8, "root-destroy", root_w); }
+Test(mismatch, oneway_off_broadcast_vs_allreduce_n3, .timeout = 150)
+{
+    mismatch_env("HCCL_EXEC_TIMEOUT=60 HCCL_EAGER_ONEWAY=0", 3, "op", op_w);
+}
+Test(mismatch, oneway_off_roots_n3, .timeout = 150) { mismatch_env("HCCL_EXEC_TIMEOUT=60 HCCL_EAGER_ONEWAY=0", 3, "root", root_w); }

@@ -168,25 +168,83 @@ static void release(eop *o)
     free(o->host_in);
 }
 
-int misc_eagerseq(prog_env *e)
+/* Prepares ops[0, nops), issues them back to back (no synchronize in between), synchronizes once,
+ * checks every output and frees ops. */
+static int run_back_to_back(prog_env *e, eop *ops, int nops, const char *what)
 {
-    eop *ops = xmalloc(ES_OPS * sizeof *ops);
-    for (int i = 0; i < ES_OPS; i++) {
-        plan_op(&ops[i], i, e->n);
+    for (int i = 0; i < nops; i++)
         prepare(&ops[i], e, i);
-    }
     ACL_OK(aclrtSynchronizeDevice());
-    for (int i = 0; i < ES_OPS; i++) /* back to back: no synchronize in between */
+    for (int i = 0; i < nops; i++)
         HCCL_OK(issue(&ops[i], e));
     ACL_OK(aclrtSynchronizeStream(e->stream));
     int bad = 0;
-    for (int i = 0; i < ES_OPS; i++) {
+    for (int i = 0; i < nops; i++) {
         bad |= check(&ops[i], e, i);
         release(&ops[i]);
     }
     free(ops);
-    printf("rank %u: %d back-to-back collectives checked, %s\n", e->rank, ES_OPS, bad ? "FAILED" : "all exact");
+    printf("rank %u: %d back-to-back %s checked, %s\n", e->rank, nops, what, bad ? "FAILED" : "all exact");
     return bad;
+}
+
+int misc_eagerseq(prog_env *e)
+{
+    eop *ops = xmalloc(ES_OPS * sizeof *ops);
+    for (int i = 0; i < ES_OPS; i++)
+        plan_op(&ops[i], i, e->n);
+    return run_back_to_back(e, ops, ES_OPS, "collectives");
+}
+
+/* coll_misc onewayseq: eager Broadcasts and Scatters go one-way (docs/runtime.md, "One-way calls"):
+ * a root writes its receivers' inboxes and goes on, taking a credit per receiver once it is
+ * OW_SLOTS calls ahead. Issued back to back, then checked after one synchronize: runs of one root
+ * shorter than, as long as and longer than the slots (1, 15, 16, 17, 50 calls), some ended by an
+ * AllReduce or a Broadcast too large to go one-way (the root drains its credits before it), roots
+ * changing every call, and a run at the very end (the destroy checks it). Sizes (4 B to 2 KiB) and
+ * dtypes vary per call, each call its own buffers. */
+#define OW_SLOTS 16 /* algos/plan.h, ALGO_ONEWAY_SLOTS */
+
+static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
+{
+    static const uint64_t bytes[] = {4, 20, 1000, 2048}; /* one-way up to 2 KiB (ALGO_ONEWAY_MAX_BYTES) */
+    memset(o, 0, sizeof *o);
+    o->coll = coll;
+    int t = i % (int)(sizeof k_types / sizeof k_types[0]);
+    o->dt = k_types[t].dt, o->op = k_types[t].op;
+    uint64_t b = bytes[i % 4];
+    o->count = b / dt_size(o->dt) ? b / dt_size(o->dt) : 1;
+    o->root = root % n;
+    layout(o, n);
+}
+
+static int oneway_schedule(eop *ops, uint32_t n)
+{
+    static const int runs[] = {1, OW_SLOTS - 1, OW_SLOTS, OW_SLOTS + 1, 3 * OW_SLOTS + 2};
+    int k = 0;
+    for (int r = 0; r < 5; r++) {
+        for (int j = 0; j < runs[r]; j++, k++)
+            plan_oneway(&ops[k], k, j % 3 == 2 ? E_SC : E_BC, (uint32_t)r * 3 + 1, n);
+        if (r % 2 == 1 || r == 4)
+            plan_oneway(&ops[k], k, E_AR, 0, n), k++;
+        if (r == 2) { /* past the one-way size: a Broadcast that exchanges with every rank */
+            plan_oneway(&ops[k], k, E_BC, 1, n);
+            ops[k].count = 2052 / dt_size(ops[k].dt);
+            layout(&ops[k++], n);
+        }
+    }
+    for (int j = 0; j < 2 * OW_SLOTS + 3; j++, k++) /* a new root every call */
+        plan_oneway(&ops[k], k, j % 2 ? E_SC : E_BC, (uint32_t)j, n);
+    for (int j = 0; j < OW_SLOTS + 3; j++, k++) /* the last run: nothing drains it but the destroy */
+        plan_oneway(&ops[k], k, E_BC, n - 1, n);
+    return k;
+}
+
+int misc_onewayseq(prog_env *e)
+{
+    eop *ops = xmalloc(256 * sizeof *ops); /* oneway_schedule makes 157 */
+    int nops = oneway_schedule(ops, e->n);
+    return run_back_to_back(e, ops, nops, "one-way and other collectives");
 }
 
 /* coll_misc deepqueue: more launches of one communicator in flight than the runtime keeps

@@ -9,6 +9,8 @@
  *   barrier    no rank leaves HcclBarrier before rank 0, held back by a host function, enters it
  *   twostreams one communicator's collectives alternating between two streams (coll_streams.c)
  *   eagerseq   42 collectives back to back across the eager crossover, checked after (coll_eager.c)
+ *   onewayseq  157 one-way Broadcasts/Scatters (runs of one root, changing roots) and AllReduces
+ *              back to back, checked after (coll_eager.c)
  *   deepqueue  1000 AllReduces issued without a synchronize: more than the runtime queues (coll_eager.c)
  *   mismatch-skip|mismatch-destroy|mismatch-op|mismatch-count|mismatch-root   (coll_mismatch.c)
  *   badinput   bad arguments get an error code at once (coll_mismatch.c)
@@ -319,7 +321,7 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|deepqueue|badinput|mismatch-KIND\n");
+        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|deepqueue|badinput|mismatch-KIND\n");
         return 2;
     }
     const char *s = argv[1];
@@ -335,6 +337,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "badinput")) bad = misc_badinput(&e);
     else if (!strcmp(s, "eagerseq")) bad = misc_eagerseq(&e);
     else if (!strcmp(s, "deepqueue")) bad = misc_deepqueue(&e);
+    else if (!strcmp(s, "onewayseq")) bad = misc_onewayseq(&e);
     else if (!strncmp(s, "mismatch-", 9)) bad = misc_mismatch(&e, s + 9);
     else {
         fprintf(stderr, "coll_misc: unknown scenario %s\n", s);

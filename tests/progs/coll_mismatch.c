@@ -16,6 +16,20 @@ static int observe(prog_env *e, HcclResult enq, const char *what, double t0)
     return failed ? 0 : 1;
 }
 
+/* A one-way Broadcast (docs/runtime.md, "One-way calls") completes on its root without waiting
+ * for its receivers, so what only a root could see (another rank running another call, or taking
+ * another root) shows at the root's next call that waits: the failure must show at the call, its
+ * synchronize, or the HcclBarrier after it. With HCCL_EAGER_ONEWAY=0, at the call as before. */
+static int observe_or_next(prog_env *e, HcclResult enq, const char *what, double t0)
+{
+    const char *ow = getenv("HCCL_EAGER_ONEWAY");
+    if ((ow && !strcmp(ow, "0")) || prog_saw_failure(e, enq, what))
+        return observe(e, enq, what, t0);
+    char next[128];
+    snprintf(next, sizeof next, "HcclBarrier after %s", what);
+    return observe(e, HcclBarrier(e->comm, e->stream), next, t0);
+}
+
 static HcclResult ar(prog_env *e, void *buf, uint64_t cnt)
 {
     return HcclAllReduce(buf, buf, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
@@ -107,6 +121,37 @@ static int protocol(prog_env *e, void *buf, double t0)
  * eager one) or reduce (root n-1, a mesh one). */
 enum { MM_BIG = 1 << 16 }; /* 256 KiB of fp32: past any crossover (at most one 64 KiB box) */
 
+/* Every rank passes its own rank as the root (a common bug), or (swap) the next rank's: with
+ * one-way Broadcasts every rank roots a call nobody receives, or waits for a rank that waits too.
+ * Three calls, so the roots' signals are left over when the barrier runs; or (agree) one such call,
+ * then two where every rank takes root 0, whose receivers find rank 0's signal of the first call
+ * first: it must not pass for the second call's data, so they fail at the call. */
+static int roots_disagree(prog_env *e, void *buf, const char *how, double t0)
+{
+    bool swap = !strcmp(how, "swap"), agree = !strcmp(how, "self-then-0");
+    uint32_t root = swap ? (e->rank + 1) % e->n : e->rank;
+    HcclResult rc = HCCL_SUCCESS;
+    for (int i = 0; i < 3 && rc == HCCL_SUCCESS; i++)
+        rc = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, agree && i ? 0 : root, e->comm, e->stream);
+    const char *what = swap ? "HcclBroadcast root = next rank" : "HcclBroadcast root = own rank";
+    return agree && e->rank ? observe(e, rc, what, t0) : observe_or_next(e, rc, what, t0);
+}
+
+/* Rank 0 takes another root than the others, then every rank destroys the communicator: the
+ * destroy of a rank that rooted the call compares its receivers' records of it (rt_oneway.c), so
+ * the mismatch is still reported (in the log: nothing is left to return it). */
+static int roots_then_destroy(prog_env *e, void *buf)
+{
+    uint32_t root = e->rank == 0 ? 0 : e->n - 1;
+    HcclResult rc = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, root, e->comm, e->stream);
+    aclError se = aclrtSynchronizeStream(e->stream);
+    HcclResult dr = HcclCommDestroy(e->comm);
+    e->comm = NULL;
+    printf("rank %u: HcclBroadcast root %u: enqueue=%d synchronize=%d, HcclCommDestroy=%d\n", e->rank, root, (int)rc,
+           (int)se, (int)dr);
+    return 0;
+}
+
 static int cross_count(prog_env *e, const char *coll, double t0)
 {
     uint64_t cnt = e->rank == 0 ? MM_COUNT : MM_BIG;
@@ -122,7 +167,7 @@ static int cross_count(prog_env *e, const char *coll, double t0)
         rc = HcclAllReduce(in, out, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
     char what[96];
     snprintf(what, sizeof what, "%s count %llu", coll, (unsigned long long)cnt);
-    int bad = observe(e, rc, what, t0);
+    int bad = observe_or_next(e, rc, what, t0);
     dev_free(in);
     dev_free(out);
     return bad;
@@ -146,7 +191,7 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "op")) {
         rc = e->rank == 0 ? HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream)
                           : ar(e, buf, MM_COUNT);
-        bad = observe(e, rc, e->rank == 0 ? "HcclBroadcast" : "HcclAllReduce", t0);
+        bad = observe_or_next(e, rc, e->rank == 0 ? "HcclBroadcast" : "HcclAllReduce", t0);
     } else if (!strcmp(kind, "count")) {
         rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
         bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
@@ -159,7 +204,11 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "root")) {
         uint32_t root = e->rank == 0 ? 0 : e->n - 1;
         rc = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, root, e->comm, e->stream);
-        bad = observe(e, rc, root == 0 ? "HcclBroadcast root 0" : "HcclBroadcast root N-1", t0);
+        bad = observe_or_next(e, rc, root == 0 ? "HcclBroadcast root 0" : "HcclBroadcast root N-1", t0);
+    } else if (!strncmp(kind, "root-s", 6)) { /* root-self, root-swap, root-self-then-0 */
+        bad = roots_disagree(e, buf, kind + 5, t0);
+    } else if (!strcmp(kind, "root-destroy")) {
+        bad = roots_then_destroy(e, buf);
     } else {
         printf("unknown mismatch kind %s\n", kind);
         bad = 1;

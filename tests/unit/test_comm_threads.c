@@ -113,6 +113,12 @@ static void *mismatch_rank(void *p)
     else
         m->call = HcclAllReduce(buf, buf, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, m->comm, s);
     m->sync = aclrtSynchronizeStream(s);
+    /* A one-way Broadcast's root sees the failure at its next call that waits (docs/runtime.md,
+     * "One-way calls"). */
+    if (m->call == HCCL_SUCCESS && m->sync == ACL_SUCCESS && m->rank == 0) {
+        m->call = HcclBarrier(m->comm, s);
+        m->sync = aclrtSynchronizeStream(s);
+    }
     HcclGetCommAsyncError(m->comm, &m->async);
     HcclExtGetCommErrorMessage(m->comm, m->msg, sizeof m->msg);
     aclrtFree(buf);

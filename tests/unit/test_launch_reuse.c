@@ -107,7 +107,27 @@ static void p2p(rank_t *r, int p)
     cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
 }
 
-typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG } scenario;
+/* BURST calls of one shape issued back to back (no synchronize), cycling the pairs, out of place:
+ * every call on pair p sums the same inputs (call number p), so each OUT is checked once at the
+ * end. Most of them take a context that never ran the plan while the call before is in flight.
+ * Eager, then mesh (whose descriptors reach peers' buffers through the context's bindings). */
+#define BURST 100
+static void burst(rank_t *r, uint64_t count)
+{
+    op_t ops[PAIRS];
+    for (int p = 0; p < PAIRS; p++) {
+        ops[p] = (op_t){p, p, count, false};
+        issue(r, &ops[p]);
+    }
+    for (int i = PAIRS; i < BURST; i++)
+        cr_assert_eq(HcclAllReduce(r->in[i % PAIRS], r->out[i % PAIRS], count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+                                   r->comm, r->s), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    for (int p = 0; p < PAIRS; p++)
+        check(r, &ops[p]);
+}
+
+typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG, SC_BURST } scenario;
 typedef struct job {
     rank_t *r;
     scenario sc;
@@ -124,6 +144,10 @@ static void *rank_main(void *arg)
         break;
     case SC_BIG:
         allreduce(r, 1, 1, BIG, false);
+        break;
+    case SC_BURST:
+        burst(r, SMALL);
+        burst(r, BIG);
         break;
     case SC_STEADY: /* one shape; other buffers and the other inbox slot every call */
         for (int i = 1; i <= 60; i++)
@@ -216,6 +240,20 @@ Test(launch_reuse, one_shape_builds_once, .timeout = 120)
     uint64_t builds = rt_prog_build_count() - before;
     cr_expect_leq(builds, NRANKS, "%llu programs built for %d calls of one shape", (unsigned long long)builds,
                   ranks[0].calls - 1);
+    teardown(ranks);
+}
+
+/* Back to back, a launch copies the program of the launch before it (rt_prog_clone.c) instead of
+ * building its own: a burst of one shape builds once per rank and shape, the results stay exact. */
+Test(launch_reuse, burst_copies_the_program, .timeout = 120)
+{
+    rank_t ranks[NRANKS];
+    setup(ranks);
+    uint64_t before = rt_prog_build_count();
+    run(ranks, SC_BURST);
+    uint64_t builds = rt_prog_build_count() - before;
+    cr_expect_leq(builds, 2 * NRANKS, "%llu programs built for two bursts of %d back-to-back calls of one shape",
+                  (unsigned long long)builds, BURST);
     teardown(ranks);
 }
 

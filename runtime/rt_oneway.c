@@ -1,0 +1,187 @@
+/* One-way calls, the runtime's side (algos/plan.h, INBOX; docs/runtime.md, "One-way calls").
+ *
+ * An eager Broadcast or Scatter goes one-way: the root writes its receivers' inboxes and goes on;
+ * it takes one credit per receiver before writing (ALGO_ONEWAY_SLOTS of them were given at init,
+ * rt_notify.c), and a receiver gives it back once it copied its box out. Bookkeeping here:
+ * - slots: calls that end full take the two eager slots in turn, a root's one-way calls its
+ *   one-way slots in turn (every rank issues the same calls, so every rank counts the same);
+ * - views: every rank writes its own record of a one-way call when its plan starts (the root in
+ *   its header task, a receiver by PUBLISH), so peers can compare calls without waiting for them;
+ * - drain: before its next call that is not one-way (it publishes into slots and signals that
+ *   receivers of the run may not have consumed yet), a rank that rooted one-way calls takes all
+ *   its credits back and gives them again. After the drain every receiver has finished every call
+ *   of the run, as the full end of an eager call would have guaranteed.
+ * Mismatches: a receiver checks its root's header as any eager FETCH does. What only a root could
+ * see (two ranks that both think they are the root, or a receiver that waits for another root) is
+ * compared from the views before each wait that may block on it: the receiver's wait for its root,
+ * a root's wait for credits and its drain; since every rank writes its view before it waits, of
+ * two ranks that wait on each other the later one sees the other's view. A one-way root learns of
+ * a mismatch in its call at its next call that waits (or at HcclCommDestroy), not at the call. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/stream/rt_launch.h"
+
+uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
+{
+    if (plan->oneway)
+        return ALGO_EAGER_SLOTS + (uint32_t)(c->oneway_calls[plan->op.root] % ALGO_ONEWAY_SLOTS);
+    return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
+}
+
+static bool is_root(const rt_comm *c, const algo_plan *plan)
+{
+    return plan->oneway && plan->op.root == c->rank;
+}
+
+void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
+{
+    const algo_plan *plan = ctx->plan;
+    uint32_t run = c->oneway_run;
+    ctx->credit_seq = 0;
+    ctx->ndrain = 0;
+    if (is_root(c, plan)) { /* past the credits given at init: those of run position run - S */
+        if (run >= ALGO_ONEWAY_SLOTS)
+            ctx->credit_seq = c->oneway_seq[run % ALGO_ONEWAY_SLOTS];
+        return;
+    }
+    if (plan->oneway || !run) /* a receiver publishes into no slot and signals no PUB */
+        return;
+    ctx->ndrain = run < ALGO_ONEWAY_SLOTS ? run : ALGO_ONEWAY_SLOTS;
+    for (uint32_t i = 0; i < ctx->ndrain; i++)
+        ctx->drain_seq[i] = c->oneway_seq[(run - 1 - i) % ALGO_ONEWAY_SLOTS];
+}
+
+void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
+{
+    const algo_plan *plan = ctx->plan;
+    if (plan->oneway)
+        c->oneway_calls[plan->op.root]++;
+    else
+        c->full_calls++;
+    if (is_root(c, plan))
+        c->oneway_seq[c->oneway_run++ % ALGO_ONEWAY_SLOTS] = ctx->seq;
+    else if (ctx->ndrain)
+        c->oneway_run = 0;
+}
+
+/* A page fault costs ~10 us on a VM (docs/perf.md): a root's loop would take one per receiver and
+ * one-way slot in this process, 16 (n - 1) of them, in its first calls. The header of this rank's
+ * own box is its to write (peers read it only after this rank's signal) and holds no call yet. */
+void rt_oneway_warm(rt_comm *c)
+{
+    for (uint32_t q = 0; c->oneway && c->eager_hdr && q < c->nranks; q++)
+        for (uint32_t s = ALGO_EAGER_SLOTS; q != c->rank && !c->peers[q].remote && s < RT_INBOX_SLOTS; s++)
+            memset(rt_box_hdr(rt_inbox_slot(c, c->peers[q].inbox, s), c->rank), 0, sizeof(rt_sig));
+}
+
+/* Rank q's view of call seq (its record), once written and while its block is this
+ * communicator's. */
+static bool peer_view(const rt_comm *c, uint32_t q, uint64_t seq, rt_sig *theirs)
+{
+    rt_pub_record *rec = c->peers[q].ctrl ? rt_ctrl_pub(c->peers[q].ctrl, seq) : NULL;
+    if (!rec || atomic_load_explicit(&rec->ready, memory_order_acquire) != seq)
+        return false;
+    *theirs = rec->sig;
+    return rt_ctrl_peer_live(c, q) && atomic_load_explicit(&rec->ready, memory_order_acquire) == seq;
+}
+
+/* 0 when q's view of call seq is not written yet or is the same call as mine; else the
+ * communicator fails naming both (HAL_E_ABORTED). */
+static int check_view(rt_comm *c, uint32_t q, uint64_t seq, char *msg, size_t len)
+{
+    const rt_pub_record *mine = rt_ctrl_pub(c->ctrl, seq);
+    rt_sig theirs;
+    if (q == c->rank || atomic_load_explicit(&mine->ready, memory_order_acquire) != seq ||
+        !peer_view(c, q, seq, &theirs) || rt_sig_equal(&theirs, &mine->sig))
+        return 0;
+    return rt_mismatch_report(c, q, &theirs, &mine->sig, msg, len);
+}
+
+/* Would a wait on the notify q signals on `slot` block now? Only this rank's stream waits on it, so
+ * a count there stays until it does: when the backend can say, views are compared only before a
+ * wait that may block (a loop of calls whose signals are already there reads nobody's record). */
+static bool may_block(const rt_comm *c, uint32_t q, uint32_t slot)
+{
+    return !c->hal->notify_pending || c->hal->notify_pending(c->peers[q].from_peer[slot]) == 0;
+}
+
+int rt_oneway_peek_root_task(void *arg, char *msg, size_t len)
+{
+    rt_launch_ctx *ctx = arg;
+    uint32_t root = ctx->plan->op.root;
+    return may_block(ctx->c, root, ALGO_SLOT_PUB) ? check_view(ctx->c, root, ctx->seq, msg, len) : 0;
+}
+
+int rt_oneway_peek_credit_task(void *arg, char *msg, size_t len)
+{
+    rt_launch_ctx *ctx = arg;
+    rt_comm *c = ctx->c;
+    for (uint32_t q = 0; ctx->credit_seq && q < c->nranks; q++)
+        if (q != c->rank && may_block(c, q, ALGO_SLOT_CREDIT) && check_view(c, q, ctx->credit_seq, msg, len))
+            return HAL_E_ABORTED;
+    return 0;
+}
+
+static int check_all(rt_comm *c, uint64_t seq, char *msg, size_t len)
+{
+    for (uint32_t q = 0; q < c->nranks; q++)
+        if (check_view(c, q, seq, msg, len))
+            return HAL_E_ABORTED;
+    return 0;
+}
+
+int rt_oneway_drain_check_task(void *arg, char *msg, size_t len)
+{
+    rt_launch_ctx *ctx = arg;
+    for (uint32_t i = 0; i < ctx->ndrain; i++)
+        if (check_all(ctx->c, ctx->drain_seq[i], msg, len))
+            return HAL_E_ABORTED;
+    return 0;
+}
+
+int rt_oneway_rearm_task(void *arg, char *msg, size_t len)
+{
+    rt_launch_ctx *ctx = arg;
+    rt_comm *c = ctx->c;
+    for (uint32_t q = 0; q < c->nranks; q++)
+        for (uint32_t k = 0; q != c->rank && k < ALGO_ONEWAY_SLOTS; k++)
+            if (c->hal->notify_host_record(c->peers[q].from_peer[ALGO_SLOT_CREDIT]) != HAL_OK) {
+                snprintf(msg, len, "comm %s: rank %u could not give rank %u its one-way credits back", c->name,
+                         c->rank, q);
+                return HAL_E_INTERNAL;
+            }
+    return 0;
+}
+
+/* Has q written its view of call seq, or will it never (it left, or the communicator failed)? */
+static bool view_settled(const rt_comm *c, uint32_t q, uint64_t seq)
+{
+    rt_sig theirs;
+    rt_ctrl *pc = c->peers[q].ctrl;
+    return q == c->rank || !pc || atomic_load(&c->ctrl->abort) || !rt_ctrl_peer_live(c, q) ||
+           atomic_load(&pc->destroyed) || peer_view(c, q, seq, &theirs);
+}
+
+/* The drain a destroy cannot launch: the last one-way calls this rank rooted are compared with
+ * every receiver's view, as soon as it wrote it (bounded by HCCL_EXEC_TIMEOUT, like
+ * rt_ctrl_wait_fetched). */
+void rt_oneway_destroy_check(rt_comm *c)
+{
+    uint32_t n = c->oneway_run < ALGO_ONEWAY_SLOTS ? c->oneway_run : ALGO_ONEWAY_SLOTS;
+    struct timespec nap = {0, 200000};
+    uint64_t waited_us = 0, limit_us = (uint64_t)(c->exec_timeout_s > 0 ? c->exec_timeout_s : 0) * 1000000u;
+    char msg[RT_MSG_LEN];
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t seq = c->oneway_seq[(c->oneway_run - 1 - i) % ALGO_ONEWAY_SLOTS];
+        for (uint32_t q = 0; q < c->nranks; q++) {
+            while (!view_settled(c, q, seq) && !(limit_us && waited_us >= limit_us)) {
+                nanosleep(&nap, NULL); /* peers are inside the same calls */
+                waited_us += 200;
+            }
+            if (!atomic_load(&c->ctrl->abort) && check_view(c, q, seq, msg, sizeof msg))
+                return;
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/* A launch's program copied from another launch of the same plan (rt_prog.c): a loop issues far
+ * more launches than complete meanwhile, so most of its first launches take a context that never
+ * ran this plan, and building the program each time was most of a short loop's cost (8 B Broadcast
+ * at 4 ranks, 100 calls: 103 builds; docs/perf.md, "One-way Broadcast"). The donor is a launch
+ * still in flight: its arrays stay as built until it is reclaimed, and only the host writes them.
+ * What points into the donor (instruction arguments, descriptors bound through its bindings) is
+ * moved to the same place in the new context. */
+#include <string.h>
+
+#include "runtime/stream/rt_launch.h"
+
+/* An instruction argument of donor's, as the same argument of ctx; false for one that points
+ * anywhere but donor itself or its fetch arguments (then ctx builds its own). */
+static bool move_arg(rt_launch_ctx *ctx, const rt_launch_ctx *donor, void **arg)
+{
+    const rt_fetch_arg *f = *arg;
+    if (*arg == donor) {
+        *arg = ctx;
+        return true;
+    }
+    if (f >= donor->fetch && f < donor->fetch + ctx->c->nranks) {
+        *arg = &ctx->fetch[f - donor->fetch];
+        return true;
+    }
+    return *arg == NULL;
+}
+
+/* A descriptor side bound through donor's bindings (a peer's IN/OUT, filled by FETCH: rt_dma_bind),
+ * as the same binding of ctx; false for an indirection anywhere else. */
+static bool move_ref(rt_launch_ctx *ctx, const rt_launch_ctx *donor, hal_ref *ref)
+{
+    uint32_t n = ctx->c->nranks;
+    void *const *p = ref->indirect;
+    if (!p)
+        return true;
+    if (p >= (void *const *)donor->base && p < (void *const *)donor->base + 3 * (size_t)n) {
+        ref->indirect = (void *const *)ctx->base + (p - (void *const *)donor->base);
+        return true;
+    }
+    if (p >= (void *const *)donor->vbase && p < (void *const *)donor->vbase + n) {
+        ref->indirect = (void *const *)ctx->vbase + (p - (void *const *)donor->vbase);
+        return true;
+    }
+    return false;
+}
+
+static bool copy_array(void **dst, uint32_t *cap, const void *src, uint32_t n, size_t elem)
+{
+    if (!rt_grow(dst, cap, n, elem))
+        return false;
+    if (n)
+        memcpy(*dst, src, (size_t)n * elem);
+    return true;
+}
+
+bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor)
+{
+    if (!copy_array((void **)&ctx->insns, &ctx->insns_cap, donor->insns, donor->ninsns, sizeof *ctx->insns) ||
+        !copy_array((void **)&ctx->isrc, &ctx->isrc_cap, donor->isrc, donor->ninsns, sizeof *ctx->isrc) ||
+        !copy_array((void **)&ctx->descs, &ctx->descs_cap, donor->descs, donor->ndescs, sizeof *ctx->descs) ||
+        !copy_array((void **)&ctx->segs, &ctx->segs_cap, donor->segs, donor->nsegs, sizeof *ctx->segs) ||
+        !copy_array((void **)&ctx->rebinds, &ctx->rebinds_cap, donor->rebinds, donor->nrebinds, sizeof *ctx->rebinds))
+        return false;
+    ctx->ninsns = donor->ninsns;
+    ctx->ndescs = donor->ndescs;
+    ctx->nsegs = donor->nsegs;
+    ctx->nrebinds = donor->nrebinds;
+    ctx->nnetops = 0;
+    for (uint32_t i = 0; i < ctx->ndescs; i++) {
+        hal_dma_desc *d = &ctx->descs[i];
+        if (!move_ref(ctx, donor, &d->dst) || !move_ref(ctx, donor, &d->src) || !move_ref(ctx, donor, &d->src2))
+            return false;
+    }
+    for (uint32_t i = 0; i < ctx->ninsns; i++) {
+        hal_insn *in = &ctx->insns[i];
+        if (in->kind == HAL_INSN_DMA)
+            in->u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
+        else if (in->kind == HAL_INSN_FN && !move_arg(ctx, donor, &in->u.fn.arg))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,146 @@
+/* One-way rooted eager plans (plan.h, INBOX; algos/eager.c): Broadcast and Scatter where the
+ * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES. Verified with the
+ * root's credits given before the call, at 3..8 ranks, every root, counts 0/1/97/the most, in and
+ * out of place; their shape (the root fetches nobody, receivers signal no PUB and write no inbox);
+ * that nothing else goes one-way; and that the verifier refuses a root that skips its credit
+ * waits or publishes after its first copy. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "algos/verify.h"
+
+static const algo_topo k_oneway = {.nranks = 0, .eager_max = ALGO_EAGER_AUTO, .oneway = true};
+
+static int verify_oneway(algo_coll coll, uint32_t n, uint64_t count, uint32_t root, bool inp, algo_verify_report *rep)
+{
+    algo_op o = {.coll = coll, .nranks = n, .count = count, .dtype = HAL_DT_FP32, .root = root, .in_place = inp};
+    algo_topo topo = k_oneway;
+    topo.nranks = n;
+    return algo_verify(&o, &topo, ALGO_EAGER, rep);
+}
+
+Test(algo_oneway, broadcast_and_scatter_verify)
+{
+    const algo_coll colls[] = {ALGO_COLL_BROADCAST, ALGO_COLL_SCATTER};
+    for (size_t i = 0; i < 2; i++)
+        for (uint32_t n = ALGO_ONEWAY_MIN_RANKS; n <= ALGO_MESH_MAX_RANKS; n++) {
+            uint64_t counts[4] = {0, 1, 97, ALGO_ONEWAY_MAX_BYTES / 4};
+            for (uint32_t root = 0; root < n; root++)
+                for (size_t ci = 0; ci < 4; ci++)
+                    for (int inp = 0; inp < 2; inp++) {
+                        algo_verify_report rep;
+                        int rc = verify_oneway(colls[i], n, counts[ci], root, inp, &rep);
+                        cr_expect_eq(rc, 0, "%s n=%u root=%u count=%llu %s: %s", algo_coll_name(colls[i]), n, root,
+                                     (unsigned long long)counts[ci], inp ? "in place" : "out of place", rep.msg);
+                        cr_expect_not(rep.full_end, "a one-way call ends without its receivers");
+                    }
+        }
+}
+
+static uint32_t count_kind(const algo_plan *p, algo_step_kind kind, uint32_t slot)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < p->streams[0].nsteps; i++) {
+        const algo_step *st = &p->streams[0].steps[i];
+        bool sync = kind == ALGO_STEP_SIGNAL || kind == ALGO_STEP_WAIT;
+        k += st->kind == kind && (!sync || st->u.sync.slot == slot);
+    }
+    return k;
+}
+
+Test(algo_oneway, shape)
+{
+    algo_topo topo = k_oneway;
+    topo.nranks = 4;
+    for (uint32_t r = 0; r < 4; r++) {
+        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 4, .rank = r, .count = 2, .dtype = HAL_DT_FP32,
+                      .root = 1};
+        cr_assert_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER);
+        algo_plan *p = NULL;
+        cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
+        cr_expect(p->oneway);
+        cr_expect_eq(p->nstreams, 1u);
+        if (r == 1) {
+            cr_expect_eq(count_kind(p, ALGO_STEP_WAIT, ALGO_SLOT_CREDIT), 3u, "a credit from every receiver");
+            cr_expect_eq(p->streams[0].steps[3].kind, ALGO_STEP_PUBLISH, "after the credits");
+            cr_expect_eq(count_kind(p, ALGO_STEP_FETCH, 0), 0u, "the root fetches nobody");
+            cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_PUB), 3u);
+        } else {
+            cr_expect_eq(p->streams[0].steps[0].kind, ALGO_STEP_PUBLISH, "a receiver publishes its view first");
+            cr_expect_eq(count_kind(p, ALGO_STEP_FETCH, 0), 1u, "a receiver fetches the root only");
+            cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_CREDIT), 1u, "and gives its credit back");
+            cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_PUB), 0u);
+        }
+        algo_plan_free(p);
+    }
+}
+
+/* Everything else, and every call where the runtime did not allow it, ends full as before. */
+Test(algo_oneway, only_rooted_distribution)
+{
+    algo_topo topo = k_oneway;
+    topo.nranks = 3;
+    const algo_coll others[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE,
+                                ALGO_COLL_ALLTOALL};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        algo_op op = {.coll = others[i], .nranks = 3, .count = 5, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM};
+        algo_verify_report rep;
+        cr_expect_eq(algo_verify(&op, &topo, ALGO_EAGER, &rep), 0, "%s: %s", algo_coll_name(others[i]), rep.msg);
+        cr_expect(rep.full_end, "%s ends full", algo_coll_name(others[i]));
+    }
+    algo_op bc = {.coll = ALGO_COLL_BROADCAST, .nranks = 3, .count = ALGO_ONEWAY_MAX_BYTES / 4 + 1,
+                  .dtype = HAL_DT_FP32};
+    algo_verify_report rep;
+    cr_expect_eq(algo_verify(&bc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
+    cr_expect(rep.full_end, "past ALGO_ONEWAY_MAX_BYTES a Broadcast is the full exchange");
+    bc.count = 5;
+    topo.oneway = false;
+    cr_expect_eq(algo_verify(&bc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
+    cr_expect(rep.full_end, "without topo.oneway a Broadcast is the full exchange");
+    topo.oneway = true;
+    for (bc.nranks = 1; bc.nranks < ALGO_ONEWAY_MIN_RANKS; bc.nranks++) {
+        topo.nranks = bc.nranks;
+        cr_expect_eq(algo_verify(&bc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
+        cr_expect(rep.full_end, "at %u ranks a Broadcast is the full exchange", bc.nranks);
+    }
+}
+
+/* Compiles the 3-rank one-way Broadcast (root 0) and lets `edit` break the root's plan. */
+static int verify_edited(void (*edit)(algo_plan *root), algo_verify_report *rep)
+{
+    algo_topo topo = k_oneway;
+    topo.nranks = 3;
+    algo_plan *plans[3] = {0};
+    for (uint32_t r = 0; r < 3; r++) {
+        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 3, .rank = r, .count = 4, .dtype = HAL_DT_FP32};
+        cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &plans[r]), 0);
+    }
+    edit(plans[0]);
+    int rc = algo_verify_plans(plans, 3, &topo, NULL, rep);
+    for (uint32_t r = 0; r < 3; r++)
+        algo_plan_free(plans[r]);
+    return rc;
+}
+
+static void drop_credit_waits(algo_plan *p)
+{
+    algo_step_list *l = &p->streams[0];
+    memmove(l->steps, l->steps + 2, (l->nsteps - 2) * sizeof *l->steps);
+    l->nsteps -= 2;
+}
+
+static void publish_after_copy(algo_plan *p)
+{
+    algo_step *s = p->streams[0].steps; /* WAIT WAIT PUBLISH COPY ...: PUBLISH after the first COPY */
+    algo_step pub = s[2];
+    s[2] = s[3], s[3] = pub;
+}
+
+Test(algo_oneway, verifier_refuses_broken_roots)
+{
+    algo_verify_report rep;
+    cr_expect_eq(verify_edited(drop_credit_waits, &rep), ALGO_VERIFY_FAILED, "credits never taken");
+    cr_expect(strstr(rep.msg, "slot 6"), "names the credit slot: %s", rep.msg);
+    cr_expect_eq(verify_edited(publish_after_copy, &rep), ALGO_VERIFY_FAILED);
+    cr_expect(strstr(rep.msg, "PUBLISH must be the first step"), "%s", rep.msg);
+}
