@@ -150,8 +150,12 @@ static void mark_fetched(rt_launch_ctx *ctx, uint32_t peer)
 {
     rt_comm *c = ctx->c;
     _Atomic uint64_t *fetched = rt_ctrl_fetched(c->ctrl);
+    if (!ctx->plan->oneway) {
+        atomic_store_explicit(&fetched[peer], ctx->seq, memory_order_release);
+        return;
+    }
     for (uint32_t q = 0; q < c->nranks; q++)
-        if (q != c->rank && (q == peer || ctx->plan->oneway))
+        if (q != c->rank)
             atomic_store_explicit(&fetched[q], ctx->seq, memory_order_release);
 }
 
