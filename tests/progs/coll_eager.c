@@ -6,6 +6,7 @@
 #include "coll_misc.h"
 
 #include <string.h>
+#include <unistd.h>
 
 enum { ES_OPS = 42 };
 
@@ -20,6 +21,7 @@ typedef struct eop {
     uint64_t count;
     uint32_t root;
     bool inplace;
+    bool hold;                    /* onewayseq: receivers' streams stall before this call */
     uint64_t in_elems, out_elems; /* per rank */
     void *in, *out;               /* device; equal (or overlapping) in place */
     void *host_in;                /* [n][in_elems]: every rank's input, for the reference */
@@ -168,6 +170,12 @@ static void release(eop *o)
     free(o->host_in);
 }
 
+static void stall_fn(void *arg)
+{
+    (void)arg;
+    usleep(30000);
+}
+
 /* Prepares ops[0, nops), issues them back to back (no synchronize in between), synchronizes once,
  * checks every output and frees ops. */
 static int run_back_to_back(prog_env *e, eop *ops, int nops, const char *what)
@@ -175,8 +183,11 @@ static int run_back_to_back(prog_env *e, eop *ops, int nops, const char *what)
     for (int i = 0; i < nops; i++)
         prepare(&ops[i], e, i);
     ACL_OK(aclrtSynchronizeDevice());
-    for (int i = 0; i < nops; i++)
+    for (int i = 0; i < nops; i++) {
+        if (ops[i].hold && e->rank != ops[i].root)
+            ACL_OK(aclrtLaunchHostFunc(e->stream, stall_fn, NULL));
         HCCL_OK(issue(&ops[i], e));
+    }
     ACL_OK(aclrtSynchronizeStream(e->stream));
     int bad = 0;
     for (int i = 0; i < nops; i++) {
@@ -201,8 +212,10 @@ int misc_eagerseq(prog_env *e)
  * OW_SLOTS calls ahead. Issued back to back, then checked after one synchronize: runs of one root
  * shorter than, as long as and longer than the slots (1, 15, 16, 17, 50 calls), some ended by an
  * AllReduce or a Broadcast too large to go one-way (the root drains its credits before it), roots
- * changing every call, and a run at the very end (the destroy checks it). Sizes (4 B to 2 KiB) and
- * dtypes vary per call, each call its own buffers. */
+ * changing every call, and a run at the very end (the destroy checks it). The 50-call run starts
+ * while its receivers' streams stall 30 ms, so its root writes as far as its credits let it (a root
+ * that overran its slots would overwrite calls not read yet). Sizes (4 B to 2 KiB) and dtypes vary
+ * per call, each call its own buffers. */
 #define OW_SLOTS 16 /* algos/plan.h, ALGO_ONEWAY_SLOTS */
 
 static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
@@ -225,6 +238,8 @@ static int oneway_schedule(eop *ops, uint32_t n)
     for (int r = 0; r < 5; r++) {
         for (int j = 0; j < runs[r]; j++, k++)
             plan_oneway(&ops[k], k, j % 3 == 2 ? E_SC : E_BC, (uint32_t)r * 3 + 1, n);
+        if (r == 4) /* the 50-call run starts while its receivers stall: its root runs up to its credits */
+            ops[k - runs[r]].hold = true;
         if (r % 2 == 1 || r == 4)
             plan_oneway(&ops[k], k, E_AR, 0, n), k++;
         if (r == 2) { /* past the one-way size: a Broadcast that exchanges with every rank */
