@@ -129,14 +129,15 @@ static void take_from_root(algo_b *b)
         algo_b_copy(b, 0, out, send_src(b, b->r), op->count);
 }
 
-/* One-way rooted distribution (plan.h, INBOX): Broadcast and Scatter where the runtime allows it.
- * The root takes one credit from every receiver (the one-way slot it is about to write was read
- * ALGO_ONEWAY_SLOTS of its calls ago), then PUBLISHes (the header goes with the data), writes every
- * receiver's box and signals PUB: it waits for nobody's data, so a loop of calls runs ahead and
- * its receivers drain several per wake-up. A receiver PUBLISHes (its own record, for the checks
- * only a root could make: runtime/rt_oneway.c), FETCHes the root, copies its box out and gives
- * the credit back; it signals no PUB and writes no one's inbox. */
-static bool goes_oneway(const algo_b *b)
+/* One-way rooted distribution (plan.h, INBOX): Broadcast and Scatter where the runtime allows it
+ * and expects a run of them (op->oneway_run). The root takes one credit from every receiver (the
+ * one-way slot it is about to write was read ALGO_ONEWAY_SLOTS of its calls ago), then PUBLISHes
+ * (the header goes with the data), writes every receiver's box and signals PUB: it waits for
+ * nobody's data, so a loop of calls runs ahead and its receivers drain several per wake-up. A
+ * receiver PUBLISHes (its own record, for the checks only a root could make: runtime/rt_oneway.c),
+ * FETCHes the root, copies its box out and gives the credit back; it signals no PUB and writes no
+ * one's inbox. */
+static bool oneway_able(const algo_b *b)
 {
     algo_coll c = b->op->coll;
     return b->topo && b->topo->oneway && b->n >= ALGO_ONEWAY_MIN_RANKS &&
@@ -174,7 +175,8 @@ int algo_eager_build(algo_b *b)
     if (!algo_eager_supports(op))
         return HAL_E_NOT_SUPPORTED;
     b->p->inbox_bytes = algo_eager_bytes(op);
-    if (goes_oneway(b)) {
+    b->p->oneway_able = oneway_able(b);
+    if (b->p->oneway_able && op->oneway_run) {
         oneway_build(b);
         return 0;
     }

@@ -40,13 +40,15 @@
  *     algo_verify_report.full_end). So when a rank starts full call k, every rank has started full
  *     call k-1 and finished full call k-2, the last user of its slot. algo_select picks eager only
  *     where that holds (one server, n <= ALGO_MESH_MAX_RANKS, nothing forced).
- *   . One-way calls (topo->oneway: eager Broadcast and Scatter) do not end full: the root writes
- *     its box of every receiver's slot and signals PUB, receivers FETCH the root, copy out and
- *     SIGNAL{root, ALGO_SLOT_CREDIT}. They take ALGO_ONEWAY_SLOTS more slots in turn, counted per
- *     root, and the root WAITs one credit per receiver before it writes, of which the runtime gave
- *     ALGO_ONEWAY_SLOTS at init: the k-th wait is met by the receiver's credit of the root's call
- *     k - ALGO_ONEWAY_SLOTS, the last reader of that slot. The verifier gives each receiver's
- *     credit queue one signal before the call and requires one left after it.
+ *   . One-way calls (topo->oneway: eager Broadcast and Scatter in a run of such calls, which the
+ *     runtime says with op.oneway_run: a lone call stays full, as its end would cost a drain) do
+ *     not end full: the root writes its box of every receiver's slot and signals PUB, receivers
+ *     FETCH the root, copy out and SIGNAL{root, ALGO_SLOT_CREDIT}. They take ALGO_ONEWAY_SLOTS
+ *     more slots in turn, counted per root, and the root WAITs one credit per receiver before it
+ *     writes, of which the runtime gave ALGO_ONEWAY_SLOTS at init: the k-th wait is met by the
+ *     receiver's credit of the root's call k - ALGO_ONEWAY_SLOTS, the last reader of that slot.
+ *     The verifier gives each receiver's credit queue one signal before the call and requires one
+ *     left after it.
  */
 #ifndef ALGOS_PLAN_H
 #define ALGOS_PLAN_H
@@ -101,12 +103,17 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
 #define ALGO_EAGER_SLOTS 2u
-/* One-way slots (INBOX below): credits each receiver gives a root before its first one-way call. */
-#define ALGO_ONEWAY_SLOTS 16u
+/* One-way slots (INBOX below): credits each receiver gives a root before its first one-way call,
+ * so how far a root runs ahead. A root that never waits for a credit inside a loop of calls lets
+ * its receivers drain the loop at their pace: at 4 ranks on 2 cores a 100-call loop of 8 B
+ * Broadcasts took 7.0 us a call with 16 slots, 5.4 with 64 and 2.3 with 128 (docs/perf.md,
+ * "One-way Broadcast, deeper"). */
+#define ALGO_ONEWAY_SLOTS 128u
 /* One-way calls carry at most this many bytes per box: up to 2 KiB they beat the full exchange at
- * 4 and 8 ranks and tie at 2; from 8 KiB the 16 slots' pages and cache footprint cost more than the
- * round trip they save (docs/perf.md, "One-way Broadcast"). A box's first 2 KiB share its header's
- * page, which the runtime maps at init. */
+ * 4 and 8 ranks and tie at 2; from 8 KiB the slots' pages and cache footprint cost more than the
+ * round trip they save (docs/perf.md, "One-way Broadcast"). One-way boxes are this size
+ * (runtime: RT_OW_BOX_STRIDE), and the runtime maps a root's boxes in its receivers' inboxes at
+ * init. */
 #define ALGO_ONEWAY_MAX_BYTES 2048u
 /* ... and need at least this many ranks: at 2, each rank has a core of the 2-core machine, the full
  * exchange costs no more, and one-way trials came out bimodal (docs/perf.md, "One-way Broadcast"). */
@@ -217,6 +224,8 @@ typedef struct algo_op {
     bool in_place;           /* IN and OUT alias as HCCL defines in-place for the collective */
     bool deterministic;      /* reductions combine in rank order, ((x0 op x1) op x2) ... op x(n-1), for
                                 every element, whatever the algorithm (HCCL_DETERMINISTIC) */
+    bool oneway_run;         /* the runtime expects a run of calls that can go one-way (INBOX
+                                above): only then does this one */
     const uint64_t *counts;  /* see above; copied into the plan */
     uint32_t ncounts;
     const algo_p2p_item *items;
@@ -233,8 +242,9 @@ typedef struct algo_topo {
                            * whose scratch would grow with the count (ring_push, hier, the ordered
                            * chain across servers) work in rounds that fit it; must be equal on every
                            * rank (HCCL requires one HCCL_BUFFSIZE per job) */
-    bool oneway;          /* eager Broadcast and Scatter may go one-way (plan.h INBOX): the runtime
-                           * binds their one-way slots and gave every root its credits at init */
+    bool oneway;          /* eager Broadcast and Scatter may go one-way (plan.h INBOX) when they
+                           * are in a run (op.oneway_run): the runtime binds their one-way slots and
+                           * gave every root its credits at init */
 } algo_topo;
 
 /* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables
@@ -257,6 +267,7 @@ typedef struct algo_plan {
     uint32_t nslots;         /* notify slots per peer used, incl. ALGO_SLOT_PUB */
     uint64_t inbox_bytes;    /* bytes used of each inbox box (<= ALGO_EAGER_BOX); 0: no INBOX refs */
     bool oneway;             /* a one-way rooted eager plan (INBOX above): it does not end full */
+    bool oneway_able;        /* goes one-way when op.oneway_run says the call is in a run */
 } algo_plan;
 
 /* Compiles op with algorithm `kind` (not AUTO). 0, or HAL_E_NOT_SUPPORTED if the algorithm does not

@@ -96,7 +96,8 @@ typedef void (*hal_host_fn)(void *arg);
 typedef enum hal_insn_kind {
     HAL_INSN_DMA = 0,        /* u.dma: a DMA batch, as dma_batch */
     HAL_INSN_NOTIFY_RECORD,  /* u.notify: as notify_record */
-    HAL_INSN_NOTIFY_WAIT,    /* u.notify: as notify_wait (timeout_ms 0 = the default) */
+    HAL_INSN_NOTIFY_WAIT,    /* u.notify: as notify_wait (timeout_ms 0 = the default); at_least > 0:
+                                as notify_wait_count */
     HAL_INSN_FN,             /* u.fn: as task_async */
 } hal_insn_kind;
 
@@ -104,7 +105,7 @@ typedef struct hal_insn {
     uint8_t kind; /* hal_insn_kind */
     union {
         struct { const hal_dma_desc *descs; uint32_t n; } dma;
-        struct { hal_notify *n; uint32_t timeout_ms; const volatile uint32_t *abort_flag; } notify;
+        struct { hal_notify *n; uint32_t timeout_ms; const volatile uint32_t *abort_flag; uint32_t at_least; } notify;
         struct { hal_task_fn fn; void *arg; } fn;
     } u;
 } hal_insn;
@@ -280,11 +281,16 @@ typedef struct hal_ops {
      * knows a wait will not block (the count only grows under it). 0 for a notify its owner
      * destroyed. Optional (NULL: unknown). */
     uint32_t (*notify_pending)(hal_notify *n);
+    /* Enqueue: waits until the notify holds at least `at_least` (>= 1) signals and takes none of
+     * them; the same timeout, abort and generation rules as notify_wait. What a root's one-way
+     * drain needs: all the credits back, in one wait (runtime/rt_oneway.c). Optional (NULL). */
+    hal_result (*notify_wait_count)(hal_notify *n, hal_stream *s, uint32_t at_least, uint32_t timeout_ms,
+                                    const volatile uint32_t *abort_flag);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 6u /* 6: notify_pending */
+#define HAL_ABI_VERSION 7u /* 6: notify_pending; 7: notify_wait_count */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -37,8 +37,9 @@ static HcclResult alloc_device_state(rt_comm *c)
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
     c->eager_hdr = c->hal->host_mapped_mem && !c->staging; /* docs/runtime.md, "Eager header mode" */
-    /* One-way calls need the header mode and the roots' credits, given by host records at init. */
-    c->oneway = c->oneway_wanted && c->eager_hdr && c->hal->notify_host_record;
+    /* One-way calls need the header mode, the roots' credits (given by host records at init) and
+     * count waits (the drain). */
+    c->oneway = c->oneway_wanted && c->eager_hdr && c->hal->notify_host_record && c->hal->notify_wait_count;
     CHECK(rt_inbox_acquire(c));
     if (c->staging)
         CHECK(rt_staging_alloc(c));

@@ -205,7 +205,7 @@ HcclResult rt_inbox_acquire(rt_comm *c)
      * peer not in header mode sends without writing one: never leave a former owner's there. */
     for (uint32_t s = 0; c->eager_hdr && s < RT_INBOX_SLOTS; s++)
         for (uint32_t r = 0; r < c->nranks; r++)
-            memset(rt_box_hdr(rt_inbox_slot(c, c->inbox, s), r), 0, sizeof(rt_sig));
+            memset(rt_inbox_box(c, c->inbox, s, r), 0, sizeof(rt_sig));
     return HCCL_SUCCESS;
 }
 

@@ -13,7 +13,7 @@
 #include "hal/hal.h"
 #include "hccl/hccl.h"
 
-#define RT_PUB_RING 256         /* collective records and V tables kept per rank (by seq % RT_PUB_RING); ranks
+#define RT_PUB_RING 2048        /* collective records and V tables kept per rank (by seq % RT_PUB_RING); ranks
                                    drift apart by up to the one-way slots of every root (RT_INBOX_SLOTS) */
 #define RT_P2P_RING 64          /* p2p records kept per peer (by ordinal); the most items per peer in one call */
 #define RT_SLOTS (ALGO_MAX_SLOTS + 1) /* notify slots per sender; the last one publishes p2p */
@@ -144,6 +144,8 @@ typedef struct rt_comm {
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
     bool oneway;              /* eager Broadcast/Scatter go one-way (HCCL_EAGER_ONEWAY, header mode): the
                                  roots' credits were given at init (rt_notify.c) */
+    uint32_t able_run;        /* calls up to op #seq that could go one-way, back to back (saturates) */
+    uint32_t able_last_run;   /* ... in the run before: a run expected (rt_oneway_expect_run) */
     uint64_t full_calls;      /* calls issued that end full: they take the eager slots in turn */
     uint64_t *oneway_calls;   /* [nranks] one-way calls issued per root: they take its one-way slots in turn */
     uint32_t oneway_run;      /* one-way calls this rank rooted since its last drain (rt_oneway.c) */
@@ -222,36 +224,59 @@ void rt_oneway_warm(rt_comm *c);
  * them with its own, waiting (bounded) for views not written yet. */
 void rt_oneway_destroy_check(rt_comm *c);
 /* A box as laid out in an inbox slot: RT_BOX_HDR bytes of header (header mode, rt_publish.c: the
- * writer's signature of the call), then the box's ALGO_EAGER_BOX bytes, which start in the
- * header's cache line, so a small message and its header travel as one line. */
+ * writer's signature of the call), then the box's bytes, which start in the header's cache line,
+ * so a small message and its header travel as one line. The ALGO_EAGER_SLOTS eager slots hold
+ * boxes of ALGO_EAGER_BOX bytes, RT_BOX_STRIDE apart. The one-way slots after them hold boxes of
+ * ALGO_ONEWAY_MAX_BYTES, each writer's boxes of every one-way slot side by side: a root's writes
+ * to a receiver stay within ALGO_ONEWAY_SLOTS x RT_OW_BOX_STRIDE bytes (few pages), and the
+ * inbox stays small however deep the one-way queue is. */
 #define RT_BOX_HDR 48u
 #define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
+#define RT_OW_BOX_STRIDE ((uint64_t)ALGO_ONEWAY_MAX_BYTES + 64u)
 _Static_assert(sizeof(rt_sig) <= RT_BOX_HDR, "an eager box header holds one rt_sig");
-/* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot. */
-static inline uint64_t rt_box_offset(uint64_t algo_offset)
-{
-    return algo_offset / ALGO_EAGER_BOX * RT_BOX_STRIDE + RT_BOX_HDR + algo_offset % ALGO_EAGER_BOX;
-}
-/* The header of box `writer` in an inbox slot. */
-static inline rt_sig *rt_box_hdr(void *slot, uint32_t writer)
-{
-    return (rt_sig *)(void *)((char *)slot + writer * RT_BOX_STRIDE);
-}
-/* Bytes of one rank's eager inbox, and the stride between its slots. */
-static inline uint64_t rt_inbox_slot_bytes(const rt_comm *c)
-{
-    return (uint64_t)c->nranks * RT_BOX_STRIDE;
-}
+_Static_assert(RT_BOX_HDR + ALGO_ONEWAY_MAX_BYTES <= RT_OW_BOX_STRIDE, "a one-way box holds its bytes");
 /* The eager slots, then the one-way slots (algos/plan.h, INBOX). */
 #define RT_INBOX_SLOTS (ALGO_EAGER_SLOTS + ALGO_ONEWAY_SLOTS)
+static inline bool rt_slot_oneway(uint32_t slot)
+{
+    return slot >= ALGO_EAGER_SLOTS;
+}
+/* From one writer's box to the next within a slot. */
+static inline uint64_t rt_writer_stride(bool oneway)
+{
+    return oneway ? ALGO_ONEWAY_SLOTS * RT_OW_BOX_STRIDE : RT_BOX_STRIDE;
+}
+/* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot of
+ * its kind (a one-way plan binds one-way slots only). */
+static inline uint64_t rt_box_offset(uint64_t algo_offset, bool oneway)
+{
+    return algo_offset / ALGO_EAGER_BOX * rt_writer_stride(oneway) + RT_BOX_HDR + algo_offset % ALGO_EAGER_BOX;
+}
+/* The header of box `writer` in an inbox slot (rt_inbox_slot) of the given kind. */
+static inline rt_sig *rt_box_hdr(void *slot, uint32_t writer, bool oneway)
+{
+    return (rt_sig *)(void *)((char *)slot + writer * rt_writer_stride(oneway));
+}
+static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
+{
+    return ALGO_EAGER_SLOTS * (uint64_t)c->nranks * RT_BOX_STRIDE;
+}
+/* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return RT_INBOX_SLOTS * rt_inbox_slot_bytes(c);
+    return rt_inbox_eager_bytes(c) + (uint64_t)c->nranks * ALGO_ONEWAY_SLOTS * RT_OW_BOX_STRIDE;
 }
 /* Slot `slot` (< RT_INBOX_SLOTS) of an inbox, ours or a peer's. */
 static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
 {
-    return (char *)inbox + slot * rt_inbox_slot_bytes(c);
+    if (!rt_slot_oneway(slot))
+        return (char *)inbox + slot * (uint64_t)c->nranks * RT_BOX_STRIDE;
+    return (char *)inbox + rt_inbox_eager_bytes(c) + (slot - ALGO_EAGER_SLOTS) * RT_OW_BOX_STRIDE;
+}
+/* The header of writer's box in slot `slot` of an inbox. */
+static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot, uint32_t writer)
+{
+    return rt_box_hdr(rt_inbox_slot(c, inbox, slot), writer, rt_slot_oneway(slot));
 }
 /* Ranks drift apart by at most the one-way slots of every root (algos/plan.h, INBOX): records and
  * V tables of a call must still be there when the slowest rank reads them. */

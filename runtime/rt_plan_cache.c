@@ -141,7 +141,7 @@ static uint64_t hash_op(const algo_op *op, uint64_t counts_hash)
 {
     uint64_t h = mix(op->coll, op->count);
     h = mix(h, ((uint64_t)op->dtype << 32) | op->redop);
-    h = mix(h, ((uint64_t)op->root << 1) | op->in_place);
+    h = mix(h, ((uint64_t)op->root << 2) | ((uint64_t)op->oneway_run << 1) | op->in_place);
     return mix(h, counts_hash);
 }
 
@@ -164,7 +164,7 @@ static bool same_op(const algo_op *a, const algo_op *b)
 {
     return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
            a->root == b->root && a->in_place == b->in_place && a->deterministic == b->deterministic &&
-           same_items(a, b);
+           a->oneway_run == b->oneway_run && same_items(a, b);
 }
 
 /* Eager plans rely on every plan of the communicator ending full (algos/plan.h, INBOX): a forced

@@ -120,7 +120,7 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
 static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
 {
     for (uint32_t s = 0; s < RT_INBOX_SLOTS; s++) {
-        memcpy(theirs, rt_box_hdr(rt_inbox_slot(c, c->inbox, s), peer), sizeof *theirs);
+        memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
         if (theirs->seq == seq)
             return true;
     }
@@ -132,7 +132,7 @@ static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *thei
 static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs, const rt_sig **mine)
 {
     for (uint32_t s = ALGO_EAGER_SLOTS; s < RT_INBOX_SLOTS; s++) {
-        memcpy(theirs, rt_box_hdr(rt_inbox_slot(c, c->inbox, s), peer), sizeof *theirs);
+        memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
         const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, theirs->seq);
         if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq &&
             atomic_load_explicit(&rec->ready, memory_order_acquire) == theirs->seq && !rt_sig_equal(theirs, &rec->sig)) {
@@ -207,7 +207,7 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     sig.seq = ctx->seq;
     for (uint32_t q = 0; q < c->nranks; q++)
         if (q != c->rank)
-            memcpy(rt_box_hdr(ctx->inbox[q], c->rank), &sig, sizeof sig);
+            memcpy(rt_box_hdr(ctx->inbox[q], c->rank, ctx->plan->oneway), &sig, sizeof sig);
     if (!ctx->plan->oneway)
         return 0;
     mark_fetched(ctx, c->rank); /* a one-way root reads nobody's record */
@@ -246,7 +246,7 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     rt_launch_ctx *ctx = fa->ctx;
     rt_comm *c = ctx->c;
     rt_sig theirs;
-    memcpy(&theirs, rt_box_hdr(ctx->inbox[c->rank], fa->peer), sizeof theirs);
+    memcpy(&theirs, rt_box_hdr(ctx->inbox[c->rank], fa->peer, ctx->plan->oneway), sizeof theirs);
     if (theirs.seq != ctx->seq)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))

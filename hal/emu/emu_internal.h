@@ -203,6 +203,13 @@ typedef enum emu_task_kind {
     EMU_T_PROG,        /* a stream program: the caller's hal_insn array (emu_prog.c) */
 } emu_task_kind;
 
+/* What a notify wait takes once it may go on: one signal; all of them (reset: notify_wait_reset);
+ * or, with at_least > 0, none, once at least that many are there (notify_wait_count). */
+typedef struct emu_take {
+    bool reset;
+    uint32_t at_least;
+} emu_take;
+
 typedef struct emu_task {
     struct emu_task *next;
     emu_task_kind kind;
@@ -212,7 +219,7 @@ typedef struct emu_task {
         struct { hal_task_fn fn; void *arg; } fn;
         struct { hal_host_fn fn; void *arg; } host;
         struct { struct hal_event *e; uint64_t seq; } ev;
-        struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; bool reset; } nt;
+        struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; emu_take take; } nt;
         struct { const hal_insn *insns; uint32_t n; } prog;
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
@@ -307,7 +314,7 @@ void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
  * resolved default) and record; a failure fails stream s and returns false. */
 bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
-                        bool reset);
+                        emu_take take);
 bool emu_notify_do_record(hal_stream *s, const hal_notify *n);
 void emu_notify_put(struct hal_notify *n);
 
@@ -390,6 +397,8 @@ hal_result emu_notify_record(struct hal_notify *n, hal_stream *s);
 hal_result emu_notify_wait(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms,
                            const volatile uint32_t *abort_flag);
 hal_result emu_notify_wait_reset(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms);
+hal_result emu_notify_wait_count(struct hal_notify *n, hal_stream *s, uint32_t at_least, uint32_t timeout_ms,
+                                 const volatile uint32_t *abort_flag);
 hal_result emu_notify_host_record(struct hal_notify *n);
 uint32_t emu_notify_pending(struct hal_notify *n);
 

@@ -195,7 +195,7 @@ uint32_t emu_notify_id(hal_notify *n)
 }
 
 static hal_result notify_enqueue(hal_notify *n, hal_stream *s, emu_task_kind kind, uint32_t timeout_ms,
-                                 const volatile uint32_t *abort_flag, bool reset)
+                                 const volatile uint32_t *abort_flag, emu_take take)
 {
     if (!n || !s)
         return HAL_E_PARAM;
@@ -206,37 +206,54 @@ static hal_result notify_enqueue(hal_notify *n, hal_stream *s, emu_task_kind kin
     t->u.nt.n = n;
     t->u.nt.timeout_ms = timeout_ms ? timeout_ms : emu_cfg()->exec_timeout_ms;
     t->u.nt.abort = abort_flag;
-    t->u.nt.reset = reset;
+    t->u.nt.take = take;
     return emu_stream_push(s, t);
 }
 
 hal_result emu_notify_record(hal_notify *n, hal_stream *s)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_RECORD, 0, NULL, false);
+    return notify_enqueue(n, s, EMU_T_NOTIFY_RECORD, 0, NULL, (emu_take){false, 0});
 }
 
 hal_result emu_notify_wait(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, false);
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, 0});
 }
 
 hal_result emu_notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_ms)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, true);
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, (emu_take){true, 0});
+}
+
+hal_result emu_notify_wait_count(hal_notify *n, hal_stream *s, uint32_t at_least, uint32_t timeout_ms,
+                                 const volatile uint32_t *abort_flag)
+{
+    if (!at_least)
+        return HAL_E_PARAM;
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, at_least});
 }
 
 typedef enum { TAKE_NONE, TAKE_OK, TAKE_STALE } take_result;
 
-/* Takes the count if positive (decrement, or clear for wait_reset), in n's generation only. */
-static take_result notify_take(const hal_notify *n, bool reset)
+/* May a wait that takes `take` go on with `count` signals there? */
+static bool take_ready(uint32_t count, emu_take take)
+{
+    return take.at_least ? count >= take.at_least : count > 0;
+}
+
+/* Takes what `take` says once it may go on (decrement, clear for wait_reset, nothing for a count
+ * wait), in n's generation only. */
+static take_result notify_take(const hal_notify *n, emu_take take)
 {
     uint64_t w = atomic_load(&n->slot->word);
     for (;;) {
         if (EMU_NOTIFY_GEN(w) != n->gen)
             return TAKE_STALE;
-        if (EMU_NOTIFY_COUNT(w) == 0)
+        if (!take_ready(EMU_NOTIFY_COUNT(w), take))
             return TAKE_NONE;
-        uint64_t next = reset ? (uint64_t)n->gen << 32 : w - 1;
+        if (take.at_least)
+            return TAKE_OK;
+        uint64_t next = take.reset ? (uint64_t)n->gen << 32 : w - 1;
         if (atomic_compare_exchange_weak(&n->slot->word, &w, next))
             return TAKE_OK;
     }
@@ -252,12 +269,12 @@ static bool fail_stale(hal_stream *s, const hal_notify *n)
 /* After the poll window: futex waits in slices, re-checking the abort flag, the device and the
  * deadline. False when it failed the stream. */
 static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t timeout_ms,
-                        const volatile uint32_t *abort_flag, bool reset)
+                        const volatile uint32_t *abort_flag, emu_take take)
 {
     emu_notify_slot *slot = n->slot;
     uint64_t deadline = timeout_ms ? start + timeout_ms * 1000000ull : 0;
     for (;;) {
-        take_result tr = notify_take(n, reset);
+        take_result tr = notify_take(n, take);
         if (tr == TAKE_STALE)
             return fail_stale(s, n);
         if (tr != TAKE_NONE)
@@ -281,8 +298,9 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
         if (deadline && deadline - now < slice)
             slice = deadline - now;
         atomic_fetch_add(&slot->waiters, 1);
-        if (EMU_NOTIFY_COUNT(atomic_load(&slot->word)) == 0)
-            emu_futex_wait(emu_notify_count_word(slot), 0, slice, true);
+        uint32_t seen = EMU_NOTIFY_COUNT(atomic_load(&slot->word)); /* every record wakes: sleep on this count */
+        if (!take_ready(seen, take))
+            emu_futex_wait(emu_notify_count_word(slot), seen, slice, true);
         atomic_fetch_sub(&slot->waiters, 1);
     }
 }
@@ -298,22 +316,22 @@ static uint64_t wait_spin_ns(const emu_config *cfg)
 }
 
 bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
-                        bool reset)
+                        emu_take take)
 {
-    take_result tr = notify_take(n, reset); /* already signalled: no clock read, no poll */
+    take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
     if (tr != TAKE_NONE)
         return tr == TAKE_OK || fail_stale(s, n);
     const emu_config *cfg = emu_cfg();
     emu_poll p; /* spin, then yield, before the futex: waking a sleeper costs tens of us */
     emu_poll_init(&p, wait_spin_ns(cfg), cfg->yield_ns);
     do {
-        tr = notify_take(n, reset);
+        tr = notify_take(n, take);
         if (tr != TAKE_NONE)
             return tr == TAKE_OK || fail_stale(s, n);
         if (abort_flag && *abort_flag)
             break; /* reported below */
     } while (emu_poll_step(&p));
-    return wait_asleep(s, n, p.t0, timeout_ms, abort_flag, reset);
+    return wait_asleep(s, n, p.t0, timeout_ms, abort_flag, take);
 }
 
 /* count += 1 in n's generation. A stale generation means the owner destroyed the notify (a peer
@@ -358,7 +376,7 @@ hal_result emu_notify_host_record(hal_notify *n)
 void emu_notify_run(hal_stream *s, emu_task *t)
 {
     if (t->kind == EMU_T_NOTIFY_WAIT) {
-        (void)emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.reset);
+        (void)emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.take);
         return;
     }
     (void)emu_notify_do_record(s, t->u.nt.n); /* a failure failed the stream */

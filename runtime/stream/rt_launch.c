@@ -182,6 +182,7 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
     rt_launch_reclaim(c, false);
     throttle(c);
     const algo_plan *plan = NULL;
+    call->op.oneway_run = rt_oneway_expect_run(c, &call->op);
     HcclResult rc = rt_plan_get(c, &call->op, &plan);
     rt_launch_ctx *ctx = rc == HCCL_SUCCESS ? rt_launch_ctx_get(c, plan) : NULL;
     if (rc == HCCL_SUCCESS && !ctx) {

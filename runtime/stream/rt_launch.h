@@ -172,13 +172,13 @@ int rt_vcheck_peer(rt_launch_ctx *ctx, uint32_t peer, const uint64_t *theirs, ch
 uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan);
 void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx);
 void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx);
+/* Whether the next call, if it can go one-way, continues or starts a run (algo_op.oneway_run). */
+bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op);
 /* Device-side checks of peers' views of one-way calls (arg: ctx): the root's before its receiver
  * waits for it, a root's of the calls whose credits it waits for, and a drain's. */
 int rt_oneway_peek_root_task(void *arg, char *msg, size_t len);
 int rt_oneway_peek_credit_task(void *arg, char *msg, size_t len);
 int rt_oneway_drain_check_task(void *arg, char *msg, size_t len);
-/* The drain's end: the credits it took back, given again (arg: ctx). */
-int rt_oneway_rearm_task(void *arg, char *msg, size_t len);
 
 /* Device-side tasks (hal_task_fn). */
 int rt_publish_task(void *arg, char *msg, size_t len);

@@ -67,6 +67,15 @@ static hal_result push_notify(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     in->u.notify.n = n;
     in->u.notify.timeout_ms = wait ? wait_timeout_ms(ctx->c) : 0;
     in->u.notify.abort_flag = wait ? rt_abort_flag(ctx->c) : NULL;
+    in->u.notify.at_least = 0;
+    return HAL_OK;
+}
+
+/* Stream 0 waits until n holds at_least signals, taking none (hal_ops.notify_wait_count). */
+static hal_result push_count_wait(rt_launch_ctx *ctx, hal_notify *n, uint32_t at_least)
+{
+    CHECK(push_notify(ctx, 0, 0, true, n));
+    ctx->insns[ctx->ninsns - 1].u.notify.at_least = at_least;
     return HAL_OK;
 }
 
@@ -378,7 +387,8 @@ static hal_result build_stage_copies(prog_builder *b, const hal_dma_desc *d, uin
 }
 
 /* A drain before the plan (rt_oneway.c): the views of the one-way calls this rank rooted are
- * checked, every credit of every receiver is taken back, then given again. */
+ * checked, then one wait per receiver until every credit is back (taking none: they stay for
+ * the next run). */
 static hal_result build_drain(prog_builder *b)
 {
     rt_launch_ctx *ctx = b->ctx;
@@ -388,9 +398,8 @@ static hal_result build_drain(prog_builder *b)
     uint32_t first = ctx->ninsns;
     CHECK(push_fn(ctx, 0, 0, rt_oneway_drain_check_task, ctx));
     for (uint32_t q = 0; q < c->nranks; q++)
-        for (uint32_t k = 0; q != c->rank && k < ALGO_ONEWAY_SLOTS; k++)
-            CHECK(push_notify(ctx, 0, 0, true, c->peers[q].from_peer[ALGO_SLOT_CREDIT]));
-    CHECK(push_fn(ctx, 0, 0, rt_oneway_rearm_task, ctx));
+        if (q != c->rank)
+            CHECK(push_count_wait(ctx, c->peers[q].from_peer[ALGO_SLOT_CREDIT], ALGO_ONEWAY_SLOTS));
     return close_prog(b, 0, &first);
 }
 
@@ -479,6 +488,9 @@ static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
     case HAL_INSN_NOTIFY_RECORD:
         return c->hal->notify_record(in->u.notify.n, s);
     case HAL_INSN_NOTIFY_WAIT:
+        if (in->u.notify.at_least)
+            return c->hal->notify_wait_count(in->u.notify.n, s, in->u.notify.at_least, in->u.notify.timeout_ms,
+                                             in->u.notify.abort_flag);
         return c->hal->notify_wait(in->u.notify.n, s, in->u.notify.timeout_ms, in->u.notify.abort_flag);
     case HAL_INSN_FN:
         return c->hal->task_async(s, in->u.fn.fn, in->u.fn.arg);

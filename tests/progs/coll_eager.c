@@ -207,16 +207,18 @@ int misc_eagerseq(prog_env *e)
     return run_back_to_back(e, ops, ES_OPS, "collectives");
 }
 
-/* coll_misc onewayseq: eager Broadcasts and Scatters go one-way (docs/runtime.md, "One-way calls"):
- * a root writes its receivers' inboxes and goes on, taking a credit per receiver once it is
- * OW_SLOTS calls ahead. Issued back to back, then checked after one synchronize: runs of one root
- * shorter than, as long as and longer than the slots (1, 15, 16, 17, 50 calls), some ended by an
- * AllReduce or a Broadcast too large to go one-way (the root drains its credits before it), roots
- * changing every call, and a run at the very end (the destroy checks it). The 50-call run starts
- * while its receivers' streams stall 30 ms, so its root writes as far as its credits let it (a root
- * that overran its slots would overwrite calls not read yet). Sizes (4 B to 2 KiB) and dtypes vary
- * per call, each call its own buffers. */
-#define OW_SLOTS 16 /* algos/plan.h, ALGO_ONEWAY_SLOTS */
+/* coll_misc onewayseq: eager Broadcasts and Scatters in runs go one-way (docs/runtime.md, "One-way
+ * calls"): a root writes its receivers' inboxes and goes on, taking a credit per receiver once it
+ * is OW_SLOTS calls ahead. Issued back to back, then checked after one synchronize: runs of one
+ * root shorter than, as long as and longer than the slots (1, S - 1, S, S + 1, 3S + 2 calls; a run
+ * goes one-way from its first call when the run before was longer than one, else from its
+ * second), some ended by an AllReduce or a Broadcast too large to go one-way (the root drains its
+ * credits before it), roots changing every call, and a run at the very end (the destroy checks
+ * it). The 3S + 2-call run starts while its receivers' streams stall 30 ms, so its root writes as
+ * far as its credits let it (a root that overran its slots would overwrite calls not read yet).
+ * Sizes (4 B to 2 KiB) and dtypes vary per call, each call its own buffers. */
+#define OW_SLOTS 128 /* algos/plan.h, ALGO_ONEWAY_SLOTS */
+#define OW_OPS (9 * OW_SLOTS + 13) /* what oneway_schedule makes */
 
 static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
 {
@@ -238,7 +240,7 @@ static int oneway_schedule(eop *ops, uint32_t n)
     for (int r = 0; r < 5; r++) {
         for (int j = 0; j < runs[r]; j++, k++)
             plan_oneway(&ops[k], k, j % 3 == 2 ? E_SC : E_BC, (uint32_t)r * 3 + 1, n);
-        if (r == 4) /* the 50-call run starts while its receivers stall: its root runs up to its credits */
+        if (r == 4) /* the longest run starts while its receivers stall: its root runs up to its credits */
             ops[k - runs[r]].hold = true;
         if (r % 2 == 1 || r == 4)
             plan_oneway(&ops[k], k, E_AR, 0, n), k++;
@@ -257,8 +259,12 @@ static int oneway_schedule(eop *ops, uint32_t n)
 
 int misc_onewayseq(prog_env *e)
 {
-    eop *ops = xmalloc(256 * sizeof *ops); /* oneway_schedule makes 157 */
+    eop *ops = xmalloc(OW_OPS * sizeof *ops);
     int nops = oneway_schedule(ops, e->n);
+    if (nops != OW_OPS) {
+        fprintf(stderr, "onewayseq: the schedule made %d calls, OW_OPS says %d\n", nops, OW_OPS);
+        return 1;
+    }
     return run_back_to_back(e, ops, nops, "one-way and other collectives");
 }
 

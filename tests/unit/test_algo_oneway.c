@@ -2,7 +2,7 @@
  * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES. Verified with the
  * root's credits given before the call, at 3..8 ranks, every root, counts 0/1/97/the most, in and
  * out of place; their shape (the root fetches nobody, receivers signal no PUB and write no inbox);
- * that nothing else goes one-way; and that the verifier refuses a root that skips its credit
+ * that nothing else goes one-way, nor a call that does not continue a run; and that the verifier refuses a root that skips its credit
  * waits or publishes after its first copy. */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -13,7 +13,8 @@ static const algo_topo k_oneway = {.nranks = 0, .eager_max = ALGO_EAGER_AUTO, .o
 
 static int verify_oneway(algo_coll coll, uint32_t n, uint64_t count, uint32_t root, bool inp, algo_verify_report *rep)
 {
-    algo_op o = {.coll = coll, .nranks = n, .count = count, .dtype = HAL_DT_FP32, .root = root, .in_place = inp};
+    algo_op o = {.coll = coll, .nranks = n, .count = count, .dtype = HAL_DT_FP32, .root = root, .in_place = inp,
+                 .oneway_run = true};
     algo_topo topo = k_oneway;
     topo.nranks = n;
     return algo_verify(&o, &topo, ALGO_EAGER, rep);
@@ -54,7 +55,7 @@ Test(algo_oneway, shape)
     topo.nranks = 4;
     for (uint32_t r = 0; r < 4; r++) {
         algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 4, .rank = r, .count = 2, .dtype = HAL_DT_FP32,
-                      .root = 1};
+                      .root = 1, .oneway_run = true};
         cr_assert_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER);
         algo_plan *p = NULL;
         cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
@@ -83,13 +84,14 @@ Test(algo_oneway, only_rooted_distribution)
     const algo_coll others[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE,
                                 ALGO_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
-        algo_op op = {.coll = others[i], .nranks = 3, .count = 5, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM};
+        algo_op op = {.coll = others[i], .nranks = 3, .count = 5, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
+                      .oneway_run = true};
         algo_verify_report rep;
         cr_expect_eq(algo_verify(&op, &topo, ALGO_EAGER, &rep), 0, "%s: %s", algo_coll_name(others[i]), rep.msg);
         cr_expect(rep.full_end, "%s ends full", algo_coll_name(others[i]));
     }
     algo_op bc = {.coll = ALGO_COLL_BROADCAST, .nranks = 3, .count = ALGO_ONEWAY_MAX_BYTES / 4 + 1,
-                  .dtype = HAL_DT_FP32};
+                  .dtype = HAL_DT_FP32, .oneway_run = true};
     algo_verify_report rep;
     cr_expect_eq(algo_verify(&bc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
     cr_expect(rep.full_end, "past ALGO_ONEWAY_MAX_BYTES a Broadcast is the full exchange");
@@ -105,6 +107,33 @@ Test(algo_oneway, only_rooted_distribution)
     }
 }
 
+/* A call goes one-way only when it continues a run (op.oneway_run, set by the runtime when the
+ * previous collective could go one-way too): alone, its end would cost its root a drain before the
+ * next call, which the full exchange does not need. The plan says it could (oneway_able). */
+Test(algo_oneway, needs_a_run)
+{
+    algo_topo topo = k_oneway;
+    topo.nranks = 4;
+    for (int run = 0; run < 2; run++) {
+        algo_op op = {.coll = ALGO_COLL_SCATTER, .nranks = 4, .rank = 2, .count = 3, .dtype = HAL_DT_INT8,
+                      .root = 2, .oneway_run = run};
+        algo_plan *p = NULL;
+        cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
+        cr_expect(p->oneway_able, "an eager Scatter of 3 B per box at 4 ranks can go one-way");
+        cr_expect_eq(p->oneway, run, "one-way only in a run (oneway_run %d)", run);
+        algo_plan_free(p);
+        algo_verify_report rep;
+        cr_expect_eq(algo_verify(&op, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
+        cr_expect_eq(rep.full_end, !run, "the first call of a run ends full");
+    }
+    algo_op ar = {.coll = ALGO_COLL_ALLREDUCE, .nranks = 4, .count = 3, .dtype = HAL_DT_INT8, .redop = HAL_OP_SUM,
+                  .oneway_run = true};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&ar, &topo, ALGO_EAGER, &p), 0);
+    cr_expect_not(p->oneway_able, "an AllReduce ends a run");
+    algo_plan_free(p);
+}
+
 /* Compiles the 3-rank one-way Broadcast (root 0) and lets `edit` break the root's plan. */
 static int verify_edited(void (*edit)(algo_plan *root), algo_verify_report *rep)
 {
@@ -112,7 +141,8 @@ static int verify_edited(void (*edit)(algo_plan *root), algo_verify_report *rep)
     topo.nranks = 3;
     algo_plan *plans[3] = {0};
     for (uint32_t r = 0; r < 3; r++) {
-        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 3, .rank = r, .count = 4, .dtype = HAL_DT_FP32};
+        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 3, .rank = r, .count = 4, .dtype = HAL_DT_FP32,
+                      .oneway_run = true};
         cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &plans[r]), 0);
     }
     edit(plans[0]);

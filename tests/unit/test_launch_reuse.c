@@ -372,7 +372,7 @@ Test(launch_reuse, eager_call_travels_in_box_headers, .timeout = 60)
     cr_assert(c[0]->eager_hdr, "the emulator's task functions reach peers' inboxes");
     cr_expect_neq(atomic_load(&rt_ctrl_pub(c[0]->ctrl, 1)->ready), 1, "the eager op published a record");
     cr_expect_eq(atomic_load(&rt_ctrl_pub(c[0]->ctrl, 2)->ready), 2, "the mesh op published no record");
-    const rt_sig *h = rt_box_hdr(rt_inbox_slot(c[1], c[1]->inbox, 1), 0);
+    const rt_sig *h = rt_inbox_box(c[1], c[1]->inbox, 1, 0);
     cr_expect_eq(h->seq, 1);
     cr_expect_eq(h->cmd, HCCL_CMD_ALLREDUCE);
     cr_expect_eq(h->count, SMALL);
