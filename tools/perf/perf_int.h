@@ -16,7 +16,9 @@ typedef struct perf_env {
     uint32_t rank, n;
     HcclComm comm;
     aclrtStream stream;
+    double *combine; /* device buffer of PERF_COMBINE_MAX values, for combining them over ranks */
 } perf_env;
+#define PERF_COMBINE_MAX 2
 
 /* How -a combines one time per rank into the printed one (nccl-tests' values). */
 typedef enum { PERF_AVG_RANK0 = 0, PERF_AVG_MEAN = 1, PERF_AVG_MIN = 2, PERF_AVG_MAX = 3 } perf_avg;
