@@ -54,11 +54,12 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
 }
 
 /* A lone one-way call costs its root a drain before the next call, which the full exchange does
- * not need (a round trip more: at 4 ranks, a loop of 8 B Broadcast + AllReduce took 52 us with
- * every Broadcast one-way, 35 us with none). So a call goes one-way only in a run: after a call
- * that could go one-way too, or first in a run when the run before it was longer than one call.
- * Every rank that made the same calls decides the same (and the protocol is in the signature).
- * Asked of Broadcast and Scatter only, so that other ops keep one plan each in the cache. */
+ * not need (a round trip more: at 4 ranks, a loop of 8 B Broadcast + AllReduce took 46 us a round
+ * with every Broadcast one-way, 38 with none; tools/bench/mixed_bench.c). So a call goes one-way
+ * only in a run: after a call that could go one-way too, or first in a run when the run before it
+ * was longer than one call. Every rank that made the same calls decides the same (and the
+ * protocol is in the signature). Asked of Broadcast and Scatter only, so that other ops keep one
+ * plan each in the cache. */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op)
 {
     bool rooted = op->coll == ALGO_COLL_BROADCAST || op->coll == ALGO_COLL_SCATTER;
