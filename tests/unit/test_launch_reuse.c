@@ -11,6 +11,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#include "common/comm_fixture.h"
 #include "runtime/rt_internal.h"
 
 #define NRANKS 2
@@ -191,16 +192,12 @@ static void run(rank_t *ranks, scenario sc)
 
 static void setup(rank_t *ranks)
 {
-    int32_t devs[NRANKS];
     HcclComm comms[NRANKS];
-    for (uint32_t i = 0; i < NRANKS; i++)
-        devs[i] = (int32_t)i;
-    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
-    cr_assert_eq(HcclCommInitAll(NRANKS, devs, comms), HCCL_SUCCESS);
+    comm_fixture_init_all(NRANKS, comms);
     for (uint32_t i = 0; i < NRANKS; i++) {
         rank_t *r = &ranks[i];
         *r = (rank_t){.comm = comms[i], .rank = i};
-        cr_assert_eq(aclrtSetDevice(devs[i]), ACL_SUCCESS);
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
         cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
         size_t bytes = (BIG + GUARD) * sizeof(int32_t);
         for (int p = 0; p < PAIRS; p++) {

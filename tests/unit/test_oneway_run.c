@@ -12,6 +12,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#include "common/comm_fixture.h"
 #include "runtime/rt_internal.h"
 
 #define NRANKS 3
@@ -95,17 +96,13 @@ static void *rank_main(void *arg)
 Test(oneway_run, lone_calls_stay_full, .timeout = 120)
 {
     rank_t *ranks = calloc(NRANKS, sizeof *ranks);
-    int32_t devs[NRANKS];
     HcclComm comms[NRANKS];
-    for (uint32_t i = 0; i < NRANKS; i++)
-        devs[i] = (int32_t)i;
-    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
-    cr_assert_eq(HcclCommInitAll(NRANKS, devs, comms), HCCL_SUCCESS);
+    comm_fixture_init_all(NRANKS, comms);
     pthread_t th[NRANKS];
     for (uint32_t i = 0; i < NRANKS; i++) {
         rank_t *r = &ranks[i];
         r->comm = comms[i], r->rank = i;
-        cr_assert_eq(aclrtSetDevice(devs[i]), ACL_SUCCESS);
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
         cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
         cr_assert_eq(aclrtMalloc((void **)&r->buf, BIG * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
         cr_assert_eq(aclrtMalloc((void **)&r->out, BIG * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
