@@ -286,11 +286,16 @@ typedef struct hal_ops {
      * drain needs: all the credits back, in one wait (runtime/rt_oneway.c). Optional (NULL). */
     hal_result (*notify_wait_count)(hal_notify *n, hal_stream *s, uint32_t at_least, uint32_t timeout_ms,
                                     const volatile uint32_t *abort_flag);
+    /* Maps [ptr, ptr + bytes) of device memory this process reaches (its own or imported) for
+     * writing now, so that first writes there do not fault one page at a time: what the runtime
+     * does at init for the inbox pages its calls will write (host_mapped_mem backends). Contents
+     * unchanged. HAL_E_PARAM outside device memory. Optional (NULL: nothing to map). */
+    hal_result (*mem_prefault)(void *ptr, size_t bytes);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 7u /* 6: notify_pending; 7: notify_wait_count */
+#define HAL_ABI_VERSION 7u /* 6: notify_pending; 7: notify_wait_count, mem_prefault */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -43,6 +43,15 @@ size_t rt_ctrl_size(uint32_t n)
     return off_fetched(n) + align64((size_t)n * sizeof(uint64_t));
 }
 
+/* Everything a reused block may still hold but its guarded words. The V tables stay as they are:
+ * a table is read only through a record of its call, written after it (rt_publish.c), and at
+ * 8 ranks they are 400 KiB of the block's 660 that a communicator without V-ops never touches. */
+void rt_ctrl_clear(rt_ctrl *c, uint32_t n)
+{
+    memset((char *)c + RT_CTRL_GUARDED_BYTES, 0, off_vtable(n) - RT_CTRL_GUARDED_BYTES);
+    memset((char *)c + off_fetched(n), 0, rt_ctrl_size(n) - off_fetched(n));
+}
+
 _Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c)
 {
     return (_Atomic uint64_t *)((char *)c + off_fetched(c->nranks));

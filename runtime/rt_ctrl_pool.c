@@ -130,7 +130,7 @@ HcclResult rt_ctrl_acquire(rt_comm *c)
     rt_ctrl *ctrl = acquire_mem(c, c->staging ? POOL_CTRL_HOST : POOL_CTRL, rt_ctrl_size(c->nranks), &bytes);
     if (!ctrl)
         return HCCL_E_MEMORY;
-    memset((char *)ctrl + RT_CTRL_GUARDED_BYTES, 0, bytes - RT_CTRL_GUARDED_BYTES);
+    rt_ctrl_clear(ctrl, c->nranks);
     ctrl->magic = RT_CTRL_MAGIC;
     ctrl->nranks = c->nranks;
     c->ctrl = ctrl;
@@ -202,7 +202,11 @@ HcclResult rt_inbox_acquire(rt_comm *c)
     if (!c->inbox)
         return HCCL_E_MEMORY;
     /* Boxes are read only after a peer wrote them; headers are read after a peer's signal, which a
-     * peer not in header mode sends without writing one: never leave a former owner's there. */
+     * peer not in header mode sends without writing one: never leave a former owner's there. The
+     * one-way headers fill their pages: mapped in one call first (hal_ops.mem_prefault). */
+    if (c->eager_hdr && c->hal->mem_prefault)
+        (void)c->hal->mem_prefault(rt_inbox_slot(c, c->inbox, ALGO_EAGER_SLOTS),
+                                   rt_inbox_bytes(c) - rt_inbox_eager_bytes(c));
     for (uint32_t s = 0; c->eager_hdr && s < RT_INBOX_SLOTS; s++)
         for (uint32_t r = 0; r < c->nranks; r++)
             memset(rt_inbox_box(c, c->inbox, s, r), 0, sizeof(rt_sig));

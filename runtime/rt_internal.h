@@ -211,6 +211,7 @@ HcclComm rt_registry_find(const char *name); /* the live communicator's handle, 
 
 /* --- control block layout --- */
 size_t rt_ctrl_size(uint32_t nranks);
+void rt_ctrl_clear(rt_ctrl *c, uint32_t nranks);
 hal_notify_handle *rt_ctrl_notify_tbl(rt_ctrl *c, uint32_t sender); /* [RT_SLOTS] */
 rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 /* [nranks]: fetched[q] = the last collective seq whose record this rank FETCHed from rank q. */

@@ -91,14 +91,22 @@ void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
         c->oneway_run = 0;
 }
 
-/* A page fault costs ~10 us on a VM (docs/perf.md): a root's loop would take one per receiver and
- * one-way slot in this process, 16 (n - 1) of them, in its first calls. The header of this rank's
- * own box is its to write (peers read it only after this rank's signal) and holds no call yet. */
+/* A page fault costs ~10 us on a VM (docs/perf.md): a root's loop would take one per page of its
+ * boxes in every receiver's inbox in this process (66 per receiver), in its first calls. They are
+ * side by side (rt_inbox_slot): mapped in one call per receiver (hal_ops.mem_prefault), or by the
+ * header writes below. The header of this rank's own box is its to write (peers read it only
+ * after this rank's signal) and holds no call yet. */
 void rt_oneway_warm(rt_comm *c)
 {
-    for (uint32_t q = 0; c->oneway && c->eager_hdr && q < c->nranks; q++)
-        for (uint32_t s = ALGO_EAGER_SLOTS; q != c->rank && !c->peers[q].remote && s < RT_INBOX_SLOTS; s++)
+    for (uint32_t q = 0; c->oneway && c->eager_hdr && q < c->nranks; q++) {
+        if (q == c->rank || c->peers[q].remote)
+            continue;
+        if (c->hal->mem_prefault)
+            (void)c->hal->mem_prefault(rt_inbox_box(c, c->peers[q].inbox, ALGO_EAGER_SLOTS, c->rank),
+                                       ALGO_ONEWAY_SLOTS * RT_OW_BOX_STRIDE);
+        for (uint32_t s = ALGO_EAGER_SLOTS; s < RT_INBOX_SLOTS; s++)
             memset(rt_inbox_box(c, c->peers[q].inbox, s, c->rank), 0, sizeof(rt_sig));
+    }
 }
 
 /* Rank q's view of call seq (its record), once written and while its block is this

@@ -335,6 +335,7 @@ hal_result emu_set_current_device(hal_device *dev);
 hal_result emu_mem_alloc(hal_device *dev, size_t bytes, void **ptr);
 hal_result emu_mem_free(hal_device *dev, void *ptr);
 hal_result emu_mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *bytes_after);
+hal_result emu_mem_prefault(void *ptr, size_t bytes);
 hal_result emu_mem_import(hal_device *dev, const hal_device_handle *peer);
 /* Free listeners (emu_memfree.c). emu_mem_freeing: tells every listener that [base, base + size)
  * is about to go away; call it with no emulator lock held, before the memory changes. */

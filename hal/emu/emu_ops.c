@@ -64,6 +64,7 @@ const hal_ops emu_hal_ops = {
     .notify_host_record = emu_notify_host_record,
     .notify_pending = emu_notify_pending,
     .notify_wait_count = emu_notify_wait_count,
+    .mem_prefault = emu_mem_prefault,
 };
 
 /* The one entry point through which libhccl reaches this table (hal/hal.c). Everything else

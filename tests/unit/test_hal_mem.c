@@ -95,3 +95,29 @@ Test(hal_mem, zero_and_huge)
     cr_assert_eq(h->mem_alloc(d, info.mem_total + 1, &p), HAL_E_NOMEM);
     HT_OK(h->device_close(d));
 }
+
+/* mem_prefault maps device memory for writing without changing it, and refuses host memory. */
+Test(hal_mem, prefault_keeps_contents)
+{
+    const hal_ops *h = ht_hal();
+    if (!h->mem_prefault)
+        cr_skip_test("%s has no mem_prefault (optional: pages then fault on first use)", h->name);
+    hal_device *d = ht_open(h, 0);
+    enum { N = 256 << 10 };
+    char *p, *want = malloc(N);
+    cr_assert_not_null(want);
+    HT_OK(h->mem_alloc(d, N, (void **)&p));
+    ht_fill(want, N, 11);
+    memcpy(p, want, N / 2); /* half written, half as the heap handed it over */
+    memcpy(want + N / 2, p + N / 2, N / 2);
+    HT_OK(h->mem_prefault(p + 100, N - 200)); /* not page aligned: the pages around are mapped */
+    cr_assert_eq(memcmp(p, want, N), 0, "prefault changed the memory");
+    ht_fill(want, N, 12);
+    memcpy(p, want, N);
+    cr_assert_eq(memcmp(p, want, N), 0);
+    cr_assert_eq(h->mem_prefault(want, 64), HAL_E_PARAM, "host memory is not the HAL's to map");
+    cr_assert_eq(h->mem_prefault(p, 0), HAL_E_PARAM, "an empty range");
+    HT_OK(h->mem_free(d, p));
+    free(want);
+    HT_OK(h->device_close(d));
+}
