@@ -139,9 +139,8 @@ static void take_from_root(algo_b *b)
  * one's inbox. */
 static bool oneway_able(const algo_b *b)
 {
-    algo_coll c = b->op->coll;
-    return b->topo && b->topo->oneway && b->n >= ALGO_ONEWAY_MIN_RANKS &&
-           (c == ALGO_COLL_BROADCAST || c == ALGO_COLL_SCATTER) && algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
+    return b->topo && b->topo->oneway && b->n >= ALGO_ONEWAY_MIN_RANKS && algo_coll_rooted_put(b->op->coll) &&
+           algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
 }
 
 static void oneway_build(algo_b *b)

@@ -284,6 +284,12 @@ int algo_parse_env(const char *spec, algo_coll coll, algo_kind *forced);
 
 const char *algo_kind_name(algo_kind kind);
 const char *algo_coll_name(algo_coll coll); /* HCCL API name, e.g. "HcclAllReduce" */
+/* Broadcast and Scatter: only the root's data goes out, nothing comes back to it (eager crossover,
+ * one-way calls). */
+static inline bool algo_coll_rooted_put(algo_coll coll)
+{
+    return coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_SCATTER;
+}
 
 /* Element counts of the IN and OUT buffers this rank's plan touches (for launch-time checks). */
 void algo_buffer_elems(const algo_op *op, uint64_t *in_elems, uint64_t *out_elems);

@@ -44,8 +44,7 @@ uint64_t algo_eager_bytes(const algo_op *op)
 uint64_t algo_eager_default(const algo_op *op)
 {
     uint64_t n = op->nranks ? op->nranks : 1;
-    bool rooted_put = op->coll == ALGO_COLL_BROADCAST || op->coll == ALGO_COLL_SCATTER;
-    uint64_t v = ALGO_EAGER_SCALE / (rooted_put ? n : n * n);
+    uint64_t v = ALGO_EAGER_SCALE / (algo_coll_rooted_put(op->coll) ? n : n * n);
     return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : v;
 }
 

@@ -1,16 +1,19 @@
 /* One-way calls, the runtime's side (algos/plan.h, INBOX; docs/runtime.md, "One-way calls").
  *
- * An eager Broadcast or Scatter goes one-way: the root writes its receivers' inboxes and goes on;
- * it takes one credit per receiver before writing (ALGO_ONEWAY_SLOTS of them were given at init,
- * rt_notify.c), and a receiver gives it back once it copied its box out. Bookkeeping here:
+ * An eager Broadcast or Scatter in a run of such calls goes one-way: the root writes its receivers'
+ * inboxes and goes on; it takes one credit per receiver before writing (ALGO_ONEWAY_SLOTS of them
+ * were given at init, rt_notify.c), and a receiver gives it back once it copied its box out.
+ * Bookkeeping here:
+ * - runs: which calls go one-way (rt_oneway_expect_run);
  * - slots: calls that end full take the two eager slots in turn, a root's one-way calls its
  *   one-way slots in turn (every rank issues the same calls, so every rank counts the same);
  * - views: every rank writes its own record of a one-way call when its plan starts (the root in
  *   its header task, a receiver by PUBLISH), so peers can compare calls without waiting for them;
  * - drain: before its next call that is not one-way (it publishes into slots and signals that
- *   receivers of the run may not have consumed yet), a rank that rooted one-way calls takes all
- *   its credits back and gives them again. After the drain every receiver has finished every call
- *   of the run, as the full end of an eager call would have guaranteed.
+ *   receivers of the run may not have consumed yet), a rank that rooted one-way calls waits until
+ *   every receiver gave all its credits back (rt_prog.c build_drain). After the drain every
+ *   receiver has finished every call of the run, as the full end of an eager call would have
+ *   guaranteed.
  * Mismatches: a receiver checks its root's header as any eager FETCH does. What only a root could
  * see (two ranks that both think they are the root, or a receiver that waits for another root) is
  * compared from the views before each wait that may block on it: the receiver's wait for its root,
@@ -62,8 +65,7 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
  * plan each in the cache. */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op)
 {
-    bool rooted = op->coll == ALGO_COLL_BROADCAST || op->coll == ALGO_COLL_SCATTER;
-    return c->oneway && rooted && (c->able_run > 0 || c->able_last_run > 1);
+    return algo_coll_rooted_put(op->coll) && (c->able_run > 0 || c->able_last_run > 1);
 }
 
 static void count_runs(rt_comm *c, const algo_plan *plan)

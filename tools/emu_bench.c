@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/oh_clock.h"
 #include "hal/hal.h"
 
 #define MAXB (64u << 20)
@@ -33,13 +34,6 @@ static const hal_ops *H;
 static int g_trips = 10000;
 enum { PACED_TRIPS = 1000 }; /* trips after 200 us idle: the waiter has gone to sleep */
 static int g_from_child = -1; /* pipe the child sends its wake-up stamps on */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void xfer(int fd, void *p, size_t n, int wr)
 {
@@ -83,7 +77,7 @@ static int g_ts_n;
 static void stamp(void *arg)
 {
     (void)arg;
-    g_ts[g_ts_n++] = now_s();
+    g_ts[g_ts_n++] = oh_now_s();
 }
 
 static void child(int rfd, int wfd)
@@ -114,22 +108,22 @@ static double time_dma(hal_stream *s, hal_dma_desc *desc, int n)
 {
     OK(H->dma_batch(s, desc, 1)); /* warm */
     OK(H->stream_sync(s, -1));
-    double t0 = now_s();
+    double t0 = oh_now_s();
     for (int i = 0; i < n; i++)
         OK(H->dma_batch(s, desc, 1));
     OK(H->stream_sync(s, -1));
-    return (now_s() - t0) / n;
+    return (oh_now_s() - t0) / n;
 }
 
 static double time_memcpy(void *dst, const void *src, size_t bytes, int n)
 {
     memcpy(dst, src, bytes);
-    double t0 = now_s();
+    double t0 = oh_now_s();
     for (int i = 0; i < n; i++) {
         memcpy(dst, src, bytes);
         __asm__ __volatile__("" ::: "memory");
     }
-    return (now_s() - t0) / n;
+    return (oh_now_s() - t0) / n;
 }
 
 static void bench_copy(hal_stream *s, void *src, void *peer_buf)
@@ -192,9 +186,9 @@ static void enqueue_costs(hal_stream *s, double *v, int n)
     sem_init(&gate, 0, 0);
     OK(H->host_func_async(s, gate_fn, &gate));
     for (int i = 0; i < n; i++) {
-        double t0 = now_s();
+        double t0 = oh_now_s();
         OK(H->host_func_async(s, nop, NULL));
-        v[i] = now_s() - t0;
+        v[i] = oh_now_s() - t0;
     }
     sem_post(&gate);
     OK(H->stream_sync(s, -1));
@@ -203,9 +197,9 @@ static void enqueue_costs(hal_stream *s, double *v, int n)
     hal_dma_desc desc = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(a), .src = hal_ref_ptr(b), .bytes = 64};
     OK(H->host_func_async(s, gate_fn, &gate));
     for (int i = 0; i < n; i++) {
-        double t0 = now_s();
+        double t0 = oh_now_s();
         OK(H->dma_batch(s, &desc, 1));
-        v[i] = now_s() - t0;
+        v[i] = oh_now_s() - t0;
     }
     sem_post(&gate);
     OK(H->stream_sync(s, -1));
@@ -223,10 +217,10 @@ static void handoff_costs(hal_stream *s, double *v, double *w, int n)
     g_ts_n = 0;
     for (int i = 0; i < n; i++) {
         nanosleep(&(struct timespec){0, 100000}, NULL);
-        double t0 = now_s();
+        double t0 = oh_now_s();
         OK(H->host_func_async(s, stamp, NULL));
         OK(H->stream_sync(s, 10000));
-        double t1 = now_s();
+        double t1 = oh_now_s();
         v[i] = g_ts[i] - t0;
         w[i] = t1 - g_ts[i];
     }
@@ -235,10 +229,10 @@ static void handoff_costs(hal_stream *s, double *v, double *w, int n)
     g_ts_n = 0;
     for (int i = 0; i < n; i++) {
         nanosleep(&(struct timespec){0, 100000}, NULL);
-        double t0 = now_s();
+        double t0 = oh_now_s();
         OK(H->host_func_async(s, nop, NULL));
         OK(H->stream_sync(s, -1));
-        v[i] = now_s() - t0;
+        v[i] = oh_now_s() - t0;
     }
     row("enqueue + stream_sync(-1) of one task, worker idle (total)", v, n);
     free(g_ts);

@@ -82,21 +82,14 @@ hal_result emu_mem_lookup(const void *ptr, hal_device_handle *owner, uint64_t *b
  * not know it: the pages then fault on first use, as without it. */
 hal_result emu_mem_prefault(void *ptr, size_t bytes)
 {
-    uint32_t id = emu_region_id_of(ptr);
-    if (id == UINT32_MAX || !bytes)
+    hal_device_handle owner;
+    uint64_t after = 0;
+    if (!bytes || emu_mem_lookup(ptr, &owner, &after) != HAL_OK || bytes > after)
         return HAL_E_PARAM;
-    hal_result rc = HAL_E_PARAM;
-    emu_regions_read_begin();
-    emu_region *r = emu_region_peek(id);
-    char *base = r ? r->base : NULL;
-    if (r && (char *)ptr >= base && bytes <= r->size - (size_t)((char *)ptr - base)) {
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t lo = (uintptr_t)ptr & ~(page - 1), hi = ((uintptr_t)ptr + bytes + page - 1) & ~(page - 1);
-        (void)madvise((void *)lo, hi - lo, EMU_MADV_POPULATE_WRITE);
-        rc = HAL_OK;
-    }
-    emu_regions_read_end();
-    return rc;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)ptr & ~(page - 1), hi = ((uintptr_t)ptr + bytes + page - 1) & ~(page - 1);
+    (void)madvise((void *)lo, hi - lo, EMU_MADV_POPULATE_WRITE);
+    return HAL_OK;
 }
 
 /* Takes a reference on an already mapped region for dev; 1 if done, 0 if it must be fetched. */

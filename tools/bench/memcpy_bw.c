@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/oh_clock.h"
+
 #define MAX_THREADS 64
 
 typedef struct slice {
@@ -28,13 +30,6 @@ typedef struct slice {
     pthread_barrier_t *start;
     double end_s;
 } slice;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, const char *val)
 {
@@ -72,7 +67,7 @@ static void *copy_slice(void *arg)
     slice *sl = arg;
     pthread_barrier_wait(sl->start);
     g_copy(sl->dst, sl->src, sl->bytes);
-    sl->end_s = now_s();
+    sl->end_s = oh_now_s();
     return NULL;
 }
 
@@ -94,7 +89,7 @@ static double timed_copy(char *dst, const char *src, size_t bytes, int threads)
         }
     }
     pthread_barrier_wait(&start);
-    double t0 = now_s(), t1 = t0;
+    double t0 = oh_now_s(), t1 = t0;
     for (int t = 0; t < threads; t++) {
         pthread_join(tid[t], NULL);
         t1 = sl[t].end_s > t1 ? sl[t].end_s : t1;

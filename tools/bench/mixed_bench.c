@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/oh_clock.h"
+
 #define OK(call)                                                                                     \
     do {                                                                                             \
         int rc_ = (int)(call);                                                                       \
@@ -30,13 +32,6 @@ typedef struct args {
     int k, rounds, warmup;
     size_t bytes;
 } args;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void parse(int argc, char **argv, args *a)
 {
@@ -95,10 +90,10 @@ int main(int argc, char **argv)
     rounds(&a, a.warmup, bc, ar, comm, s);
     OK(HcclBarrier(comm, s));
     OK(aclrtSynchronizeStream(s));
-    double t0 = now_s();
+    double t0 = oh_now_s();
     rounds(&a, a.rounds, bc, ar, comm, s);
     OK(aclrtSynchronizeStream(s));
-    host_t = (now_s() - t0) * 1e6 / a.rounds;
+    host_t = (oh_now_s() - t0) * 1e6 / a.rounds;
     OK(aclrtMemcpy(t, sizeof *t, &host_t, sizeof host_t, ACL_MEMCPY_HOST_TO_DEVICE));
     OK(HcclAllReduce(t, t, 1, HCCL_DATA_TYPE_FP64, HCCL_REDUCE_MAX, comm, s));
     OK(aclrtSynchronizeStream(s));

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hal/net/net.h"
+#include "common/oh_clock.h"
 
 static size_t total = 256u << 20, chunk = 4u << 20;
 static int trials = 5, iters = 2000, zc = -1;
@@ -27,13 +28,6 @@ static uint32_t nsocks;
 static unsigned char *dst, *pong;         /* target's and writer's buffers: same address in both */
 static uint64_t t_count, w_count;         /* notify 0 of each side */
 static const char *ip_t = "127.0.0.1";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -125,27 +119,27 @@ static void run_writer(int pfd)
     double *lat = malloc(sizeof(double) * iters), tp[64], ps[64];
     uint64_t seen = 0;
     for (int i = 0; i < iters; i++) {
-        double t0 = now_s();
+        double t0 = oh_now_s();
         net_write(l, src, 8, (uintptr_t)dst, 0, 0, 0);
         net_counter_wait(&w_count, ++seen, -1);
-        lat[i] = (now_s() - t0) / 2;
+        lat[i] = (oh_now_s() - t0) / 2;
     }
     size_t nw = (total + chunk - 1) / chunk;
     for (int r = 0; r < trials; r++) {
-        double t0 = now_s();
+        double t0 = oh_now_s();
         for (size_t i = 0; i < nw; i++) {
             size_t n = i == nw - 1 ? total - i * chunk : chunk;
             net_write(l, src + i * chunk, n, (uintptr_t)(dst + i * chunk), 0, 0, 0);
         }
         net_counter_wait(&w_count, ++seen, -1);
-        tp[r] = total / (now_s() - t0) / 1e9;
+        tp[r] = total / (oh_now_s() - t0) / 1e9;
         net_link_drain(l, -1);
     }
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, mkaddr(ip_t, ports[1], &a)))
         die("plain connect");
     for (int r = 0; r < trials; r++) {
-        double t0 = now_s();
+        double t0 = oh_now_s();
         size_t sent = 0;
         while (sent < total) {
             ssize_t k = send(fd, src + sent, total - sent, 0);
@@ -156,7 +150,7 @@ static void run_writer(int pfd)
         char ack;
         if (recv(fd, &ack, 1, MSG_WAITALL) != 1)
             die("plain ack");
-        ps[r] = total / (now_s() - t0) / 1e9;
+        ps[r] = total / (oh_now_s() - t0) / 1e9;
     }
     qsort(lat, iters, sizeof *lat, cmp_d);
     qsort(tp, trials, sizeof *tp, cmp_d);

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/oh_clock.h"
+
 #define PERF_OK(call)                                                                              \
     do {                                                                                           \
         int rc_ = (int)(call);                                                                     \
@@ -21,13 +23,6 @@
             exit(2);                                                                               \
         }                                                                                          \
     } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void barrier(const perf_env *e)
 {
@@ -87,7 +82,7 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
         bad = perf_call(e, p) != HCCL_SUCCESS;
     bad |= aclrtSynchronizeStream(e->stream) != ACL_SUCCESS;
     barrier(e);
-    double t0 = now_s();
+    double t0 = oh_now_s();
     PERF_OK(aclrtRecordEvent(start, e->stream));
     for (int i = 0; i < a->iters && !bad; i++) {
         bad = perf_call(e, p) != HCCL_SUCCESS;
@@ -96,7 +91,7 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     }
     PERF_OK(aclrtRecordEvent(end, e->stream));
     bad |= aclrtSynchronizeEvent(end) != ACL_SUCCESS;
-    double t[2] = {(now_s() - t0) * 1e6 / a->iters, -1};
+    double t[2] = {(oh_now_s() - t0) * 1e6 / a->iters, -1};
     float ms = 0;
     if (aclrtEventElapsedTime(&ms, start, end) == ACL_SUCCESS)
         t[1] = (double)ms * 1e3 / a->iters;
@@ -198,14 +193,14 @@ static double memcpy_gbs(size_t bytes)
     memset(src, 1, bytes);
     memset(dst, 2, bytes);
     memcpy(dst, src, bytes); /* warm-up, faults pages in */
-    double t0 = now_s(), dt;
+    double t0 = oh_now_s(), dt;
     long iters = 0;
     do { /* at least 3 copies and 50 ms, so small sizes are not timer noise */
         for (int k = 0; k < (bytes < 65536 ? 256 : 1); k++, iters++) {
             memcpy(dst, src, bytes);
             __asm__ volatile("" ::: "memory");
         }
-        dt = now_s() - t0;
+        dt = oh_now_s() - t0;
     } while (iters < 3 || dt < 0.05);
     dt /= (double)iters;
     volatile char sink = dst[bytes / 2];
