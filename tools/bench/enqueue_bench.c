@@ -3,10 +3,11 @@
  * rank issues K calls while its stream is held by a host function, so nothing runs until the
  * round ends. Public API only; run under hcclrun (docs/runtime.md, "No rebuild on the hot path").
  *
- *   hcclrun -n N build/tools/bench/enqueue_bench [-b bytes (8)] [-k calls per round (200)]
+ *   hcclrun -n N build/tools/bench/enqueue_bench [-b bytes (8)] [-k calls per round (100)]
  *                                               [-r rounds (30)] [-c allreduce|allgather|broadcast]
  *
- * K stays below the runtime's in-flight limit (256), past which the host would run queued work.
+ * K is at most the runtime's in-flight limit (RT_LAUNCH_INFLIGHT_MAX, 128): past it the host waits for
+ * the held stream to make room, which the hold only allows after the round (a deadlock).
  * Output (each rank): "enqueue <coll> bytes B ns/call median M min X" over the rounds (3 warm-up
  * rounds not counted). No assertions: numbers only. */
 #include <acl/acl.h>
@@ -75,7 +76,7 @@ static HcclResult issue(coll c, void *in, void *out, uint64_t count, HcclComm co
 int main(int argc, char **argv)
 {
     size_t bytes = 8;
-    int k = 200, rounds = 30;
+    int k = 100, rounds = 30;
     coll c = C_ALLREDUCE;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-b"))
@@ -88,8 +89,8 @@ int main(int argc, char **argv)
             c = !strcmp(argv[i + 1], "allgather") ? C_ALLGATHER : !strcmp(argv[i + 1], "broadcast") ? C_BROADCAST
                                                                                                    : C_ALLREDUCE;
     }
-    if (k < 1 || k > 250 || rounds < 1 || bytes < 1) {
-        fprintf(stderr, "usage: enqueue_bench [-b bytes] [-k calls 1..250] [-r rounds] [-c allreduce|allgather|broadcast]\n");
+    if (k < 1 || k > 128 || rounds < 1 || bytes < 1) {
+        fprintf(stderr, "usage: enqueue_bench [-b bytes] [-k calls 1..128] [-r rounds] [-c allreduce|allgather|broadcast]\n");
         return 2;
     }
     uint32_t rank, n, lrank, ln;
