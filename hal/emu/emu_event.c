@@ -24,14 +24,14 @@ struct hal_event {
     uint32_t flags;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t rec_enq, reset_mark;
+    _Atomic uint64_t rec_enq, reset_mark; /* written under mu; query and sync read them without */
     _Atomic uint64_t rec_done;  /* written under mu, polled without it */
     int sleepers;               /* waiters in cv (under mu): a record broadcasts only then */
     hal_stream *rec_stream;     /* the latest record's stream, its slot generation and the */
     uint32_t rec_gen;           /* stream's task count once the record ran (host execution */
     uint64_t rec_pos;           /* in event_sync); rec_stream NULL = unknown */
     uint64_t ts_ns;
-    hal_result err; /* error carried by the last completed record */
+    _Atomic hal_result err; /* error carried by the last completed record (written before rec_done) */
     char msg[EMU_MSG_LEN];
     _Atomic int refs; /* the user's + one per pending task */
     bool destroyed;
@@ -139,23 +139,22 @@ hal_result emu_event_record(hal_event *e, hal_stream *s)
         OH_ERR("emu", "event of device %u recorded on a stream of device %u", e->dev->id, s->dev->id);
         return HAL_E_PARAM;
     }
+    /* e->mu across the push (then s->mu: the order emu_event_run_record takes them in), so the
+     * record's sequence number and where a sync finds it are set together, one lock per record. */
     pthread_mutex_lock(&e->mu);
-    uint64_t seq = ++e->rec_enq;
-    e->rec_stream = NULL;
-    pthread_mutex_unlock(&e->mu);
-    uint64_t pos;
+    uint64_t seq = e->rec_enq + 1, pos;
     uint32_t gen;
+    atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
     hal_result rc = event_enqueue(e, s, EMU_T_EVENT_RECORD, seq, &pos, &gen);
-    if (rc != HAL_OK)
-        return rc;
-    pthread_mutex_lock(&e->mu);
-    if (e->rec_enq == seq) { /* still the latest record: a sync may run its stream up to it */
+    if (rc == HAL_OK) { /* a sync may run the stream up to the record */
         e->rec_stream = s;
         e->rec_gen = gen;
         e->rec_pos = pos;
+    } else { /* never queued: a sync must not wait for it */
+        atomic_store_explicit(&e->rec_enq, seq - 1, memory_order_release);
     }
     pthread_mutex_unlock(&e->mu);
-    return HAL_OK;
+    return rc;
 }
 
 hal_result emu_event_reset(hal_event *e, hal_stream *s)
@@ -238,13 +237,23 @@ void emu_event_run_wait(hal_stream *s, emu_task *t)
         emu_stream_fail(s, err, "waited on an event recorded by a failed stream: %s", msg);
 }
 
+/* The record a sync or query waits for: the latest, or 0 if none since create or reset. */
+static uint64_t sync_target(hal_event *e)
+{
+    uint64_t enq = atomic_load_explicit(&e->rec_enq, memory_order_acquire);
+    return enq == atomic_load_explicit(&e->reset_mark, memory_order_relaxed) ? 0 : enq;
+}
+
 hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
 {
     if (!e)
         return HAL_E_PARAM;
+    uint64_t target = sync_target(e);
+    if (atomic_load_explicit(&e->rec_done, memory_order_acquire) >= target) /* done: no lock */
+        return target ? atomic_load_explicit(&e->err, memory_order_relaxed) : HAL_OK;
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     pthread_mutex_lock(&e->mu);
-    uint64_t target = e->rec_enq == e->reset_mark ? 0 : e->rec_enq;
+    target = sync_target(e);
     if (timeout_ms < 0 && e->rec_done < target && e->rec_stream) { /* no hand-off: run it here */
         hal_stream *s = e->rec_stream;
         uint32_t gen = e->rec_gen;
@@ -274,10 +283,7 @@ hal_result emu_event_query(hal_event *e)
 {
     if (!e)
         return HAL_E_PARAM;
-    pthread_mutex_lock(&e->mu);
-    hal_result rc = e->rec_enq == e->reset_mark || e->rec_done >= e->rec_enq ? HAL_OK : HAL_E_NOT_READY;
-    pthread_mutex_unlock(&e->mu);
-    return rc;
+    return atomic_load_explicit(&e->rec_done, memory_order_acquire) >= sync_target(e) ? HAL_OK : HAL_E_NOT_READY;
 }
 
 int emu_event_recorded(hal_event *e)
