@@ -7,6 +7,7 @@
 
 #include "common/oh_log.h"
 #include "hal/emu/emu_copy.h"
+#include "hal/emu/emu_copy_pick.h"
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_reduce.h"
 #include "hal/emu/emu_sys.h"
@@ -209,8 +210,8 @@ static bool overlap(const char *a, const char *b, size_t n)
     return n && a < b + n && b < a + n;
 }
 
-/* Resolves descriptor i into p (unsplit). */
-static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char *msg, size_t len)
+/* Resolves descriptor i into p (unsplit); nt: the batch's large copies stream (batch_kernel). */
+static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece *p, char *msg, size_t len)
 {
     p->dst = hal_ref_resolve(d->dst);
     p->src = hal_ref_resolve(d->src);
@@ -221,7 +222,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, dma_piece *p, char 
         uint64_t nt_min = emu_cfg()->copy_nt_bytes;
         p->n = d->bytes;
         p->kind = overlap(p->dst, p->src, p->n) ? P_MOVE : P_COPY;
-        p->nt = nt_min && p->n >= nt_min; /* decided on the whole descriptor, kept by its chunks */
+        p->nt = nt && nt_min && p->n >= nt_min; /* decided on the whole descriptor, kept by its chunks */
     } else {
         p->kind = P_REDUCE;
         p->n = d->count;
@@ -301,14 +302,53 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
     return emu_dma_run_synced(d, descs, n, msg, len);
 }
 
-hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
+/* The copy kernel of a batch's large copies (those of at least copy_nt_bytes). */
+typedef struct batch_kernel {
+    bool nt;        /* they stream around the caches */
+    bool timed;     /* the batch is a sample for the kernel choice */
+    uint64_t bytes; /* bytes of large copies */
+} batch_kernel;
+
+/* Per process (the machine's caches decide, not the device) and per size class: how much of a
+ * copy the caches hold depends on its size. Class c holds batches of [2^c, 2^(c+1)) times the
+ * threshold of large copies, the last one all larger ones. */
+#define PICK_CLASSES 8u
+static emu_copy_pick g_pick[PICK_CLASSES];
+
+static emu_copy_pick *pick_for(uint64_t bytes, uint64_t nt_min)
 {
-    if (n == 0)
-        return HAL_OK;
+    uint32_t c = 0;
+    while (c + 1 < PICK_CLASSES && bytes / nt_min >= (2ull << c))
+        c++;
+    return &g_pick[c];
+}
+
+static batch_kernel batch_kernel_for(const hal_dma_desc *descs, uint32_t n)
+{
+    const emu_config *cfg = emu_cfg();
+    batch_kernel k = {false, false, 0};
+    bool copies_only = true;
+    for (uint32_t i = 0; cfg->copy_nt_bytes && i < n; i++) {
+        copies_only &= descs[i].kind == HAL_DMA_COPY;
+        if (descs[i].kind == HAL_DMA_COPY && descs[i].bytes >= cfg->copy_nt_bytes)
+            k.bytes += descs[i].bytes;
+    }
+    if (!k.bytes)
+        return k;
+    if (!cfg->copy_nt_auto)
+        k.nt = true;
+    else
+        k.nt = emu_copy_pick_next(pick_for(k.bytes, cfg->copy_nt_bytes), &k.timed);
+    k.timed &= copies_only; /* a batch that also reduces would time the reductions */
+    return k;
+}
+
+static hal_result run_batch(emu_dma *d, const hal_dma_desc *descs, uint32_t n, bool nt, char *msg, size_t len)
+{
     if (n == 1 && (descs[0].kind == HAL_DMA_COPY ? descs[0].bytes : descs[0].count * hal_dtype_size(descs[0].dtype)) <
                       emu_cfg()->dma_split_bytes) { /* the common small case: no allocation */
         dma_piece p;
-        hal_result rc = resolve(&descs[0], 0, &p, msg, len);
+        hal_result rc = resolve(&descs[0], 0, nt, &p, msg, len);
         return rc != HAL_OK ? rc : piece_run(&p, msg, len);
     }
     dma_piece stack[DMA_STACK_PIECES]; /* small batches: no allocation */
@@ -317,7 +357,7 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
     if (!base)
         return HAL_E_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
-        hal_result rc = resolve(&descs[i], i, &base[i], msg, len);
+        hal_result rc = resolve(&descs[i], i, nt, &base[i], msg, len);
         if (rc != HAL_OK) {
             if (!on_stack)
                 free(base);
@@ -325,6 +365,18 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
         }
     }
     return run_split(d, base, n, on_stack, msg, len);
+}
+
+hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
+{
+    if (n == 0)
+        return HAL_OK;
+    batch_kernel k = batch_kernel_for(descs, n);
+    uint64_t t0 = k.timed ? emu_now_ns() : 0;
+    hal_result rc = run_batch(d, descs, n, k.nt, msg, len);
+    if (k.timed && rc == HAL_OK)
+        emu_copy_pick_record(pick_for(k.bytes, emu_cfg()->copy_nt_bytes), k.nt, k.bytes, emu_now_ns() - t0);
+    return rc;
 }
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)

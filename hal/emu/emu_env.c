@@ -51,7 +51,10 @@ static void cfg_init(void)
     g_cfg.ndev = (uint32_t)env_u64("HCCL_EMU_DEVICES", 8, 1, EMU_MAX_DEVICES);
     g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);
     g_cfg.dma_split_bytes = env_u64("HCCL_EMU_DMA_SPLIT_BYTES", 2u << 20, 1, UINT64_MAX);
-    /* Non-temporal copies from where a descriptor outgrows a core's L2 (docs/emulator.md, "DMA"). */
+    /* Copies from where a descriptor outgrows a core's L2 may stream around the caches (docs/emulator.md,
+     * "Copy kernel"): unset, the DMA measures which kernel is faster here (emu_copy_pick.h). */
+    const char *nt = getenv("HCCL_EMU_COPY_NT_BYTES");
+    g_cfg.copy_nt_auto = !nt || !*nt;
     g_cfg.copy_nt_bytes = env_u64("HCCL_EMU_COPY_NT_BYTES", 4u << 20, 0, UINT64_MAX);
     /* Adaptive waits (docs/emulator.md, "Waits"): defaults measured on a 2-core machine with more
      * runnable threads than cores (docs/perf.md). Unset, notify waits spin only while this

@@ -36,6 +36,7 @@ typedef struct emu_config {
     uint32_t dma_engines;   /* HCCL_EMU_DMA_ENGINES */
     uint64_t dma_split_bytes; /* HCCL_EMU_DMA_SPLIT_BYTES: batches this large are shared with the engines */
     uint64_t copy_nt_bytes; /* HCCL_EMU_COPY_NT_BYTES: copies this large stream around the caches; 0 = never */
+    bool copy_nt_auto;      /* HCCL_EMU_COPY_NT_BYTES unset: such copies use the kernel measured faster */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: waits poll with cpu_relax this long, then yield */
     bool spin_auto;         /* HCCL_EMU_SPIN_US unset: notify waits choose (emu_notify_spin_ns) */

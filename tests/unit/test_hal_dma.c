@@ -136,3 +136,30 @@ Test(hal_dma, overlapping_copy_is_a_move)
     HT_OK(h->stream_destroy(s));
     HT_OK(h->device_close(d));
 }
+
+/* Large copies again and again: on the emulator (HCCL_EMU_COPY_NT_BYTES unset) the first copies
+ * of a size take each copy kernel in turn and later ones the faster, with the other re-timed every
+ * 32 batches (hal/emu/emu_copy_pick.h): every batch must land whole, whichever kernel copied it. */
+Test(hal_dma, large_copies_whichever_kernel, .timeout = 120)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d = ht_open(h, 0);
+    hal_stream *s;
+    HT_OK(h->stream_create(d, &s));
+    size_t n = (8u << 20) + 40; /* past the 4 MiB threshold, an odd tail */
+    void *src, *dst;
+    HT_OK(h->mem_alloc(d, n, &src));
+    HT_OK(h->mem_alloc(d, n + 64, &dst));
+    memset(dst, 0xee, n + 64);
+    for (uint32_t b = 0; b < 40; b++) {
+        ht_fill(src, n, 1000u + b);
+        hal_dma_desc desc = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(dst), .src = hal_ref_ptr(src), .bytes = n};
+        HT_OK(h->dma_batch(s, &desc, 1));
+        HT_OK(h->stream_sync(s, -1));
+        cr_assert(memcmp(dst, src, n) == 0, "batch %u: the copy differs", b);
+        for (int j = 0; j < 64; j++)
+            cr_assert_eq(((const unsigned char *)dst)[n + (size_t)j], 0xee, "batch %u wrote past the end", b);
+    }
+    HT_OK(h->stream_destroy(s));
+    HT_OK(h->device_close(d));
+}

@@ -1,0 +1,29 @@
+/* Copy kernel choice by measurement (emu_copy_pick.h). Several streams may pick and record at
+ * once: the counters are atomics, and a running mean that loses a concurrent update is still a
+ * mean of recent samples. */
+#include "hal/emu/emu_copy_pick.h"
+
+bool emu_copy_pick_next(emu_copy_pick *p, bool *timed)
+{
+    uint64_t i = atomic_fetch_add_explicit(&p->batches, 1, memory_order_relaxed);
+    uint64_t mem = atomic_load_explicit(&p->rate[0], memory_order_relaxed);
+    uint64_t nt = atomic_load_explicit(&p->rate[1], memory_order_relaxed);
+    *timed = i > 0;
+    if (i == 0)
+        return false;
+    if (!nt || !mem) /* measure each once: streaming stores first, then memcpy */
+        return !nt;
+    bool best = nt > mem;
+    return i % EMU_COPY_PICK_REPROBE == 0 ? !best : best;
+}
+
+void emu_copy_pick_record(emu_copy_pick *p, bool nt, uint64_t bytes, uint64_t ns)
+{
+    if (!bytes)
+        return;
+    uint64_t rate = bytes * 1000u / (ns ? ns : 1);
+    rate = rate ? rate : 1; /* 0 means unmeasured */
+    _Atomic uint64_t *slot = &p->rate[nt];
+    uint64_t old = atomic_load_explicit(slot, memory_order_relaxed);
+    atomic_store_explicit(slot, old ? (old + rate) / 2 : rate, memory_order_relaxed);
+}

@@ -1,0 +1,30 @@
+/* Which kernel the emulated DMA copies large descriptors with when HCCL_EMU_COPY_NT_BYTES is
+ * unset: the C library's memcpy or the non-temporal kernel (emu_copy_nt). Neither wins everywhere:
+ * on one VM host the streaming stores made 16-64 MiB collectives 1.2-2x faster, on another they
+ * made them 1.25-1.45x slower (the host's caches, shared with its other guests, decide;
+ * docs/perf.md). So the DMA measures instead of guessing: it times whole batches with each kernel
+ * (whole batches, so the write-backs a cached copy leaves behind are paid inside the window that
+ * caused them, not by the next sample) and copies with the faster one, timing the other again
+ * every EMU_COPY_PICK_REPROBE batches as the machine changes. */
+#ifndef OH_EMU_COPY_PICK_H
+#define OH_EMU_COPY_PICK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EMU_COPY_PICK_REPROBE 32u
+
+typedef struct emu_copy_pick {
+    _Atomic uint64_t batches; /* large batches seen */
+    _Atomic uint64_t rate[2]; /* [0] memcpy, [1] non-temporal: bytes per us, running mean; 0 = unmeasured */
+} emu_copy_pick;
+
+/* The kernel for the next large batch (true: non-temporal); *timed: whether to time it and report
+ * it to emu_copy_pick_record. The first batch is not timed: it pays first-touch faults. */
+bool emu_copy_pick_next(emu_copy_pick *p, bool *timed);
+
+/* A timed batch copied `bytes` in `ns` with the kernel `nt` chose. */
+void emu_copy_pick_record(emu_copy_pick *p, bool nt, uint64_t bytes, uint64_t ns);
+
+#endif

@@ -1,0 +1,73 @@
+/* The emulated DMA's copy kernel choice (hal/emu/emu_copy_pick.c): the first batch untimed, each
+ * kernel timed once, then the faster one, the other re-timed every EMU_COPY_PICK_REPROBE batches,
+ * and a choice that follows the rates when the machine changes. */
+#include <criterion/criterion.h>
+
+#include "hal/emu/emu_copy_pick.h"
+
+#define MIB (1ull << 20)
+
+/* Picks the next kernel, checks it and whether it is timed. */
+static bool expect_next(emu_copy_pick *p, bool nt, bool timed, const char *what)
+{
+    bool t = !timed;
+    bool got = emu_copy_pick_next(p, &t);
+    cr_assert_eq(got, nt, "%s: picked %s", what, got ? "non-temporal" : "memcpy");
+    cr_assert_eq(t, timed, "%s: timed %d", what, t);
+    return got;
+}
+
+Test(emu_copy_pick, measures_each_then_keeps_the_faster)
+{
+    emu_copy_pick p = {0};
+    expect_next(&p, false, false, "first batch (first-touch faults)");
+    expect_next(&p, true, true, "first sample: non-temporal");
+    emu_copy_pick_record(&p, true, 64 * MIB, 6000000); /* ~11 GB/s */
+    expect_next(&p, false, true, "second sample: memcpy");
+    emu_copy_pick_record(&p, false, 64 * MIB, 4000000); /* ~17 GB/s */
+    for (uint32_t i = 3; i < 3 * EMU_COPY_PICK_REPROBE; i++)
+        expect_next(&p, i % EMU_COPY_PICK_REPROBE == 0, true, "memcpy is faster; the other re-timed every 32");
+}
+
+Test(emu_copy_pick, prefers_streaming_stores_where_they_win)
+{
+    emu_copy_pick p = {0};
+    bool t;
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, true, 64 * MIB, 3000000);
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, false, 64 * MIB, 5000000);
+    expect_next(&p, true, true, "non-temporal is faster");
+}
+
+Test(emu_copy_pick, follows_the_machine)
+{
+    emu_copy_pick p = {0};
+    bool t;
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, true, 64 * MIB, 3000000); /* non-temporal first faster */
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, false, 64 * MIB, 5000000);
+    uint32_t switched_at = 0;
+    for (uint32_t i = 3; i < 20 && !switched_at; i++) { /* then it slows down to ~7 GB/s */
+        if (!emu_copy_pick_next(&p, &t))
+            switched_at = i;
+        else
+            emu_copy_pick_record(&p, true, 64 * MIB, 10000000);
+    }
+    cr_assert(switched_at > 3 && switched_at < 10, "no switch to memcpy within a few slower batches (at %u)", switched_at);
+}
+
+Test(emu_copy_pick, empty_samples_count_for_nothing)
+{
+    emu_copy_pick p = {0};
+    bool t;
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, true, 0, 1000); /* nothing copied: no rate */
+    expect_next(&p, true, true, "non-temporal still unmeasured");
+    emu_copy_pick_record(&p, true, 1, 1000000000); /* a rate rounding to 0 still counts as measured */
+    expect_next(&p, false, true, "memcpy next");
+}
