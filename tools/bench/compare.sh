@@ -5,7 +5,8 @@
 # tools/bench/mpi_coll_bench.c under mpirun at the same sizes, both timed as nccl-tests does
 # (after a barrier, back-to-back calls, one synchronize, host clock, the slowest rank: -a 3),
 # each launched `trials` times, the median trial kept; then prints one table:
-#   small / 64 KiB: latency (us) of OpenHCCL and Open MPI, ratio OpenHCCL / MPI (lower is better)
+#   small / 64 KiB: latency (us) of OpenHCCL and Open MPI, ratio OpenHCCL / MPI (lower is better),
+#                   and each library's spread (slowest / fastest of the trials)
 #   1 MiB / 64 MiB: busbw (GB/s, nccl-tests factors), ratio OpenHCCL / MPI (higher is better)
 # "small" is the smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank
 # (16*N B) for allgather, reducescatter and alltoall (nccl-tests rounds per-rank blocks down to
@@ -188,7 +189,7 @@ done
 MEM_END=$(memcpy_ref)
 
 echo
-echo "| coll | N | small B | small us OpenHCCL | Open MPI | ratio | spread | 64 KiB us OpenHCCL | Open MPI | ratio | spread |" \
+echo "| coll | N | small B | small us OpenHCCL | Open MPI | ratio | spread OpenHCCL / MPI | 64 KiB us OpenHCCL | Open MPI | ratio | spread OpenHCCL / MPI |" \
      "1 MiB busbw OpenHCCL | Open MPI | ratio | 64 MiB busbw OpenHCCL | Open MPI | ratio |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $COLLS; do
@@ -199,7 +200,7 @@ for c in $COLLS; do
             oh=$(median_of "$WORK/oh.$c.$n.*" "$r" "$field")
             mpi=$(median_of "$WORK/mpi.$c.$n.*" "$r" "$field")
             row="$row | $oh | $mpi | $(ratio "$oh" "$mpi")"
-            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r")"
+            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r") / $(spread_of "$WORK/mpi.$c.$n.*" "$r")"
         done
         echo "$row |"
     done
@@ -207,7 +208,7 @@ done
 echo
 [[ -z $MPIBENCH ]] && echo "# Open MPI columns skipped: no $MPICC / $MPIRUN_BIN (apt-get install -y openmpi-bin libopenmpi-dev)"
 echo "# latency ratio = OpenHCCL / Open MPI time (lower is better); busbw ratio = OpenHCCL / Open MPI (higher is better)"
-echo "# spread = OpenHCCL's slowest / fastest trial at that size (issue #8: within 2x)"
+echo "# spread = slowest / fastest trial at that size, OpenHCCL / Open MPI (issue #8: OpenHCCL's within 2x)"
 echo "# host memcpy 64 MiB at start: $MEM_START"
 echo "# host memcpy 64 MiB at end:   $MEM_END"
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); run time $(($(date +%s) - START)) s"
