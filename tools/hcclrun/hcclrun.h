@@ -42,10 +42,13 @@ typedef struct hr_stream {
     char prefix[32]; /* "[rank R] " */
     char *buf;       /* the current partial line */
     size_t len, cap;
+    char *out;       /* prefixed complete lines of the current read, written together */
+    size_t olen, ocap;
 } hr_stream;
 
 void hr_stream_init(hr_stream *s, int fd, int out_fd, unsigned rank);
-/* Reads what is available; writes each complete line with its prefix; on EOF flushes and closes. */
+/* Reads what is available; writes the complete lines of each read with their prefix in one write;
+ * on EOF flushes and closes. */
 void hr_stream_read(hr_stream *s);
 /* Reads whatever is still buffered in the pipe without waiting, flushes, closes. */
 void hr_stream_drain(hr_stream *s);

@@ -1,5 +1,7 @@
-/* Forwards a rank's output line by line with a "[rank R] " prefix. Each line leaves in one write(),
- * so lines of different ranks never mix; a partial line waits for its end (or for EOF). */
+/* Forwards a rank's output line by line with a "[rank R] " prefix. The complete lines of one read
+ * leave in one write(), so lines of different ranks never mix, and a burst of lines wakes whoever
+ * reads hcclrun's output once, not once a line (on a 2-core machine that reader and hcclrun ran in
+ * the perf tools' timed windows: docs/perf.md); a partial line waits for its end (or for EOF). */
 #include "hcclrun.h"
 
 #include <errno.h>
@@ -24,18 +26,36 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* Queues one prefixed line for flush_lines (written at once if it cannot be queued). */
 static void emit(hr_stream *s, const char *line, size_t n)
 {
-    size_t plen = strlen(s->prefix);
-    char *out = malloc(plen + n + 1);
-    if (!out)
-        return;
-    memcpy(out, s->prefix, plen);
+    size_t plen = strlen(s->prefix), need = s->olen + plen + n + 1;
+    if (need > s->ocap) {
+        size_t cap = s->ocap ? s->ocap : 1024;
+        while (cap < need)
+            cap *= 2;
+        char *b = realloc(s->out, cap);
+        if (!b) {
+            write_all(s->out_fd, s->prefix, plen);
+            write_all(s->out_fd, line, n);
+            write_all(s->out_fd, "\n", 1);
+            return;
+        }
+        s->out = b;
+        s->ocap = cap;
+    }
+    memcpy(s->out + s->olen, s->prefix, plen);
     if (n) /* an empty line: line may be NULL */
-        memcpy(out + plen, line, n);
-    out[plen + n] = '\n';
-    write_all(s->out_fd, out, plen + n + 1);
-    free(out);
+        memcpy(s->out + s->olen + plen, line, n);
+    s->out[s->olen + plen + n] = '\n';
+    s->olen = need;
+}
+
+static void flush_lines(hr_stream *s)
+{
+    if (s->olen)
+        write_all(s->out_fd, s->out, s->olen);
+    s->olen = 0;
 }
 
 void hr_stream_init(hr_stream *s, int fd, int out_fd, unsigned rank)
@@ -78,10 +98,14 @@ static void finish(hr_stream *s)
 {
     if (s->len)
         emit(s, s->buf, s->len);
+    flush_lines(s);
     s->len = 0;
     free(s->buf);
     s->buf = NULL;
     s->cap = 0;
+    free(s->out);
+    s->out = NULL;
+    s->ocap = 0;
     if (s->fd >= 0)
         close(s->fd);
     s->fd = -1;
@@ -94,6 +118,7 @@ void hr_stream_read(hr_stream *s)
         ssize_t n = read(s->fd, buf, sizeof buf);
         if (n > 0) {
             append(s, buf, (size_t)n);
+            flush_lines(s);
             continue;
         }
         if (n < 0 && errno == EINTR)
