@@ -3,9 +3,9 @@
  * on one VM host the streaming stores made 16-64 MiB collectives 1.2-2x faster, on another they
  * made them 1.25-1.45x slower (the host's caches, shared with its other guests, decide;
  * docs/perf.md). So the DMA measures instead of guessing: it times whole batches with each kernel
- * (whole batches, so the write-backs a cached copy leaves behind are paid inside the window that
- * caused them, not by the next sample) and copies with the faster one, timing the other again
- * every EMU_COPY_PICK_REPROBE batches as the machine changes. */
+ * (a whole batch rather than a chunk, so that the chunks of one kernel do not pay for the
+ * write-backs the other's left in the caches) and copies with the faster one, timing the other
+ * again every EMU_COPY_PICK_REPROBE batches as the machine changes. */
 #ifndef OH_EMU_COPY_PICK_H
 #define OH_EMU_COPY_PICK_H
 
