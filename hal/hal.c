@@ -34,6 +34,7 @@ static const hal_ops *emu_backend(void)
     if (ops && no_prog && *no_prog && strcmp(no_prog, "0") != 0) {
         g_emu_unrolled = *ops;
         g_emu_unrolled.prog_launch = NULL;
+        g_emu_unrolled.prog_launch_record = NULL;
         ops = &g_emu_unrolled;
     }
     return ops;

@@ -221,6 +221,11 @@ typedef struct hal_ops {
     /* Enqueues a stream program (see hal_insn). Optional: NULL when the backend has no program
      * executor; callers then enqueue the instructions one task each (same semantics, more tasks). */
     hal_result (*prog_launch)(hal_stream *s, const hal_insn *insns, uint32_t n);
+    /* prog_launch, then event_record(done, s), as one task: one queue entry and one hand-off per
+     * launch instead of two (the runtime's completion event of every collective). The record
+     * completes after the program, carrying the stream's error if the program or an earlier task
+     * failed, as a record of its own would. Optional (NULL: callers issue the two). */
+    hal_result (*prog_launch_record)(hal_stream *s, const hal_insn *insns, uint32_t n, hal_event *done);
 
     /* --- events (same device) --- */
     hal_result (*event_create)(hal_device *dev, uint32_t flags, hal_event **e);
@@ -295,7 +300,7 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 7u /* 6: notify_pending; 7: notify_wait_count, mem_prefault */
+#define HAL_ABI_VERSION 8u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

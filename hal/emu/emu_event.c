@@ -131,21 +131,23 @@ static hal_result event_enqueue(hal_event *e, hal_stream *s, emu_task_kind kind,
     return emu_stream_push_at(s, t, pos, gen);
 }
 
-hal_result emu_event_record(hal_event *e, hal_stream *s)
+/* e->mu across the push (then s->mu: the order emu_event_complete takes them in), so the
+ * record's sequence number and where a sync finds it are set together, one lock per record. */
+hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint64_t *seq_slot)
 {
-    if (!e || !s)
-        return HAL_E_PARAM;
     if (s->dev != e->dev) {
         OH_ERR("emu", "event of device %u recorded on a stream of device %u", e->dev->id, s->dev->id);
+        t->kind = EMU_T_HOST; /* holds no reference of e yet */
+        emu_task_free(t);
         return HAL_E_PARAM;
     }
-    /* e->mu across the push (then s->mu: the order emu_event_run_record takes them in), so the
-     * record's sequence number and where a sync finds it are set together, one lock per record. */
     pthread_mutex_lock(&e->mu);
     uint64_t seq = e->rec_enq + 1, pos;
     uint32_t gen;
     atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
-    hal_result rc = event_enqueue(e, s, EMU_T_EVENT_RECORD, seq, &pos, &gen);
+    atomic_fetch_add(&e->refs, 1); /* the task's: dropped by emu_task_release_refs */
+    *seq_slot = seq;
+    hal_result rc = emu_stream_push_at(s, t, &pos, &gen);
     if (rc == HAL_OK) { /* a sync may run the stream up to the record */
         e->rec_stream = s;
         e->rec_gen = gen;
@@ -155,6 +157,17 @@ hal_result emu_event_record(hal_event *e, hal_stream *s)
     }
     pthread_mutex_unlock(&e->mu);
     return rc;
+}
+
+hal_result emu_event_record(hal_event *e, hal_stream *s)
+{
+    if (!e || !s)
+        return HAL_E_PARAM;
+    emu_task *t = emu_task_new(EMU_T_EVENT_RECORD);
+    if (!t)
+        return HAL_E_NOMEM;
+    t->u.ev.e = e;
+    return emu_event_push_record(e, s, t, &t->u.ev.seq);
 }
 
 hal_result emu_event_reset(hal_event *e, hal_stream *s)
@@ -183,10 +196,14 @@ hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
 
 void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
 {
-    hal_event *e = t->u.ev.e;
+    emu_event_complete(s, t->u.ev.e, t->u.ev.seq, sticky);
+}
+
+void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result sticky)
+{
     uint64_t now = emu_now_ns();
     pthread_mutex_lock(&e->mu);
-    if (t->u.ev.seq > atomic_load_explicit(&e->rec_done, memory_order_relaxed)) {
+    if (seq > atomic_load_explicit(&e->rec_done, memory_order_relaxed)) {
         e->ts_ns = now;
         e->err = sticky;
         if (sticky != HAL_OK) {
@@ -195,7 +212,7 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
             pthread_mutex_unlock(&s->mu);
         }
         /* after err/msg/ts: a poller that sees it takes mu before reading them */
-        atomic_store_explicit(&e->rec_done, t->u.ev.seq, memory_order_release);
+        atomic_store_explicit(&e->rec_done, seq, memory_order_release);
         if (e->sleepers)
             pthread_cond_broadcast(&e->cv);
     }

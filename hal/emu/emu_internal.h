@@ -221,7 +221,7 @@ typedef struct emu_task {
         struct { hal_host_fn fn; void *arg; } host;
         struct { struct hal_event *e; uint64_t seq; } ev;
         struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; emu_take take; } nt;
-        struct { const hal_insn *insns; uint32_t n; } prog;
+        struct { const hal_insn *insns; uint32_t n; struct hal_event *e; uint64_t seq; } prog; /* e: record after */
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
     hal_dma_desc *heap_descs;    /* larger batches: kept with the pooled task for reuse */
@@ -307,8 +307,15 @@ void emu_task_free(emu_task *t);
 /* Checks a DMA descriptor before its addresses are known (kind, dtype, op); i names it in the log. */
 hal_result emu_dma_check(const hal_dma_desc *d, uint32_t i);
 /* Runs a program's instructions in order; the first failure fails s and ends it (emu_prog.c). */
-void emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n);
+bool emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n);
 void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky);
+/* Completes record seq of e (a record task, or the record at the end of a program task). */
+void emu_event_complete(hal_stream *s, struct hal_event *e, uint64_t seq, hal_result sticky);
+/* Enqueues task t (kind and operands set) as the next record of e, numbering it in *seq_slot (a
+ * field of t) and taking the task's reference of e; frees t on failure (emu_event.c). */
+hal_result emu_event_push_record(struct hal_event *e, hal_stream *s, emu_task *t, uint64_t *seq_slot);
+/* The stream's sticky error now (under its lock). */
+hal_result emu_stream_err(hal_stream *s);
 void emu_event_run_wait(hal_stream *s, emu_task *t);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
@@ -377,6 +384,7 @@ hal_result emu_memset_async(hal_stream *s, void *dst, int value, size_t bytes);
 hal_result emu_task_async(hal_stream *s, hal_task_fn fn, void *arg);
 hal_result emu_host_func_async(hal_stream *s, hal_host_fn fn, void *arg);
 hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n);
+hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done);
 
 hal_result emu_event_create(hal_device *dev, uint32_t flags, struct hal_event **e);
 hal_result emu_event_destroy(struct hal_event *e);

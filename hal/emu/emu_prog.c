@@ -36,21 +36,42 @@ static hal_result insn_check(const hal_insn *in, uint32_t i)
     return HAL_E_PARAM;
 }
 
+/* A checked program task (its record, if any, set by the caller), or NULL with *rc. */
+static emu_task *prog_task(hal_stream *s, const hal_insn *insns, uint32_t n, hal_result *rc)
+{
+    *rc = HAL_E_PARAM;
+    if (!s || (n && !insns))
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        if ((*rc = insn_check(&insns[i], i)) != HAL_OK)
+            return NULL;
+    emu_task *t = emu_task_new(EMU_T_PROG);
+    *rc = t ? HAL_OK : HAL_E_NOMEM;
+    if (t) {
+        t->u.prog.insns = insns;
+        t->u.prog.n = n;
+        t->u.prog.e = NULL;
+    }
+    return t;
+}
+
 hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n)
 {
-    if (!s || (n && !insns))
+    hal_result rc;
+    emu_task *t = prog_task(s, insns, n, &rc);
+    return t ? emu_stream_push(s, t) : rc;
+}
+
+hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done)
+{
+    if (!done)
         return HAL_E_PARAM;
-    for (uint32_t i = 0; i < n; i++) {
-        hal_result rc = insn_check(&insns[i], i);
-        if (rc != HAL_OK)
-            return rc;
-    }
-    emu_task *t = emu_task_new(EMU_T_PROG);
+    hal_result rc;
+    emu_task *t = prog_task(s, insns, n, &rc);
     if (!t)
-        return HAL_E_NOMEM;
-    t->u.prog.insns = insns;
-    t->u.prog.n = n;
-    return emu_stream_push(s, t);
+        return rc;
+    t->u.prog.e = done;
+    return emu_event_push_record(done, s, t, &t->u.prog.seq);
 }
 
 /* As a task function's failure: its code if it is a HAL code, else HAL_E_INTERNAL. */
@@ -111,10 +132,11 @@ static bool run_insn(prog_run *r, const hal_insn *in)
     }
 }
 
-void emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n)
+bool emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n)
 {
     prog_run r = {s, false};
     for (uint32_t i = 0; i < n; i++)
         if (!run_insn(&r, &insns[i]))
-            return;
+            return false;
+    return true;
 }

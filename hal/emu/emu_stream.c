@@ -90,6 +90,14 @@ void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...)
     pthread_mutex_unlock(&s->mu);
 }
 
+hal_result emu_stream_err(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    hal_result rc = s->err;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 /* Runs queued tasks in order until `done` reaches target or the queue is empty. s->mu held, the
  * caller holds the executor role (s->running). The worker (`worker`) also stops at the next task
  * boundary once a host thread waits in a sync without deadline: that thread runs the rest itself

@@ -76,6 +76,8 @@ void emu_task_release_refs(emu_task *t)
         emu_event_put(t->u.ev.e);
     if (t->kind == EMU_T_NOTIFY_RECORD || t->kind == EMU_T_NOTIFY_WAIT)
         emu_notify_put(t->u.nt.n);
+    if (t->kind == EMU_T_PROG && t->u.prog.e)
+        emu_event_put(t->u.prog.e);
     t->kind = EMU_T_HOST; /* nothing referenced any more */
 }
 

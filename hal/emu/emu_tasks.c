@@ -23,6 +23,12 @@ static void task_run(hal_stream *s, emu_task *t, hal_result sticky)
         emu_event_run_record(s, t, sticky);
         return;
     }
+    if (t->kind == EMU_T_PROG && t->u.prog.e) { /* prog_launch_record: the record as above */
+        if (sticky == HAL_OK && !emu_prog_run(s, t->u.prog.insns, t->u.prog.n))
+            sticky = emu_stream_err(s);
+        emu_event_complete(s, t->u.prog.e, t->u.prog.seq, sticky);
+        return;
+    }
     if (sticky != HAL_OK)
         return;
     char msg[EMU_MSG_LEN] = "";

@@ -112,12 +112,13 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
 {
     ctx->stream = s;
     hal_result rc = order_after_previous(c, s);
+    bool recorded = false;
     if (rc == HAL_OK) {
         rt_trace_op(ctx); /* docs/tracing.md: the plan's tasks belong to this op */
-        rc = rt_prog_submit(ctx);
+        rc = rt_prog_submit(ctx, &recorded);
         rt_trace_op_end(ctx);
     }
-    if (rc == HAL_OK)
+    if (rc == HAL_OK && !recorded)
         rc = c->hal->event_record(ctx->done, s);
     if (rc != HAL_OK) {
         /* Part of the plan may be queued and the op's seq is taken: poison the communicator so

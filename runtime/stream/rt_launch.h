@@ -148,8 +148,10 @@ hal_result rt_prog_build(rt_launch_ctx *ctx);
  * into donor moved to ctx (rt_prog_clone.c); false when ctx must build its own. */
 bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor);
 /* Submits what rt_prog_build made, on ctx->stream and the slave streams: one program per segment
- * where the backend runs programs, else (or while the timeline trace records) one task each. */
-hal_result rt_prog_submit(rt_launch_ctx *ctx);
+ * where the backend runs programs, else (or while the timeline trace records) one task each.
+ * *recorded: ctx->done was recorded with the last program (hal prog_launch_record), so the caller
+ * need not record it. */
+hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
 
 /* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the
  * entries no pair of them exchanges (rt_publish.c). */

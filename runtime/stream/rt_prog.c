@@ -499,9 +499,12 @@ static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
     }
 }
 
-static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g, bool unroll)
+/* `done`: also record it after the program, in the same task (NULL: no record). */
+static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g, bool unroll, hal_event *done)
 {
     rt_comm *c = ctx->c;
+    if (done)
+        return c->hal->prog_launch_record(s, &ctx->insns[g->first], g->n, done);
     if (!unroll)
         return c->hal->prog_launch(s, &ctx->insns[g->first], g->n);
     for (uint32_t i = g->first; i < g->first + g->n; i++) {
@@ -511,16 +514,20 @@ static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g
     return HAL_OK;
 }
 
-hal_result rt_prog_submit(rt_launch_ctx *ctx)
+hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded)
 {
     rt_comm *c = ctx->c;
     bool unroll = !c->hal->prog_launch || ctx->trace_op;
+    *recorded = false;
     for (uint32_t i = 0; i < ctx->nsegs; i++) {
         const rt_seg *g = &ctx->segs[i];
         hal_stream *s = g->stream ? c->slaves[g->stream] : ctx->stream;
         hal_result rc;
         if (g->kind == RT_SEG_PROG) {
-            rc = submit_prog(ctx, s, g, unroll);
+            /* The launch's completion rides on its last program when that one ends it on its stream. */
+            bool last = i + 1 == ctx->nsegs && !g->stream && !unroll && c->hal->prog_launch_record;
+            rc = submit_prog(ctx, s, g, unroll, last ? ctx->done : NULL);
+            *recorded = last && rc == HAL_OK;
         } else {
             rt_trace_step(ctx, 0, g->step);
             rc = g->kind == RT_SEG_RECORD ? c->hal->event_record(g->ev, s) : c->hal->stream_wait_event(s, g->ev);
