@@ -238,16 +238,36 @@ Test(hal_prog, no_prog_env_hides_the_executor)
     cr_assert_str_eq(h->name, "emu");
 }
 
+/* A device, a stream and an event on the emulator's program executor: what the prog_launch_record
+ * cases share. */
+typedef struct rec_fix {
+    const hal_ops *h;
+    hal_device *d;
+    hal_stream *s;
+    hal_event *done;
+} rec_fix;
+
+static rec_fix rec_open(void)
+{
+    rec_fix f = {.h = prog_hal()};
+    cr_assert_not_null(f.h->prog_launch_record, "the emulator offers prog_launch_record");
+    f.d = ht_open(f.h, 0);
+    HT_OK(f.h->stream_create(f.d, &f.s));
+    HT_OK(f.h->event_create(f.d, 0, &f.done));
+    return f;
+}
+
+static void rec_close(rec_fix *f)
+{
+    HT_OK(f->h->event_destroy(f->done));
+    HT_OK(f->h->stream_destroy(f->s));
+    HT_OK(f->h->device_close(f->d));
+}
+
 /* The record completes when the program has run, not before; a sync of it runs the stream up to it. */
 Test(hal_prog, launch_record_completes_after_the_program)
 {
-    const hal_ops *h = prog_hal();
-    cr_assert_not_null(h->prog_launch_record, "the emulator offers prog_launch_record");
-    hal_device *d = ht_open(h, 0);
-    hal_stream *s;
-    HT_OK(h->stream_create(d, &s));
-    hal_event *done;
-    HT_OK(h->event_create(d, 0, &done));
+    rec_fix f = rec_open();
     static prog_log log;
     static prog_item items[2];
     items[0] = (prog_item){&log, 0, 0};
@@ -255,56 +275,48 @@ Test(hal_prog, launch_record_completes_after_the_program)
     hal_insn prog[2] = {fn_insn(&items[0]), fn_insn(&items[1])};
     ht_gate gate;
     ht_gate_init(&gate);
-    HT_OK(h->host_func_async(s, ht_gate_fn, &gate));
-    HT_OK(h->prog_launch_record(s, prog, 2, done));
-    cr_assert_eq(h->event_query(done), HAL_E_NOT_READY, "completed while its stream is held");
+    HT_OK(f.h->host_func_async(f.s, ht_gate_fn, &gate));
+    HT_OK(f.h->prog_launch_record(f.s, prog, 2, f.done));
+    cr_assert_eq(f.h->event_query(f.done), HAL_E_NOT_READY, "completed while its stream is held");
     cr_assert_eq(atomic_load(&log.next), 0);
     ht_gate_open(&gate);
-    HT_OK(h->event_sync(done, -1));
+    HT_OK(f.h->event_sync(f.done, -1));
     cr_assert_eq(atomic_load(&log.next), 2, "the record completed before its program ran");
-    HT_OK(h->event_query(done));
+    HT_OK(f.h->event_query(f.done));
     /* Again on the same event: the later record is the one waited for. */
-    HT_OK(h->prog_launch_record(s, prog, 2, done));
-    HT_OK(h->event_sync(done, -1));
+    HT_OK(f.h->prog_launch_record(f.s, prog, 2, f.done));
+    HT_OK(f.h->event_sync(f.done, -1));
     cr_assert_eq(atomic_load(&log.next), 4);
-    HT_OK(h->stream_sync(s, -1));
+    HT_OK(f.h->stream_sync(f.s, -1));
     ht_gate_fini(&gate);
-    HT_OK(h->event_destroy(done));
-    HT_OK(h->stream_destroy(s));
-    HT_OK(h->device_close(d));
+    rec_close(&f);
 }
 
 /* A failing instruction, or a stream that failed before: the record still completes, carrying the
  * error (as event_record after the program would), and a malformed program is refused. */
 Test(hal_prog, launch_record_carries_errors)
 {
-    const hal_ops *h = prog_hal();
-    hal_device *d = ht_open(h, 0);
-    hal_stream *s;
-    HT_OK(h->stream_create(d, &s));
-    hal_event *done;
-    HT_OK(h->event_create(d, 0, &done));
+    rec_fix f = rec_open();
+    const hal_ops *h = f.h;
     static prog_log log;
     static prog_item items[3];
     items[0] = (prog_item){&log, 0, 0};
     items[1] = (prog_item){&log, 1, HAL_E_PEER};
     items[2] = (prog_item){&log, 2, 0};
     hal_insn failing[3] = {fn_insn(&items[0]), fn_insn(&items[1]), fn_insn(&items[2])};
-    HT_OK(h->prog_launch_record(s, failing, 3, done));
-    cr_assert_eq(h->event_sync(done, -1), HAL_E_PEER, "the record must carry the program's failure");
+    HT_OK(h->prog_launch_record(f.s, failing, 3, f.done));
+    cr_assert_eq(h->event_sync(f.done, -1), HAL_E_PEER, "the record must carry the program's failure");
     cr_assert_eq(atomic_load(&log.next), 2, "%d instructions ran, expected 2", atomic_load(&log.next));
     hal_insn fine[1] = {fn_insn(&items[0])};
-    HT_OK(h->prog_launch_record(s, fine, 1, done)); /* the stream failed before: skipped, record made */
-    cr_assert_eq(h->event_sync(done, -1), HAL_E_PEER, "the record on a failed stream must carry its error");
+    HT_OK(h->prog_launch_record(f.s, fine, 1, f.done)); /* the stream failed before: skipped, record made */
+    cr_assert_eq(h->event_sync(f.done, -1), HAL_E_PEER, "the record on a failed stream must carry its error");
     cr_assert_eq(atomic_load(&log.next), 2, "a program ran on a failed stream");
-    cr_assert_eq(h->stream_sync(s, -1), HAL_E_PEER);
-    h->stream_clear_error(s);
+    cr_assert_eq(h->stream_sync(f.s, -1), HAL_E_PEER);
+    h->stream_clear_error(f.s);
     hal_insn bad[1] = {{.kind = HAL_INSN_FN}}; /* no function */
-    cr_assert_eq(h->prog_launch_record(s, bad, 1, done), HAL_E_PARAM);
-    cr_assert_eq(h->prog_launch_record(s, fine, 1, NULL), HAL_E_PARAM);
-    cr_assert_eq(h->event_sync(done, -1), HAL_E_PEER, "a refused launch recorded something: the last record stands");
-    HT_OK(h->stream_sync(s, -1));
-    HT_OK(h->event_destroy(done));
-    HT_OK(h->stream_destroy(s));
-    HT_OK(h->device_close(d));
+    cr_assert_eq(h->prog_launch_record(f.s, bad, 1, f.done), HAL_E_PARAM);
+    cr_assert_eq(h->prog_launch_record(f.s, fine, 1, NULL), HAL_E_PARAM);
+    cr_assert_eq(h->event_sync(f.done, -1), HAL_E_PEER, "a refused launch recorded something: the last record stands");
+    HT_OK(h->stream_sync(f.s, -1));
+    rec_close(&f);
 }
