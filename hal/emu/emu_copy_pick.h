@@ -4,8 +4,9 @@
  * made them 1.25-1.45x slower (the host's caches, shared with its other guests, decide;
  * docs/perf.md). So the DMA measures instead of guessing: it times whole batches with each kernel
  * (a whole batch rather than a chunk, so that the chunks of one kernel do not pay for the
- * write-backs the other's left in the caches) and copies with the faster one, timing the other
- * again every EMU_COPY_PICK_REPROBE batches as the machine changes. */
+ * write-backs the other's left in the caches) and copies with the faster one (streaming stores
+ * only when more than 10% faster: samples taken while other ranks copy are noisy), timing the
+ * other again every EMU_COPY_PICK_REPROBE batches as the machine changes. */
 #ifndef OH_EMU_COPY_PICK_H
 #define OH_EMU_COPY_PICK_H
 

@@ -1,6 +1,7 @@
 /* The emulated DMA's copy kernel choice (hal/emu/emu_copy_pick.c): the first batch untimed, each
- * kernel timed once, then the faster one, the other re-timed every EMU_COPY_PICK_REPROBE batches,
- * and a choice that follows the rates when the machine changes. */
+ * kernel timed once, then the faster one (streaming stores only when more than 10% faster), the
+ * other re-timed every EMU_COPY_PICK_REPROBE batches, and a choice that follows the rates when the
+ * machine changes. */
 #include <criterion/criterion.h>
 
 #include "hal/emu/emu_copy_pick.h"
@@ -70,4 +71,18 @@ Test(emu_copy_pick, empty_samples_count_for_nothing)
     expect_next(&p, true, true, "non-temporal still unmeasured");
     emu_copy_pick_record(&p, true, 1, 1000000000); /* a rate rounding to 0 still counts as measured */
     expect_next(&p, false, true, "memcpy next");
+}
+
+Test(emu_copy_pick, memcpy_unless_streaming_is_clearly_faster)
+{
+    emu_copy_pick p = {0};
+    bool t;
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, true, 64 * MIB, 4000000); /* 5% faster: within the noise */
+    emu_copy_pick_next(&p, &t);
+    emu_copy_pick_record(&p, false, 64 * MIB, 4200000);
+    expect_next(&p, false, true, "streaming stores 5% faster");
+    emu_copy_pick_record(&p, false, 64 * MIB, 4800000); /* memcpy's mean drops: streaming now 15% faster */
+    expect_next(&p, true, true, "streaming stores more than 10% faster");
 }

@@ -26,7 +26,15 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Queues one prefixed line for flush_lines (written at once if it cannot be queued). */
+static void flush_lines(hr_stream *s)
+{
+    if (s->olen)
+        write_all(s->out_fd, s->out, s->olen);
+    s->olen = 0;
+}
+
+/* Queues one prefixed line for flush_lines (written at once, after those queued, if it cannot be
+ * queued). */
 static void emit(hr_stream *s, const char *line, size_t n)
 {
     size_t plen = strlen(s->prefix), need = s->olen + plen + n + 1;
@@ -36,6 +44,7 @@ static void emit(hr_stream *s, const char *line, size_t n)
             cap *= 2;
         char *b = realloc(s->out, cap);
         if (!b) {
+            flush_lines(s);
             write_all(s->out_fd, s->prefix, plen);
             write_all(s->out_fd, line, n);
             write_all(s->out_fd, "\n", 1);
@@ -49,13 +58,6 @@ static void emit(hr_stream *s, const char *line, size_t n)
         memcpy(s->out + s->olen + plen, line, n);
     s->out[s->olen + plen + n] = '\n';
     s->olen = need;
-}
-
-static void flush_lines(hr_stream *s)
-{
-    if (s->olen)
-        write_all(s->out_fd, s->out, s->olen);
-    s->olen = 0;
 }
 
 void hr_stream_init(hr_stream *s, int fd, int out_fd, unsigned rank)
