@@ -18,6 +18,17 @@ static bool expect_next(emu_copy_pick *p, bool nt, bool timed, const char *what)
     return got;
 }
 
+/* The untimed first batch, then each kernel's sample: 64 MiB in nt_ns and in mem_ns. */
+static void probe_both(emu_copy_pick *p, uint64_t nt_ns, uint64_t mem_ns)
+{
+    bool t;
+    emu_copy_pick_next(p, &t);
+    cr_assert(emu_copy_pick_next(p, &t) && t, "the second batch times streaming stores");
+    emu_copy_pick_record(p, true, 64 * MIB, nt_ns);
+    cr_assert(!emu_copy_pick_next(p, &t) && t, "the third batch times memcpy");
+    emu_copy_pick_record(p, false, 64 * MIB, mem_ns);
+}
+
 Test(emu_copy_pick, measures_each_then_keeps_the_faster)
 {
     emu_copy_pick p = {0};
@@ -33,12 +44,7 @@ Test(emu_copy_pick, measures_each_then_keeps_the_faster)
 Test(emu_copy_pick, prefers_streaming_stores_where_they_win)
 {
     emu_copy_pick p = {0};
-    bool t;
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_record(&p, true, 64 * MIB, 3000000);
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_record(&p, false, 64 * MIB, 5000000);
+    probe_both(&p, 3000000, 5000000);
     expect_next(&p, true, true, "non-temporal is faster");
 }
 
@@ -46,11 +52,7 @@ Test(emu_copy_pick, follows_the_machine)
 {
     emu_copy_pick p = {0};
     bool t;
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_record(&p, true, 64 * MIB, 3000000); /* non-temporal first faster */
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_record(&p, false, 64 * MIB, 5000000);
+    probe_both(&p, 3000000, 5000000); /* non-temporal first faster */
     uint32_t switched_at = 0;
     for (uint32_t i = 3; i < 20 && !switched_at; i++) { /* then it slows down to ~7 GB/s */
         if (!emu_copy_pick_next(&p, &t))
@@ -76,12 +78,7 @@ Test(emu_copy_pick, empty_samples_count_for_nothing)
 Test(emu_copy_pick, memcpy_unless_streaming_is_clearly_faster)
 {
     emu_copy_pick p = {0};
-    bool t;
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_record(&p, true, 64 * MIB, 4000000); /* 5% faster: within the noise */
-    emu_copy_pick_next(&p, &t);
-    emu_copy_pick_record(&p, false, 64 * MIB, 4200000);
+    probe_both(&p, 4000000, 4200000); /* streaming 5% faster: within the noise */
     expect_next(&p, false, true, "streaming stores 5% faster");
     emu_copy_pick_record(&p, false, 64 * MIB, 4800000); /* memcpy's mean drops: streaming now 15% faster */
     expect_next(&p, true, true, "streaming stores more than 10% faster");
