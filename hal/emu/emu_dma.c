@@ -307,6 +307,7 @@ typedef struct batch_kernel {
     bool nt;        /* they stream around the caches */
     bool timed;     /* the batch is a sample for the kernel choice */
     uint64_t bytes; /* bytes of large copies */
+    emu_copy_pick *pick; /* their size class's choice (measured kernel only) */
 } batch_kernel;
 
 /* Per process (the machine's caches decide, not the device) and per size class: how much of a
@@ -326,7 +327,7 @@ static emu_copy_pick *pick_for(uint64_t bytes, uint64_t nt_min)
 static batch_kernel batch_kernel_for(const hal_dma_desc *descs, uint32_t n)
 {
     const emu_config *cfg = emu_cfg();
-    batch_kernel k = {false, false, 0};
+    batch_kernel k = {false, false, 0, NULL};
     bool copies_only = true;
     for (uint32_t i = 0; cfg->copy_nt_bytes && i < n; i++) {
         copies_only &= descs[i].kind == HAL_DMA_COPY;
@@ -335,10 +336,12 @@ static batch_kernel batch_kernel_for(const hal_dma_desc *descs, uint32_t n)
     }
     if (!k.bytes)
         return k;
-    if (!cfg->copy_nt_auto)
+    if (!cfg->copy_nt_auto) {
         k.nt = true;
-    else
-        k.nt = emu_copy_pick_next(pick_for(k.bytes, cfg->copy_nt_bytes), &k.timed);
+    } else {
+        k.pick = pick_for(k.bytes, cfg->copy_nt_bytes);
+        k.nt = emu_copy_pick_next(k.pick, &k.timed);
+    }
     k.timed &= copies_only; /* a batch that also reduces would time the reductions */
     return k;
 }
@@ -375,7 +378,7 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
     uint64_t t0 = k.timed ? emu_now_ns() : 0;
     hal_result rc = run_batch(d, descs, n, k.nt, msg, len);
     if (k.timed && rc == HAL_OK)
-        emu_copy_pick_record(pick_for(k.bytes, emu_cfg()->copy_nt_bytes), k.nt, k.bytes, emu_now_ns() - t0);
+        emu_copy_pick_record(k.pick, k.nt, k.bytes, emu_now_ns() - t0);
     return rc;
 }
 

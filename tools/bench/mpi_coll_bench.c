@@ -8,6 +8,7 @@
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]
  *
  * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments. */
+#include "../common/out_settle.h"
 #include "../common/size_arg.h"
 #include <errno.h>
 #include <mpi.h>
@@ -15,19 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* As the perf tools (tools/perf/perf_common.c): rank 0's output leaves in one write per row, then
- * nothing is timed for a few ms, so relaying it (mpirun, and whatever reads its output) does not
- * land in the next timed window. */
-#define SETTLE_US 5000
-
-static void settle(int rank)
-{
-    if (rank != 0)
-        return;
-    fflush(stdout);
-    usleep(SETTLE_US);
-}
 
 typedef enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL } coll_kind;
 static const char *const coll_names[NCOLL] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"};
@@ -174,14 +162,14 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_n);
-    setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* flushed by settle() */
+    out_settle_init();
     bench_args a;
     parse(argc, argv, &a);
     if (g_rank == 0)
         printf("# mpi_coll_bench %s nranks %d iters %ld warmup %ld: host clock, slowest rank\n"
                "#%11s %12s %10s %8s %8s\n", coll_names[a.coll], g_n, a.iters, a.warmup, "size(B)", "count",
                "time(us)", "algbw", "busbw");
-    settle(g_rank);
+    out_settle((unsigned)g_rank);
     for (size_t b = a.minb; b <= a.maxb; b = (size_t)((double)b * a.factor)) {
         bench_point p = make_point(a.coll, b);
         double us = time_point(&a, &p);
@@ -191,7 +179,7 @@ int main(int argc, char **argv)
         if (g_rank == 0)
             printf("%12zu %12zu %10.2f %8.2f %8.2f\n", big * sizeof(float), p.count, us, algbw,
                    algbw * bus_factor(a.coll));
-        settle(g_rank);
+        out_settle((unsigned)g_rank);
         free(p.send);
         free(p.recv);
         if ((size_t)((double)b * a.factor) == b)

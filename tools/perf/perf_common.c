@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/out_settle.h"
 #include "common/oh_clock.h"
 
 #define PERF_OK(call)                                                                              \
@@ -154,20 +155,6 @@ static void na_half(const perf_env *e)
         printf("  %8s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
 }
 
-/* Rank 0's output leaves in one write per row (or header), and then nothing is timed for
- * PERF_SETTLE_US: relaying it (hcclrun, and whatever reads hcclrun's output) takes a few hundred
- * microseconds of CPU, which on a machine with few cores landed in the next timed window (a 100 us
- * loop measured 700 us: docs/perf.md). The other ranks wait in the next row's first call. */
-#define PERF_SETTLE_US 5000
-
-static void settle(const perf_env *e)
-{
-    if (e->rank != 0)
-        return;
-    fflush(stdout);
-    usleep(PERF_SETTLE_US);
-}
-
 /* One row: out of place, in place, then the device-event times of both (appended at the end so
  * the nccl-tests columns keep their positions). */
 static void run_row(const perf_env *e, const perf_args *a, perf_point *p, size_t bytes, totals *t)
@@ -197,7 +184,7 @@ static void run_row(const perf_env *e, const perf_args *a, perf_point *p, size_t
             printf("  %8s", "N/A");
     }
     printf("\n");
-    settle(e);
+    out_settle(e->rank);
 }
 
 /* Single-thread host memcpy of `bytes`, GB/s (rank 0 only; the others wait in a barrier). */
@@ -269,7 +256,7 @@ static void memcpy_section(const perf_env *e, const perf_args *a)
 
 int perf_main(perf_kind kind, int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* flushed by settle() */
+    out_settle_init();
     perf_args a;
     perf_parse_args(argc, argv, &a);
     perf_env e;
@@ -292,7 +279,7 @@ int perf_main(perf_kind kind, int argc, char **argv)
         return 2;
     }
     header(&e, &a, kind);
-    settle(&e);
+    out_settle(e.rank);
     totals t = {0, 0, 0};
     int nops = perf_reduces(kind) ? a.nops : 1;
     for (int d = 0; d < a.ndts; d++)
