@@ -15,16 +15,13 @@
 #define MR_COLL_MISC OH_BUILD_DIR "/tests/progs/coll_misc"
 
 typedef struct mr_result {
-    int status; /* exit status of hcclrun, or -1 if it did not exit normally */
+    int status; /* exit status of the command (hcclrun), or -1 if it did not exit normally */
     char *out;  /* stdout + stderr of every rank, "[rank R] "-prefixed by hcclrun */
 } mr_result;
 
-/* Runs "ENV hcclrun -n N --timeout T PROGRAM ARGS 2>&1" (env may be ""): hcclrun stops every rank
- * after T seconds, so a hang fails the test instead of the ctest timeout. */
-static inline mr_result mr_run_t(const char *env, unsigned n, int timeout_s, const char *prog, const char *args)
+/* Runs the shell command cmd (its stderr should go to its stdout) and captures its output. */
+static inline mr_result mr_run_cmd(const char *cmd)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s -n %u --timeout %d %s %s 2>&1", env, MR_HCCLRUN, n, timeout_s, prog, args);
     mr_result r = {-1, NULL};
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p, "popen(%s) failed", cmd);
@@ -46,6 +43,15 @@ static inline mr_result mr_run_t(const char *env, unsigned n, int timeout_s, con
     /* Keep the whole log with the test's output, so ctest --output-on-failure shows it. */
     fprintf(stderr, "$ %s\n%s(exit status %d)\n", cmd, r.out, r.status);
     return r;
+}
+
+/* Runs "ENV hcclrun -n N --timeout T PROGRAM ARGS 2>&1" (env may be ""): hcclrun stops every rank
+ * after T seconds, so a hang fails the test instead of the ctest timeout. */
+static inline mr_result mr_run_t(const char *env, unsigned n, int timeout_s, const char *prog, const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s -n %u --timeout %d %s %s 2>&1", env, MR_HCCLRUN, n, timeout_s, prog, args);
+    return mr_run_cmd(cmd);
 }
 
 static inline mr_result mr_run(const char *env, unsigned n, const char *prog, const char *args)

@@ -3,6 +3,7 @@
  * them. enqueue_bench once issued more calls behind its held stream than the runtime lets be in
  * flight, and hung. Numbers are not checked (speed is shown by benchmarks, not tests). */
 #include <criterion/criterion.h>
+#include <unistd.h>
 
 #include "multirank/mr_run.h"
 
@@ -35,4 +36,42 @@ Test(bench_tools, mixed_bench_defaults)
 {
     mr_result r = mr_run_t("", 3, 60, BENCH "mixed_bench", "-n 5 -w 1");
     mr_expect_ok(r, "mixed_bench", "mixed k 1 bytes 8 ranks 3: us/round"); /* frees r.out */
+}
+
+/* tools/bench/gloo_run.sh starts compare.sh's Gloo ranks. Gloo is optional (not installed in CI),
+ * so these run the launcher with sh as the rank program: what it must do is the same. */
+#define GLOO_RUN OH_SOURCE_DIR "/tools/bench/gloo_run.sh"
+
+Test(bench_tools, gloo_run_gives_every_rank_its_place_and_a_store)
+{
+    mr_result r = mr_run_cmd(GLOO_RUN " -n 3 -t 60 sh -c "
+                                      "'test -d \"$GLOO_STORE_DIR\" || exit 9; echo \"rank $GLOO_RANK of $GLOO_SIZE\"; "
+                                      "echo \"store $GLOO_STORE_DIR\"' 2>&1");
+    cr_expect_eq(r.status, 0, "gloo_run.sh exited with %d", r.status);
+    cr_expect(strstr(r.out, "rank 0 of 3") != NULL, "rank 0's output is missing");
+    cr_expect(strstr(r.out, "rank 1 of 3") == NULL && strstr(r.out, "rank 2 of 3") == NULL,
+              "only rank 0's stdout is shown");
+    char dir[512] = "";
+    const char *s = strstr(r.out, "store ");
+    cr_assert(s != NULL && sscanf(s, "store %511s", dir) == 1, "rank 0 did not print its store");
+    cr_expect_neq(access(dir, F_OK), 0, "the store %s is left behind", dir);
+    free(r.out);
+}
+
+Test(bench_tools, gloo_run_stops_the_others_when_a_rank_fails)
+{
+    /* exec: the rank is the sleep itself, so stopping it closes its end of the output pipe. */
+    mr_result r = mr_run_cmd(GLOO_RUN " -n 3 -t 600 sh -c "
+                                      "'test \"$GLOO_RANK\" = 2 && exit 3; exec sleep 600' 2>&1");
+    cr_expect_eq(r.status, 3, "the failed rank's status 3 is not the launcher's, %d is", r.status);
+    cr_expect(strstr(r.out, "rank 2") && strstr(r.out, "exited with status 3"), "no word of rank 2's failure");
+    free(r.out);
+}
+
+Test(bench_tools, gloo_run_times_out)
+{
+    mr_result r = mr_run_cmd(GLOO_RUN " -n 2 -t 1 sleep 600 2>&1");
+    cr_expect_eq(r.status, 124, "a run past its timeout exited with %d, not 124", r.status);
+    cr_expect(strstr(r.out, "timeout after 1 s") != NULL, "no word of the timeout");
+    free(r.out);
 }

@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
-# compare.sh: OpenHCCL's perf tools side by side with Open MPI on this machine (issue #8's table).
+# compare.sh: OpenHCCL's perf tools side by side with Open MPI, MPICH and Gloo on this machine
+# (issue #8's table: OpenHCCL against the best of them).
 #
-# For every N and collective it runs build/tools/perf/<coll>_perf under hcclrun and
-# tools/bench/mpi_coll_bench.c under mpirun at the same sizes, both timed as nccl-tests does
-# (after a barrier, back-to-back calls, one synchronize, host clock, the slowest rank: -a 3),
-# each launched `trials` times, the median trial kept; then prints one table:
-#   small / 64 KiB: latency (us) of OpenHCCL and Open MPI, ratio OpenHCCL / MPI (lower is better),
-#                   and each library's spread (slowest / fastest of the trials)
-#   1 MiB / 64 MiB: busbw (GB/s, nccl-tests factors), ratio OpenHCCL / MPI (higher is better)
+# For every N and collective it runs build/tools/perf/<coll>_perf under hcclrun and each peer's
+# benchmark (tools/bench/mpi_coll_bench.c, gloo_coll_bench.cc) at the same sizes, all timed as
+# nccl-tests does (after a barrier, back-to-back calls, one synchronize, host clock, the slowest
+# rank: -a 3), each launched `trials` times, interleaved, the median trial kept; then prints two
+# tables:
+#   OpenHCCL against the best peer of each row:
+#     small / 64 KiB: latency (us) of OpenHCCL and of the fastest peer, ratio OpenHCCL / peer (lower
+#                     is better), and the spread (slowest / fastest trial) of both
+#     1 MiB / 64 MiB: busbw (GB/s, nccl-tests factors), ratio OpenHCCL / best peer (higher is better)
+#   every library's medians, side by side.
 # "small" is the smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank
 # (16*N B) for allgather, reducescatter and alltoall (nccl-tests rounds per-rank blocks down to
 # 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB
 # (and 2 threads of the emulator's non-temporal copy kernel, memcpy_bw -k nt),
 # measured at the start and at the end of the same run.
 #
-# MPI is optional: Debian's openmpi-bin + libopenmpi-dev (mpicc, mpirun). Without them the MPI
-# columns print "-". Open MPI runs on shared memory only (pml ob1, btl self,vader: no network),
-# unbound, oversubscribed (more ranks than cores), and by default with mpi_yield_when_idle 1: a rank
-# waiting for a descheduled peer gives its core away, as OpenHCCL's blocking waits do (Open MPI
-# turns this on by itself only when it sees more ranks than cores; on a machine shared with other
-# work, busy polling at N=2 costs it milliseconds per call). -y 0 keeps Open MPI's default.
+# The peers are optional (tools/bench/compare_peers.sh: how each is built and launched); one that
+# is missing is skipped with the command that installs it. Open MPI runs on shared memory only
+# (pml ob1, btl self,vader: no network), unbound, oversubscribed (more ranks than cores), and by
+# default with mpi_yield_when_idle 1: a rank waiting for a descheduled peer gives its core away, as
+# OpenHCCL's blocking waits do (Open MPI turns this on by itself only when it sees more ranks than
+# cores; on a machine shared with other work, busy polling at N=2 costs it milliseconds per call).
+# -y 0 keeps Open MPI's default. MPICH always polls, so it runs only up to -M ranks (default: the
+# number of CPUs). Gloo runs over TCP on loopback (it has no shared-memory transport).
 #
-# Env: MPICC, MPIRUN_BIN (default mpicc, mpirun).
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
-#                               [-B build]
-# Run time: about 5 minutes for the defaults on a 2-core machine (docs/perf.md).
+#                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-B build]
+# Run time: about 8 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,6 +39,8 @@ COLLS="allreduce allgather reducescatter broadcast alltoall"
 TRIALS=3
 TIMEOUT=300
 YIELD=1
+PEERS_WANTED="ompi mpich gloo"
+MPICH_MAX_N=$(nproc)
 # Sizes and iterations per launch: small + 64 KiB, 1 MiB, 64 MiB (rows 1-4 of a trial's file).
 RANGES=("-b SMALL -e 64K -f FACTOR -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50" "-b 64M -e 64M -w 2 -n 5")
 
@@ -42,17 +49,20 @@ usage() {
     exit 2
 }
 
-while getopts "n:c:t:y:B:h" opt; do
+while getopts "n:c:t:y:p:M:B:h" opt; do
     case $opt in
     n) NS=$OPTARG ;;
     c) COLLS=$OPTARG ;;
     t) TRIALS=$OPTARG ;;
     y) YIELD=$OPTARG ;;
+    p) PEERS_WANTED=$OPTARG ;;
+    M) MPICH_MAX_N=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     *) usage ;;
     esac
 done
 [[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
+[[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || { echo "compare.sh: -M must be a number, got '$MPICH_MAX_N'" >&2; exit 2; }
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
 for n in $NS; do
     [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
@@ -87,25 +97,9 @@ fi
 HCCLRUN=$BUILD/tools/hcclrun
 MEMCPY=$BUILD/tools/bench/memcpy_bw
 
-MPIBENCH=""
-MPICC=${MPICC:-mpicc}
-MPIRUN_BIN=${MPIRUN_BIN:-mpirun}
-if command -v "$MPICC" >/dev/null && command -v "$MPIRUN_BIN" >/dev/null; then
-    MPIBENCH=$BUILD/tools/bench/mpi_coll_bench
-    src=$ROOT/tools/bench/mpi_coll_bench.c
-    if [[ ! -x $MPIBENCH || $src -nt $MPIBENCH ]]; then
-        mkdir -p "$(dirname "$MPIBENCH")"
-        "$MPICC" -O2 -std=gnu11 -Wall -Wextra -Werror -o "$MPIBENCH" "$src" || { echo "compare.sh: mpicc failed" >&2; exit 2; }
-    fi
-    # shellcheck disable=SC2054 # "self,vader" is one mpirun argument
-    MPIRUN=("$MPIRUN_BIN" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader)
-    [[ $(id -u) -eq 0 ]] && MPIRUN+=(--allow-run-as-root)
-    ((YIELD)) && MPIRUN+=(--mca mpi_yield_when_idle 1)
-    MPI_VERSION=$("$MPIRUN_BIN" --version 2>/dev/null | head -1)
-else
-    echo "# Open MPI not found ($MPICC / $MPIRUN_BIN): the MPI columns are skipped (\"-\")."
-    echo "# To compare, install it:  sudo apt-get install -y openmpi-bin libopenmpi-dev"
-fi
+# shellcheck source=tools/bench/compare_peers.sh
+source "$ROOT/tools/bench/compare_peers.sh"
+peers_setup "$PEERS_WANTED"
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -136,13 +130,15 @@ run_oh() { # coll n out
     done
 }
 
-run_mpi() { # coll n out
+run_peer() { # peer coll n out
     local i
-    : >"$3"
+    : >"$4"
+    peer_runs_at "$1" "$3" || return 0
+    peer_command "$1" "$3"
     for i in "${!RANGES[@]}"; do
         # shellcheck disable=SC2046
-        timeout $TIMEOUT "${MPIRUN[@]}" -n "$2" "$MPIBENCH" -c "$1" $(range_args "$i" "$1" "$2") 2>>"$WORK/errors" |
-            awk '!/^#/ { print $1, $3, $5 }' >>"$3"
+        timeout $TIMEOUT "${PEER_CMD[@]}" -c "$2" $(range_args "$i" "$2" "$3") 2>>"$WORK/errors" |
+            awk '!/^#/ { print $1, $3, $5 }' >>"$4"
     done
 }
 
@@ -172,43 +168,74 @@ ratio() { # a b
     awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
 }
 
+# The best peer at row r of (coll, n): the lowest time (rows 1-2) or highest busbw (rows 3-4).
+# Prints "value peer", or "- -" when no peer ran there.
+best_peer() { # coll n row
+    local p v best="-" who="-" field=$(($3 <= 2 ? 2 : 3))
+    for p in "${PEERS[@]}"; do
+        v=$(median_of "$WORK/$p.$1.$2.*" "$3" "$field")
+        [[ $v == - ]] && continue
+        if [[ $best == - ]] || awk -v v="$v" -v b="$best" -v lo=$(($3 <= 2)) 'BEGIN { exit !(lo ? v < b : v > b) }'; then
+            best=$v who=$p
+        fi
+    done
+    echo "$best $who"
+}
+
 # ---- run ----------------------------------------------------------------------------------------
 START=$(date +%s)
 echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept"
 echo "# machine: $(nproc) CPUs, $(uname -srm), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
-echo "# MPI: ${MPI_VERSION:-none} ${MPIBENCH:+(${MPIRUN[*]})}"
+for p in "${PEERS[@]}"; do echo "# $p: ${PEER_VERSION[$p]}"; done
+for note in "${PEER_NOTES[@]}"; do echo "# $note"; done
 MEM_START=$(memcpy_ref)
 for n in $NS; do
     for c in $COLLS; do
         for ((t = 1; t <= TRIALS; t++)); do
             run_oh "$c" "$n" "$WORK/oh.$c.$n.$t"
-            [[ -n $MPIBENCH ]] && run_mpi "$c" "$n" "$WORK/mpi.$c.$n.$t"
+            for p in "${PEERS[@]}"; do run_peer "$p" "$c" "$n" "$WORK/$p.$c.$n.$t"; done
         done
     done
 done
 MEM_END=$(memcpy_ref)
 
 echo
-echo "| coll | N | small B | small us OpenHCCL | Open MPI | ratio | spread OpenHCCL / MPI | 64 KiB us OpenHCCL | Open MPI | ratio | spread OpenHCCL / MPI |" \
-     "1 MiB busbw OpenHCCL | Open MPI | ratio | 64 MiB busbw OpenHCCL | Open MPI | ratio |"
+echo "| coll | N | small B | small us OpenHCCL | best peer | ratio | spread OpenHCCL / peer | 64 KiB us OpenHCCL | best peer | ratio | spread OpenHCCL / peer |" \
+     "1 MiB busbw OpenHCCL | best peer | ratio | 64 MiB busbw OpenHCCL | best peer | ratio |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $COLLS; do
     for n in $NS; do
         row="| $c | $n | $(small_size "$c" "$n")"
         for r in 1 2 3 4; do
-            field=$((r <= 2 ? 2 : 3))
-            oh=$(median_of "$WORK/oh.$c.$n.*" "$r" "$field")
-            mpi=$(median_of "$WORK/mpi.$c.$n.*" "$r" "$field")
-            row="$row | $oh | $mpi | $(ratio "$oh" "$mpi")"
-            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r") / $(spread_of "$WORK/mpi.$c.$n.*" "$r")"
+            oh=$(median_of "$WORK/oh.$c.$n.*" "$r" $((r <= 2 ? 2 : 3)))
+            read -r best who <<<"$(best_peer "$c" "$n" "$r")"
+            peer_cell=$best
+            [[ $who == - ]] || peer_cell="$best $who"
+            row="$row | $oh | $peer_cell | $(ratio "$oh" "$best")"
+            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r") / $(spread_of "$WORK/$who.$c.$n.*" "$r")"
         done
         echo "$row |"
     done
 done
+
 echo
-[[ -z $MPIBENCH ]] && echo "# Open MPI columns skipped: no $MPICC / $MPIRUN_BIN (apt-get install -y openmpi-bin libopenmpi-dev)"
-echo "# latency ratio = OpenHCCL / Open MPI time (lower is better); busbw ratio = OpenHCCL / Open MPI (higher is better)"
-echo "# spread = slowest / fastest trial at that size, OpenHCCL / Open MPI (issue #8: OpenHCCL's within 2x)"
+echo "| coll | N | small us | 64 KiB us | 1 MiB busbw | 64 MiB busbw |"
+echo "|---|---|---|---|---|---|"
+for c in $COLLS; do
+    for n in $NS; do
+        row="| $c | $n"
+        for r in 1 2 3 4; do
+            cell=$(median_of "$WORK/oh.$c.$n.*" "$r" $((r <= 2 ? 2 : 3)))
+            for p in "${PEERS[@]}"; do cell="$cell / $(median_of "$WORK/$p.$c.$n.*" "$r" $((r <= 2 ? 2 : 3)))"; done
+            row="$row | $cell"
+        done
+        echo "$row |"
+    done
+done
+echo "# each cell: OpenHCCL${PEERS[*]:+$(printf ' / %s' "${PEERS[@]}")}, medians of the trials; - where a library did not run"
+echo
+echo "# latency ratio = OpenHCCL / best peer's time (lower is better); busbw ratio = OpenHCCL / best peer's (higher is better)"
+echo "# spread = slowest / fastest trial at that size, OpenHCCL / the best peer (issue #8: OpenHCCL's within 2x)"
 echo "# host memcpy 64 MiB at start: $MEM_START"
 echo "# host memcpy 64 MiB at end:   $MEM_END"
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); run time $(($(date +%s) - START)) s"

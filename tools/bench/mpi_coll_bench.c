@@ -2,7 +2,8 @@
  * perf tools and nccl-tests do: after a barrier, `iters` back-to-back calls, host clock, the
  * slowest rank; sizes, per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as
  * nccl-tests (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer).
- * Built by compare.sh with mpicc; not part of the CMake build (MPI is optional).
+ * Built by compare.sh (compare_peers.sh) with mpicc.openmpi and mpicc.mpich; not part of the CMake
+ * build (MPI is optional).
  *
  *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]

@@ -1,0 +1,426 @@
+/* gloo_coll_bench: the Gloo twin of tools/bench/mpi_coll_bench.c. Times one Gloo collective the
+ * same way: after a barrier, `iters` back-to-back calls, host clock, the slowest rank; sizes,
+ * per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as nccl-tests
+ * (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer). Gloo's algorithms:
+ * allreduce ring (gloo::allreduce, the default), allgather ring, broadcast binomial tree,
+ * alltoall direct (N-1 sends and receives), reducescatter recursive halving
+ * (gloo::ReduceScatterHalvingDoubling, the only reduce-scatter this Gloo has). TCP transport on
+ * the loopback interface, rendezvous through a gloo::rendezvous::FileStore. Not part of the CMake
+ * build (Gloo is optional); Debian 12: apt-get install libgloo-dev, then from the repository root
+ *
+ *   g++ -O2 -std=c++17 -Wall -Wextra -Werror -o gloo_coll_bench tools/bench/gloo_coll_bench.cc \
+ *       -lgloo -lpthread
+ *
+ * Each rank reads GLOO_RANK, GLOO_SIZE and GLOO_STORE_DIR (an empty directory, shared by all
+ * ranks) from the environment; tools/bench/gloo_run.sh sets them and starts the ranks:
+ *
+ *   tools/bench/gloo_run.sh -n N gloo_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall
+ *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-v]
+ *
+ * -v checks every size's results on every rank after the warm-up (inputs rank- and index-dependent
+ * instead of zeros); a wrong value is printed and all ranks exit 1.
+ * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments.
+ * Errors: "gloo_coll_bench: rank R: <what> failed: <why>" on stderr, exit 2. */
+#include "../common/out_settle.h"
+#include "../common/size_arg.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <errno.h>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+enum coll_kind { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL };
+static const char *const coll_names[NCOLL] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"};
+
+struct bench_args {
+    coll_kind coll;
+    size_t minb, maxb;
+    double factor;
+    long iters, warmup;
+    bool verify;
+};
+
+struct bench_point {
+    size_t count = 0;          /* per-call count as nccl-tests prints it */
+    size_t send_elems = 0, recv_elems = 0;
+    std::vector<float> send, recv;
+    std::function<void()> run;     /* one call of the collective, buffers bound once per size */
+    const char *not_run = nullptr; /* why this size is not timed (a call Gloo cannot make), or NULL */
+};
+
+static int g_rank, g_n;
+static std::shared_ptr<gloo::Context> g_ctx;
+
+static void fail(const char *what, const char *val)
+{
+    if (g_rank == 0)
+        fprintf(stderr, "gloo_coll_bench: bad value '%s' for %s\n", val, what);
+    exit(2);
+}
+
+/* _exit: Gloo's transport threads are still running, static destructors must not race them. */
+[[noreturn]] static void die(const char *what, const char *why)
+{
+    fflush(stdout);
+    fprintf(stderr, "gloo_coll_bench: rank %d: %s failed: %s\n", g_rank, what, why);
+    fflush(stderr);
+    _exit(2);
+}
+
+/* Gloo reports every error (timeouts, lost peers, bad arguments) by throwing. */
+template <typename F> static void checked(const char *what, F &&f)
+{
+    try {
+        f();
+    } catch (const std::exception &e) {
+        die(what, e.what());
+    }
+}
+
+static size_t parse_size(const char *what, const char *s)
+{
+    double v;
+    if (!size_arg_parse(s, 0, 1e15, &v))
+        fail(what, s);
+    return (size_t)v;
+}
+
+static long parse_long(const char *what, const char *s, long lo)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo)
+        fail(what, s);
+    return v;
+}
+
+static void parse(int argc, char **argv, bench_args *a)
+{
+    *a = bench_args{NCOLL, 8, 64u << 20, 2.0, 20, 5, false};
+    int c;
+    opterr = 0;
+    while ((c = getopt(argc, argv, "c:b:e:f:n:w:v")) != -1) {
+        switch (c) {
+        case 'c':
+            for (int k = 0; k < NCOLL; k++)
+                if (!strcmp(optarg, coll_names[k]))
+                    a->coll = (coll_kind)k;
+            if (a->coll == NCOLL)
+                fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall)", optarg);
+            break;
+        case 'b': a->minb = parse_size("-b", optarg); break;
+        case 'e': a->maxb = parse_size("-e", optarg); break;
+        case 'f':
+            a->factor = strtod(optarg, NULL);
+            if (!(a->factor > 1.0))
+                fail("-f (a factor > 1)", optarg);
+            break;
+        case 'n': a->iters = parse_long("-n (>= 1)", optarg, 1); break;
+        case 'w': a->warmup = parse_long("-w (>= 0)", optarg, 0); break;
+        case 'v': a->verify = true; break;
+        default: fail("a flag (-c -b -e -f -n -w -v)", argv[optind - 1]);
+        }
+    }
+    if (a->coll == NCOLL)
+        fail("-c (required)", "");
+    if (a->minb > a->maxb)
+        fail("-b (larger than -e)", "");
+    /* ReduceScatterHalvingDoubling counts elements and bytes in an int. */
+    if (a->coll == REDUCESCATTER && a->maxb > (size_t)INT_MAX)
+        fail("-e (reducescatter: at most 2 GiB - 1)", "");
+}
+
+static long env_long(const char *name, long lo, long hi)
+{
+    const char *s = getenv(name);
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "gloo_coll_bench: %s is '%s', want a number in [%ld, %ld] (tools/bench/gloo_run.sh sets it)\n",
+                name, s ? s : "(unset)", lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+/* Every rank listens on 127.0.0.1 and publishes its address in the file store; a full mesh of
+ * TCP connections, as Gloo's collectives expect. */
+static void connect_ranks(void)
+{
+    g_n = (int)env_long("GLOO_SIZE", 1, 4096);
+    g_rank = (int)env_long("GLOO_RANK", 0, g_n - 1);
+    const char *dir = getenv("GLOO_STORE_DIR");
+    if (!dir || !*dir)
+        die("reading GLOO_STORE_DIR", "unset (tools/bench/gloo_run.sh sets it)");
+    std::shared_ptr<gloo::transport::Device> dev;
+    checked("gloo::transport::tcp::CreateDevice(127.0.0.1)",
+            [&] { dev = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr("127.0.0.1")); });
+    checked("rendezvous (FileStore, connectFullMesh)", [&] {
+        gloo::rendezvous::FileStore store(dir);
+        auto ctx = std::make_shared<gloo::rendezvous::Context>(g_rank, g_n);
+        ctx->connectFullMesh(store, dev);
+        g_ctx = ctx;
+    });
+}
+
+static void barrier(void)
+{
+    checked("gloo::barrier", [] {
+        gloo::BarrierOptions o(g_ctx);
+        gloo::barrier(o);
+    });
+}
+
+/* The largest v of all ranks, on all ranks. */
+static double max_over_ranks(double v)
+{
+    double out = 0;
+    checked("gloo::allreduce (max over ranks)", [&] {
+        gloo::AllreduceOptions o(g_ctx);
+        o.setInput(&v, 1);
+        o.setOutput(&out, 1);
+        o.setReduceFunction(
+            static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::max<double>));
+        gloo::allreduce(o);
+    });
+    return out;
+}
+
+/* Gloo's options objects hold their buffers' registrations: made once per size, as Gloo's own
+ * benchmark does, so a timed call is the collective only. */
+static void bind_allreduce(bench_point *p)
+{
+    auto o = std::make_shared<gloo::AllreduceOptions>(g_ctx);
+    o->setInput(p->send.data(), p->count);
+    o->setOutput(p->recv.data(), p->count);
+    o->setReduceFunction(static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<float>));
+    p->run = [o] { gloo::allreduce(*o); };
+}
+
+/* gloo::allgather of 0 bytes divides by zero (offsets modulo the output size): SIGFPE. */
+static void bind_allgather(bench_point *p)
+{
+    if (p->send_elems == 0) {
+        p->not_run = "not run: gloo::allgather of 0 bytes divides by zero";
+        return;
+    }
+    auto o = std::make_shared<gloo::AllgatherOptions>(g_ctx);
+    o->setInput(p->send.data(), p->send_elems);
+    o->setOutput(p->recv.data(), p->recv_elems);
+    p->run = [o] { gloo::allgather(*o); };
+}
+
+/* ReduceScatterHalvingDoubling (recursive halving within the largest power-of-two block of ranks,
+ * then a hand-over to the ranks outside it, then a redistribution to each rank's block) reduces in
+ * place in its one buffer of all N blocks, leaving this rank's block at its start. To be out of
+ * place as MPI_Reduce_scatter_block, recv is that buffer (N blocks long) and every call first
+ * copies send into it; the copy is part of the timed call. */
+static void bind_reducescatter(bench_point *p)
+{
+    std::vector<int> blocks((size_t)g_n, (int)p->count);
+    auto rs = std::make_shared<gloo::ReduceScatterHalvingDoubling<float>>(
+        g_ctx, std::vector<float *>{p->recv.data()}, (int)p->send_elems, blocks);
+    float *work = p->recv.data();
+    const float *in = p->send.data();
+    size_t bytes = p->send_elems * sizeof(float);
+    p->run = [rs, work, in, bytes] {
+        memcpy(work, in, bytes);
+        rs->run();
+    };
+}
+
+static void bind_broadcast(bench_point *p)
+{
+    auto o = std::make_shared<gloo::BroadcastOptions>(g_ctx);
+    o->setOutput(p->recv.data(), p->count);
+    o->setRoot(0);
+    p->run = [o] { gloo::broadcast(*o); };
+}
+
+static void bind_alltoall(bench_point *p)
+{
+    auto o = std::make_shared<gloo::AlltoallOptions>(g_ctx);
+    o->setInput(p->send.data(), p->send_elems);
+    o->setOutput(p->recv.data(), p->recv_elems);
+    p->run = [o] { gloo::alltoall(*o); };
+}
+
+/* nccl-tests' sizes: count = bytes / 4; per-rank blocks rounded down to 16 bytes. Zeros: sums stay
+ * exact (unless -v fills them). */
+static void make_point(coll_kind k, size_t bytes, bench_point *p)
+{
+    size_t c = bytes / sizeof(float), blk = (c / (size_t)g_n) & ~(size_t)3, n = (size_t)g_n;
+    p->count = p->send_elems = p->recv_elems = c;
+    if (k == ALLGATHER)
+        p->count = p->send_elems = blk, p->recv_elems = blk * n;
+    else if (k == REDUCESCATTER)
+        p->count = p->recv_elems = blk, p->send_elems = blk * n;
+    else if (k == ALLTOALL)
+        p->count = blk, p->send_elems = p->recv_elems = blk * n;
+    size_t recv_alloc = k == REDUCESCATTER ? p->send_elems : p->recv_elems;
+    try {
+        p->send.assign(p->send_elems ? p->send_elems : 1, 0.0f);
+        p->recv.assign(recv_alloc ? recv_alloc : 1, 0.0f);
+    } catch (const std::bad_alloc &) {
+        die("allocating the buffers", (std::to_string(bytes) + " bytes: out of memory").c_str());
+    }
+    static void (*const bind[NCOLL])(bench_point *) = {bind_allreduce, bind_allgather, bind_reducescatter,
+                                                        bind_broadcast, bind_alltoall};
+    checked("setting up the collective", [&] { bind[k](p); });
+}
+
+static void call(coll_kind k, const bench_point *p)
+{
+    try {
+        p->run();
+    } catch (const std::exception &e) {
+        std::string what = std::string(coll_names[k]) + " of count " + std::to_string(p->count);
+        die(what.c_str(), e.what());
+    }
+}
+
+/* -v's inputs: whole numbers, so they and their sums over up to 64 ranks (< 2^24) are exact in
+ * fp32 whatever the order of the additions; they tell rank and position apart (4093 is prime, so
+ * a block landing at a wrong offset shows). */
+static float value(int rank, size_t i)
+{
+    return (float)(rank * 4096 + (int)(i % 4093) + 1);
+}
+
+static void fill(coll_kind k, bench_point *p)
+{
+    for (size_t i = 0; i < p->send_elems; i++)
+        p->send[i] = value(g_rank, i);
+    for (size_t i = 0; i < p->recv.size(); i++) /* not-yet-written output shows as -1 */
+        p->recv[i] = k == BROADCAST && g_rank == 0 ? value(0, i) : -1.0f;
+}
+
+static float sum_over_ranks(size_t i)
+{
+    float s = 0;
+    for (int r = 0; r < g_n; r++)
+        s += value(r, i);
+    return s;
+}
+
+/* What output element i of this rank must hold. */
+static float expected(coll_kind k, size_t blk, size_t i)
+{
+    switch (k) {
+    case ALLREDUCE: return sum_over_ranks(i);
+    case ALLGATHER: return value((int)(i / blk), i % blk);
+    case REDUCESCATTER: return sum_over_ranks((size_t)g_rank * blk + i);
+    case BROADCAST: return value(0, i);
+    case ALLTOALL: return value((int)(i / blk), (size_t)g_rank * blk + i % blk);
+    default: return 0;
+    }
+}
+
+/* Checks this rank's output, then agrees with the others, so a wrong rank makes all exit 1. */
+static void verify(coll_kind k, const bench_point *p)
+{
+    size_t wrong = 0;
+    for (size_t i = 0; i < p->recv_elems; i++) {
+        float want = expected(k, p->count, i);
+        if (p->recv[i] != want && wrong++ == 0)
+            fprintf(stderr, "gloo_coll_bench: rank %d: %s count %zu: wrong result: element %zu is %g, expected %g\n",
+                    g_rank, coll_names[k], p->count, i, (double)p->recv[i], (double)want);
+    }
+    if (wrong)
+        fprintf(stderr, "gloo_coll_bench: rank %d: %s count %zu: %zu of %zu elements wrong\n", g_rank,
+                coll_names[k], p->count, wrong, p->recv_elems);
+    if (max_over_ranks((double)wrong) > 0) {
+        fflush(stdout);
+        _exit(1);
+    }
+    if (g_rank == 0)
+        printf("# %s count %zu: results correct on all %d ranks\n", coll_names[k], p->count, g_n);
+}
+
+/* Microseconds per call of the slowest rank: a barrier, the warm-up calls (-v: and the check), a
+ * barrier, then the timed calls, so every rank's window starts as the same barrier ends. */
+static double time_point(const bench_args *a, bench_point *p)
+{
+    if (p->not_run) /* the same on all ranks: sizes do not depend on the rank */
+        return 0;
+    if (a->verify)
+        fill(a->coll, p);
+    barrier();
+    long warmup = a->verify && a->warmup == 0 ? 1 : a->warmup; /* -v checks a call's results */
+    for (long i = 0; i < warmup; i++)
+        call(a->coll, p);
+    if (a->verify)
+        verify(a->coll, p);
+    barrier();
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < a->iters; i++)
+        call(a->coll, p);
+    std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - t0;
+    return max_over_ranks(us.count() / (double)a->iters);
+}
+
+static double bus_factor(coll_kind k)
+{
+    switch (k) {
+    case ALLREDUCE: return 2.0 * (g_n - 1) / g_n;
+    case ALLGATHER:
+    case REDUCESCATTER:
+    case ALLTOALL: return (double)(g_n - 1) / g_n;
+    default: return 1.0;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_rank = (int)env_long("GLOO_RANK", 0, LONG_MAX); /* only rank 0 reports bad arguments */
+    bench_args a;
+    parse(argc, argv, &a);
+    connect_ranks();
+    out_settle_init();
+    if (g_rank == 0)
+        printf("# gloo_coll_bench %s nranks %d iters %ld warmup %ld: host clock, slowest rank\n"
+               "#%11s %12s %10s %8s %8s\n", coll_names[a.coll], g_n, a.iters, a.warmup, "size(B)", "count",
+               "time(us)", "algbw", "busbw");
+    out_settle((unsigned)g_rank);
+    for (size_t b = a.minb; b <= a.maxb; b = (size_t)((double)b * a.factor)) {
+        bench_point p;
+        make_point(a.coll, b, &p);
+        double us = time_point(&a, &p);
+        size_t big = p.send_elems > p.recv_elems ? p.send_elems : p.recv_elems;
+        double alg_bytes = (double)(a.coll == ALLREDUCE || a.coll == BROADCAST ? p.count : p.count * g_n) * 4.0;
+        double algbw = alg_bytes / 1e9 / (us * 1e-6);
+        if (g_rank == 0 && p.not_run)
+            printf("#%11zu %12zu %s\n", big * sizeof(float), p.count, p.not_run);
+        else if (g_rank == 0)
+            printf("%12zu %12zu %10.2f %8.2f %8.2f\n", big * sizeof(float), p.count, us, algbw,
+                   algbw * bus_factor(a.coll));
+        out_settle((unsigned)g_rank);
+        if ((size_t)((double)b * a.factor) == b)
+            break;
+    }
+    /* No rank leaves while another may still be in the last reduction with it. */
+    barrier();
+    fflush(stdout);
+    return 0;
+}
