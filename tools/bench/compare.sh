@@ -29,7 +29,7 @@
 #
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
 #                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-B build]
-# Run time: about 8 minutes for the defaults on a 2-core machine (docs/perf.md).
+# Run time: about 10 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
