@@ -28,7 +28,9 @@
 # number of CPUs). Gloo runs over TCP on loopback (it has no shared-memory transport).
 #
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
-#                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-B build]
+#                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-i iters] [-B build]
+# -i: timed calls per launch at the small and 64 KiB sizes (default 100, after 10 warm-up calls),
+#     the same for every library.
 # Run time: about 10 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 
@@ -42,14 +44,15 @@ YIELD=1
 PEERS_WANTED="ompi mpich gloo"
 MPICH_MAX_N=$(nproc)
 # Sizes and iterations per launch: small + 64 KiB, 1 MiB, 64 MiB (rows 1-4 of a trial's file).
-RANGES=("-b SMALL -e 64K -f FACTOR -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50" "-b 64M -e 64M -w 2 -n 5")
+ITERS=100
+RANGES=("-b SMALL -e 64K -f FACTOR -w 10 -n ITERS" "-b 1M -e 1M -w 5 -n 50" "-b 64M -e 64M -w 2 -n 5")
 
 usage() {
     sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
     exit 2
 }
 
-while getopts "n:c:t:y:p:M:B:h" opt; do
+while getopts "n:c:t:y:p:M:i:B:h" opt; do
     case $opt in
     n) NS=$OPTARG ;;
     c) COLLS=$OPTARG ;;
@@ -57,12 +60,14 @@ while getopts "n:c:t:y:p:M:B:h" opt; do
     y) YIELD=$OPTARG ;;
     p) PEERS_WANTED=$OPTARG ;;
     M) MPICH_MAX_N=$OPTARG ;;
+    i) ITERS=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     *) usage ;;
     esac
 done
 [[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
 [[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || { echo "compare.sh: -M must be a number, got '$MPICH_MAX_N'" >&2; exit 2; }
+[[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -i must be a number >= 1, got '$ITERS'" >&2; exit 2; }
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
 for n in $NS; do
     [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
@@ -114,7 +119,7 @@ small_size() { # coll n
 range_args() { # index coll n
     local s
     s=$(small_size "$2" "$3")
-    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/" -e "s/FACTOR/$((65536 / s))/"
+    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/" -e "s/FACTOR/$((65536 / s))/" -e "s/ITERS/$ITERS/"
 }
 
 run_oh() { # coll n out
@@ -184,7 +189,7 @@ best_peer() { # coll n row
 
 # ---- run ----------------------------------------------------------------------------------------
 START=$(date +%s)
-echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept"
+echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept; $ITERS calls timed at small and 64 KiB"
 echo "# machine: $(nproc) CPUs, $(uname -srm), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 for p in "${PEERS[@]}"; do echo "# $p: ${PEER_VERSION[$p]}"; done
 for note in "${PEER_NOTES[@]}"; do echo "# $note"; done

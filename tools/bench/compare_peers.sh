@@ -21,11 +21,13 @@ declare -A PEER_VERSION PEER_BIN
 PEERS=()          # the peers found and built, in the order asked for
 PEER_NOTES=()     # one line per peer skipped, or limited
 
-# Rebuilds out from src when missing or older: build_if_stale out src "libs" compiler [flags...]
+# Rebuilds out from src when missing or older than src or the headers it shares (tools/common):
+# build_if_stale out src "libs" compiler [flags...]
 build_if_stale() {
-    local out=$1 src=$2 libs=$3
+    local out=$1 src=$2 libs=$3 dep stale=0
     shift 3
-    [[ -x $out && ! $src -nt $out ]] && return 0
+    for dep in "$src" "$ROOT"/tools/common/*.h; do [[ $dep -nt $out ]] && stale=1; done
+    [[ -x $out ]] && ((!stale)) && return 0
     mkdir -p "$(dirname "$out")"
     # shellcheck disable=SC2086 # libs is a list of -l flags
     "$@" -o "$out" "$src" $libs

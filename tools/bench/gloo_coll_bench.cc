@@ -21,8 +21,8 @@
  * instead of zeros); a wrong value is printed and all ranks exit 1.
  * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments.
  * Errors: "gloo_coll_bench: rank R: <what> failed: <why>" on stderr, exit 2. */
+#include "../common/coll_bench.h"
 #include "../common/out_settle.h"
-#include "../common/size_arg.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -47,17 +47,6 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
-
-enum coll_kind { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL };
-static const char *const coll_names[NCOLL] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"};
-
-struct bench_args {
-    coll_kind coll;
-    size_t minb, maxb;
-    double factor;
-    long iters, warmup;
-    bool verify;
-};
 
 struct bench_point {
     size_t count = 0;          /* per-call count as nccl-tests prints it */
@@ -94,60 +83,6 @@ template <typename F> static void checked(const char *what, F &&f)
     } catch (const std::exception &e) {
         die(what, e.what());
     }
-}
-
-static size_t parse_size(const char *what, const char *s)
-{
-    double v;
-    if (!size_arg_parse(s, 0, 1e15, &v))
-        fail(what, s);
-    return (size_t)v;
-}
-
-static long parse_long(const char *what, const char *s, long lo)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo)
-        fail(what, s);
-    return v;
-}
-
-static void parse(int argc, char **argv, bench_args *a)
-{
-    *a = bench_args{NCOLL, 8, 64u << 20, 2.0, 20, 5, false};
-    int c;
-    opterr = 0;
-    while ((c = getopt(argc, argv, "c:b:e:f:n:w:v")) != -1) {
-        switch (c) {
-        case 'c':
-            for (int k = 0; k < NCOLL; k++)
-                if (!strcmp(optarg, coll_names[k]))
-                    a->coll = (coll_kind)k;
-            if (a->coll == NCOLL)
-                fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall)", optarg);
-            break;
-        case 'b': a->minb = parse_size("-b", optarg); break;
-        case 'e': a->maxb = parse_size("-e", optarg); break;
-        case 'f':
-            a->factor = strtod(optarg, NULL);
-            if (!(a->factor > 1.0))
-                fail("-f (a factor > 1)", optarg);
-            break;
-        case 'n': a->iters = parse_long("-n (>= 1)", optarg, 1); break;
-        case 'w': a->warmup = parse_long("-w (>= 0)", optarg, 0); break;
-        case 'v': a->verify = true; break;
-        default: fail("a flag (-c -b -e -f -n -w -v)", argv[optind - 1]);
-        }
-    }
-    if (a->coll == NCOLL)
-        fail("-c (required)", "");
-    if (a->minb > a->maxb)
-        fail("-b (larger than -e)", "");
-    /* ReduceScatterHalvingDoubling counts elements and bytes in an int. */
-    if (a->coll == REDUCESCATTER && a->maxb > (size_t)INT_MAX)
-        fail("-e (reducescatter: at most 2 GiB - 1)", "");
 }
 
 static long env_long(const char *name, long lo, long hi)
@@ -266,18 +201,10 @@ static void bind_alltoall(bench_point *p)
     p->run = [o] { gloo::alltoall(*o); };
 }
 
-/* nccl-tests' sizes: count = bytes / 4; per-rank blocks rounded down to 16 bytes. Zeros: sums stay
- * exact (unless -v fills them). */
+/* Zeros: sums stay exact (unless -v fills them). */
 static void make_point(coll_kind k, size_t bytes, bench_point *p)
 {
-    size_t c = bytes / sizeof(float), blk = (c / (size_t)g_n) & ~(size_t)3, n = (size_t)g_n;
-    p->count = p->send_elems = p->recv_elems = c;
-    if (k == ALLGATHER)
-        p->count = p->send_elems = blk, p->recv_elems = blk * n;
-    else if (k == REDUCESCATTER)
-        p->count = p->recv_elems = blk, p->send_elems = blk * n;
-    else if (k == ALLTOALL)
-        p->count = blk, p->send_elems = p->recv_elems = blk * n;
+    coll_bench_shape(k, bytes, g_n, &p->count, &p->send_elems, &p->recv_elems);
     size_t recv_alloc = k == REDUCESCATTER ? p->send_elems : p->recv_elems;
     try {
         p->send.assign(p->send_elems ? p->send_elems : 1, 0.0f);
@@ -360,7 +287,7 @@ static void verify(coll_kind k, const bench_point *p)
 
 /* Microseconds per call of the slowest rank: a barrier, the warm-up calls (-v: and the check), a
  * barrier, then the timed calls, so every rank's window starts as the same barrier ends. */
-static double time_point(const bench_args *a, bench_point *p)
+static double time_point(const coll_bench_args *a, bench_point *p)
 {
     if (p->not_run) /* the same on all ranks: sizes do not depend on the rank */
         return 0;
@@ -380,41 +307,28 @@ static double time_point(const bench_args *a, bench_point *p)
     return max_over_ranks(us.count() / (double)a->iters);
 }
 
-static double bus_factor(coll_kind k)
-{
-    switch (k) {
-    case ALLREDUCE: return 2.0 * (g_n - 1) / g_n;
-    case ALLGATHER:
-    case REDUCESCATTER:
-    case ALLTOALL: return (double)(g_n - 1) / g_n;
-    default: return 1.0;
-    }
-}
-
 int main(int argc, char **argv)
 {
     g_rank = (int)env_long("GLOO_RANK", 0, LONG_MAX); /* only rank 0 reports bad arguments */
-    bench_args a;
-    parse(argc, argv, &a);
+    coll_bench_args a;
+    coll_bench_parse(argc, argv, true, fail, &a);
+    /* ReduceScatterHalvingDoubling counts elements and bytes in an int. */
+    if (a.coll == REDUCESCATTER && a.maxb > (size_t)INT_MAX)
+        fail("-e (reducescatter: at most 2 GiB - 1)", "");
     connect_ranks();
     out_settle_init();
     if (g_rank == 0)
-        printf("# gloo_coll_bench %s nranks %d iters %ld warmup %ld: host clock, slowest rank\n"
-               "#%11s %12s %10s %8s %8s\n", coll_names[a.coll], g_n, a.iters, a.warmup, "size(B)", "count",
-               "time(us)", "algbw", "busbw");
+        coll_bench_print_header("gloo_coll_bench", &a, g_n);
     out_settle((unsigned)g_rank);
     for (size_t b = a.minb; b <= a.maxb; b = (size_t)((double)b * a.factor)) {
         bench_point p;
         make_point(a.coll, b, &p);
         double us = time_point(&a, &p);
-        size_t big = p.send_elems > p.recv_elems ? p.send_elems : p.recv_elems;
-        double alg_bytes = (double)(a.coll == ALLREDUCE || a.coll == BROADCAST ? p.count : p.count * g_n) * 4.0;
-        double algbw = alg_bytes / 1e9 / (us * 1e-6);
         if (g_rank == 0 && p.not_run)
-            printf("#%11zu %12zu %s\n", big * sizeof(float), p.count, p.not_run);
+            printf("#%11zu %12zu %s\n", (p.send_elems > p.recv_elems ? p.send_elems : p.recv_elems) * sizeof(float),
+                   p.count, p.not_run);
         else if (g_rank == 0)
-            printf("%12zu %12zu %10.2f %8.2f %8.2f\n", big * sizeof(float), p.count, us, algbw,
-                   algbw * bus_factor(a.coll));
+            coll_bench_print_row(a.coll, g_n, p.count, p.send_elems, p.recv_elems, us);
         out_settle((unsigned)g_rank);
         if ((size_t)((double)b * a.factor) == b)
             break;

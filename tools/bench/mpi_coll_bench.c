@@ -9,24 +9,11 @@
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]
  *
  * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments. */
+#include "../common/coll_bench.h"
 #include "../common/out_settle.h"
-#include "../common/size_arg.h"
-#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-typedef enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL } coll_kind;
-static const char *const coll_names[NCOLL] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"};
-
-typedef struct bench_args {
-    coll_kind coll;
-    size_t minb, maxb;
-    double factor;
-    long iters, warmup;
-} bench_args;
 
 typedef struct bench_point {
     size_t count;            /* per-call count as nccl-tests prints it */
@@ -44,78 +31,10 @@ static void fail(const char *what, const char *val)
     exit(2);
 }
 
-static size_t parse_size(const char *what, const char *s)
-{
-    double v;
-    if (!size_arg_parse(s, 0, 1e15, &v))
-        fail(what, s);
-    return (size_t)v;
-}
-
-static long parse_long(const char *what, const char *s, long lo)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo)
-        fail(what, s);
-    return v;
-}
-
-static void parse(int argc, char **argv, bench_args *a)
-{
-    *a = (bench_args){NCOLL, 8, 64u << 20, 2.0, 20, 5};
-    int c;
-    opterr = 0;
-    while ((c = getopt(argc, argv, "c:b:e:f:n:w:")) != -1) {
-        switch (c) {
-        case 'c':
-            for (int k = 0; k < NCOLL; k++)
-                if (!strcmp(optarg, coll_names[k]))
-                    a->coll = (coll_kind)k;
-            if (a->coll == NCOLL)
-                fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall)", optarg);
-            break;
-        case 'b': a->minb = parse_size("-b", optarg); break;
-        case 'e': a->maxb = parse_size("-e", optarg); break;
-        case 'f':
-            a->factor = strtod(optarg, NULL);
-            if (!(a->factor > 1.0))
-                fail("-f (a factor > 1)", optarg);
-            break;
-        case 'n': a->iters = parse_long("-n (>= 1)", optarg, 1); break;
-        case 'w': a->warmup = parse_long("-w (>= 0)", optarg, 0); break;
-        default: fail("a flag (-c -b -e -f -n -w)", argv[optind - 1]);
-        }
-    }
-    if (a->coll == NCOLL)
-        fail("-c (required)", "");
-    if (a->minb > a->maxb)
-        fail("-b (larger than -e)", "");
-}
-
-static double bus_factor(coll_kind k)
-{
-    switch (k) {
-    case ALLREDUCE: return 2.0 * (g_n - 1) / g_n;
-    case ALLGATHER:
-    case REDUCESCATTER:
-    case ALLTOALL: return (double)(g_n - 1) / g_n;
-    default: return 1.0;
-    }
-}
-
-/* nccl-tests' sizes: count = bytes / 4; per-rank blocks rounded down to 16 bytes. */
 static bench_point make_point(coll_kind k, size_t bytes)
 {
-    size_t c = bytes / sizeof(float), blk = (c / (size_t)g_n) & ~(size_t)3;
-    bench_point p = {c, c, c, NULL, NULL};
-    if (k == ALLGATHER)
-        p = (bench_point){blk, blk, blk * g_n, NULL, NULL};
-    else if (k == REDUCESCATTER)
-        p = (bench_point){blk, blk * g_n, blk, NULL, NULL};
-    else if (k == ALLTOALL)
-        p = (bench_point){blk, blk * g_n, blk * g_n, NULL, NULL};
+    bench_point p = {0, 0, 0, NULL, NULL};
+    coll_bench_shape(k, bytes, g_n, &p.count, &p.send_elems, &p.recv_elems);
     p.send = calloc(p.send_elems ? p.send_elems : 1, sizeof(float)); /* zeros: sums stay exact */
     p.recv = calloc(p.recv_elems ? p.recv_elems : 1, sizeof(float));
     if (!p.send || !p.recv) {
@@ -145,7 +64,7 @@ static void call(coll_kind k, const bench_point *p)
 }
 
 /* Microseconds per call of the slowest rank. */
-static double time_point(const bench_args *a, const bench_point *p)
+static double time_point(const coll_bench_args *a, const bench_point *p)
 {
     for (long i = 0; i < a->warmup; i++)
         call(a->coll, p);
@@ -164,22 +83,16 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_n);
     out_settle_init();
-    bench_args a;
-    parse(argc, argv, &a);
+    coll_bench_args a;
+    coll_bench_parse(argc, argv, false, fail, &a);
     if (g_rank == 0)
-        printf("# mpi_coll_bench %s nranks %d iters %ld warmup %ld: host clock, slowest rank\n"
-               "#%11s %12s %10s %8s %8s\n", coll_names[a.coll], g_n, a.iters, a.warmup, "size(B)", "count",
-               "time(us)", "algbw", "busbw");
+        coll_bench_print_header("mpi_coll_bench", &a, g_n);
     out_settle((unsigned)g_rank);
     for (size_t b = a.minb; b <= a.maxb; b = (size_t)((double)b * a.factor)) {
         bench_point p = make_point(a.coll, b);
         double us = time_point(&a, &p);
-        size_t big = p.send_elems > p.recv_elems ? p.send_elems : p.recv_elems;
-        double alg_bytes = (double)(a.coll == ALLREDUCE || a.coll == BROADCAST ? p.count : p.count * g_n) * 4.0;
-        double algbw = alg_bytes / 1e9 / (us * 1e-6);
         if (g_rank == 0)
-            printf("%12zu %12zu %10.2f %8.2f %8.2f\n", big * sizeof(float), p.count, us, algbw,
-                   algbw * bus_factor(a.coll));
+            coll_bench_print_row(a.coll, g_n, p.count, p.send_elems, p.recv_elems, us);
         out_settle((unsigned)g_rank);
         free(p.send);
         free(p.recv);

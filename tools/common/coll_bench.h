@@ -1,0 +1,129 @@
+/* What compare.sh's peer benchmarks (tools/bench/mpi_coll_bench.c, gloo_coll_bench.cc) share: the
+ * command line, nccl-tests' per-rank sizes and bus-bandwidth factors, and the output rows.
+ * Header-only and valid C and C++: the peers are compiled apart by compare.sh (mpicc, g++). */
+#ifndef TOOLS_COLL_BENCH_H
+#define TOOLS_COLL_BENCH_H
+
+#include "size_arg.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL } coll_kind;
+static const char *const coll_names[NCOLL] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"};
+
+typedef struct coll_bench_args {
+    coll_kind coll;
+    size_t minb, maxb;
+    double factor;
+    long iters, warmup;
+    bool verify; /* -v, where the benchmark offers it */
+} coll_bench_args;
+
+/* Reports a bad argument and exits; never returns. */
+typedef void (*coll_bench_fail_fn)(const char *what, const char *val);
+
+static inline size_t coll_bench_size(const char *what, const char *s, coll_bench_fail_fn fail)
+{
+    double v = 0;
+    if (!size_arg_parse(s, 0, 1e15, &v))
+        fail(what, s);
+    return (size_t)v;
+}
+
+static inline long coll_bench_long(const char *what, const char *s, long lo, coll_bench_fail_fn fail)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo)
+        fail(what, s);
+    return v;
+}
+
+static inline coll_kind coll_bench_kind(const char *s, coll_bench_fail_fn fail)
+{
+    for (int k = 0; k < NCOLL; k++)
+        if (!strcmp(s, coll_names[k]))
+            return (coll_kind)k;
+    fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall)", s);
+    return NCOLL;
+}
+
+/* -c coll [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup], and -v if with_verify. */
+static inline void coll_bench_parse(int argc, char **argv, bool with_verify, coll_bench_fail_fn fail,
+                                    coll_bench_args *a)
+{
+    a->coll = NCOLL, a->minb = 8, a->maxb = 64u << 20, a->factor = 2.0, a->iters = 20, a->warmup = 5;
+    a->verify = false;
+    int c;
+    opterr = 0;
+    while ((c = getopt(argc, argv, with_verify ? "c:b:e:f:n:w:v" : "c:b:e:f:n:w:")) != -1) {
+        switch (c) {
+        case 'c': a->coll = coll_bench_kind(optarg, fail); break;
+        case 'b': a->minb = coll_bench_size("-b", optarg, fail); break;
+        case 'e': a->maxb = coll_bench_size("-e", optarg, fail); break;
+        case 'f':
+            a->factor = strtod(optarg, NULL);
+            if (!(a->factor > 1.0))
+                fail("-f (a factor > 1)", optarg);
+            break;
+        case 'n': a->iters = coll_bench_long("-n (>= 1)", optarg, 1, fail); break;
+        case 'w': a->warmup = coll_bench_long("-w (>= 0)", optarg, 0, fail); break;
+        case 'v': a->verify = true; break;
+        default: fail(with_verify ? "a flag (-c -b -e -f -n -w -v)" : "a flag (-c -b -e -f -n -w)", argv[optind - 1]);
+        }
+    }
+    if (a->coll == NCOLL)
+        fail("-c (required)", "");
+    if (a->minb > a->maxb)
+        fail("-b (larger than -e)", "");
+}
+
+/* nccl-tests' sizes for `bytes` of fp32 on n ranks: count = bytes / 4, per-rank blocks rounded
+ * down to 16 bytes; count is what a row prints, send/recv the elements of each buffer. */
+static inline void coll_bench_shape(coll_kind k, size_t bytes, int n, size_t *count, size_t *send, size_t *recv)
+{
+    size_t c = bytes / sizeof(float), blk = (c / (size_t)n) & ~(size_t)3, nn = (size_t)n;
+    *count = *send = *recv = c;
+    if (k == ALLGATHER)
+        *count = *send = blk, *recv = blk * nn;
+    else if (k == REDUCESCATTER)
+        *count = *recv = blk, *send = blk * nn;
+    else if (k == ALLTOALL)
+        *count = blk, *send = *recv = blk * nn;
+}
+
+static inline double coll_bench_bus_factor(coll_kind k, int n)
+{
+    switch (k) {
+    case ALLREDUCE: return 2.0 * (n - 1) / n;
+    case ALLGATHER:
+    case REDUCESCATTER:
+    case ALLTOALL: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+static inline void coll_bench_print_header(const char *prog, const coll_bench_args *a, int n)
+{
+    printf("# %s %s nranks %d iters %ld warmup %ld: host clock, slowest rank\n"
+           "#%11s %12s %10s %8s %8s\n", prog, coll_names[a->coll], n, a->iters, a->warmup, "size(B)", "count",
+           "time(us)", "algbw", "busbw");
+}
+
+/* One row: "size count time_us algbw busbw" (size: the larger buffer, as nccl-tests prints it). */
+static inline void coll_bench_print_row(coll_kind k, int n, size_t count, size_t send, size_t recv, double us)
+{
+    size_t big = send > recv ? send : recv;
+    double alg_bytes = (double)(k == ALLREDUCE || k == BROADCAST ? count : count * (size_t)n) * 4.0;
+    double algbw = alg_bytes / 1e9 / (us * 1e-6);
+    printf("%12zu %12zu %10.2f %8.2f %8.2f\n", big * sizeof(float), count, us, algbw,
+           algbw * coll_bench_bus_factor(k, n));
+}
+
+#endif
