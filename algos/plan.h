@@ -115,9 +115,10 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
  * (runtime: RT_OW_BOX_STRIDE), and the runtime maps a root's boxes in its receivers' inboxes at
  * init. */
 #define ALGO_ONEWAY_MAX_BYTES 2048u
-/* ... and need at least this many ranks: at 2, each rank has a core of the 2-core machine, the full
- * exchange costs no more, and one-way trials came out bimodal (docs/perf.md, "One-way Broadcast"). */
-#define ALGO_ONEWAY_MIN_RANKS 3u
+/* ... and need a receiver. From 3 ranks when one-way calls came with 16 credits: at 2 the root
+ * then waited for its receiver (docs/perf.md, "One-way Broadcast"); with 128 they gain there too
+ * (8 B, loops of 1000: 0.91 -> 0.59 us; "One-way at two ranks"). */
+#define ALGO_ONEWAY_MIN_RANKS 2u
 /* Eager plans run only where every other plan is mesh: at most this many ranks (algo_select). */
 #define ALGO_MESH_MAX_RANKS 8u
 /* Default crossover when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops

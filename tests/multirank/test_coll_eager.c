@@ -48,6 +48,7 @@ static void oneway(const char *env, unsigned n)
     snprintf(what, sizeof what, "%s coll_misc onewayseq on %u ranks", env, n);
     mr_expect_ok(mr_run(env, n, MR_COLL_MISC, "onewayseq"), what, "coll_misc onewayseq: PASS");
 }
+Test(eager, oneway_runs_n2, .timeout = 300) { oneway("", 2); }
 Test(eager, oneway_runs_n3, .timeout = 300) { oneway("", 3); }
 Test(eager, oneway_runs_n4, .timeout = 300) { oneway("", 4); }
 Test(eager, oneway_runs_n5, .timeout = 300) { oneway("", 5); }

@@ -58,17 +58,21 @@ Test(mismatch, skip_then_destroy_n8, .timeout = 150) { mismatch(8, "destroy", de
 Test(mismatch, broadcast_vs_allreduce_n8, .timeout = 150) { mismatch(8, "op", op_w); }
 Test(mismatch, counts_n8, .timeout = 150) { mismatch(8, "count", count_w); }
 Test(mismatch, roots_n8, .timeout = 150) { mismatch(8, "root", root_w); }
-/* One-way Broadcasts (3 ranks and more; docs/runtime.md, "One-way calls"): the root's call
+/* One-way Broadcasts (docs/runtime.md, "One-way calls"): the root's call
  * completes without its receivers, so a mismatch only a root can see shows on every rank by the
  * HcclBarrier after it (coll_mismatch.c, observe_or_next). With HCCL_EAGER_ONEWAY=0, at the call
  * itself, as before. */
 static const char *const self_w[] = {"called HcclBroadcast(count=256, fp32, root=", "where rank", NULL};
+Test(mismatch, roots_all_self_n2, .timeout = 150) { mismatch(2, "root-self", self_w); }
 Test(mismatch, roots_all_self_n3, .timeout = 150) { mismatch(3, "root-self", self_w); }
 Test(mismatch, roots_all_self_n4, .timeout = 150) { mismatch(4, "root-self", self_w); }
+Test(mismatch, roots_swapped_n2, .timeout = 150) { mismatch(2, "root-swap", self_w); }
 Test(mismatch, roots_swapped_n3, .timeout = 150) { mismatch(3, "root-swap", self_w); }
 Test(mismatch, roots_swapped_n4, .timeout = 150) { mismatch(4, "root-swap", self_w); }
+Test(mismatch, roots_self_then_agreed_n2, .timeout = 150) { mismatch(2, "root-self-then-0", self_w); }
 Test(mismatch, roots_self_then_agreed_n3, .timeout = 150) { mismatch(3, "root-self-then-0", self_w); }
 Test(mismatch, roots_self_then_agreed_n4, .timeout = 150) { mismatch(4, "root-self-then-0", self_w); }
+Test(mismatch, roots_then_destroy_n2, .timeout = 150) { mismatch(2, "root-destroy", root_w); }
 Test(mismatch, roots_then_destroy_n3, .timeout = 150) { mismatch(3, "root-destroy", root_w); }
 Test(mismatch, roots_then_destroy_n8, .timeout = 150) { mismatch(8, "root-destroy", root_w); }
 Test(mismatch, oneway_off_broadcast_vs_allreduce_n3, .timeout = 150)

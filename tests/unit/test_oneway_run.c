@@ -2,7 +2,7 @@
  * goes one-way only in a run of such calls, from its second call, or from its first when the run
  * before was longer than one call; anything else (an AllReduce, a Broadcast too large to go
  * one-way) ends the run. A lone Broadcast between AllReduces stays the full exchange, as its drain
- * would cost a round trip more. Ranks are threads of this process (HcclCommInitAll); each call is
+ * would cost a round trip more. At 2 and 3 ranks, threads of this process (HcclCommInitAll); each call is
  * synchronized and checked, and whether it went one-way is read off the root's count of one-way
  * calls (rt_comm.oneway_calls) on every rank. */
 #include <criterion/criterion.h>
@@ -15,7 +15,7 @@
 #include "common/comm_fixture.h"
 #include "runtime/rt_internal.h"
 
-#define NRANKS 3
+#define MAX_RANKS 3
 #define BIG 4096 /* int32: 16 KiB, eager but past the one-way size */
 
 typedef enum { BC, SC, BC_BIG, AR } call_kind;
@@ -35,7 +35,7 @@ static const step k_steps[] = {
 
 typedef struct rank_t {
     HcclComm comm;
-    uint32_t rank;
+    uint32_t rank, n;
     aclrtStream s;
     int32_t *buf, *out;
     int32_t host[BIG];
@@ -68,7 +68,7 @@ static HcclResult issue(rank_t *r, size_t i)
     switch (k_steps[i].kind) {
     case BC: put(r, i, 2); return HcclBroadcast(r->buf, 2, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
     case BC_BIG: put(r, i, BIG); return HcclBroadcast(r->buf, BIG, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
-    case SC: put(r, i, 2 * NRANKS); return HcclScatter(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
+    case SC: put(r, i, 2 * r->n); return HcclScatter(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
     case AR: put(r, i, 2); return HcclAllReduce(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, r->comm, r->s);
     }
     return HCCL_E_PARA;
@@ -93,15 +93,16 @@ static void *rank_main(void *arg)
     return NULL;
 }
 
-Test(oneway_run, lone_calls_stay_full, .timeout = 120)
+static void run_steps(uint32_t n)
 {
-    rank_t *ranks = calloc(NRANKS, sizeof *ranks);
-    HcclComm comms[NRANKS];
-    comm_fixture_init_all(NRANKS, comms);
-    pthread_t th[NRANKS];
-    for (uint32_t i = 0; i < NRANKS; i++) {
+    rank_t *ranks = calloc(n, sizeof *ranks);
+    cr_assert_not_null(ranks);
+    HcclComm comms[MAX_RANKS];
+    comm_fixture_init_all(n, comms);
+    pthread_t th[MAX_RANKS];
+    for (uint32_t i = 0; i < n; i++) {
         rank_t *r = &ranks[i];
-        r->comm = comms[i], r->rank = i;
+        r->comm = comms[i], r->rank = i, r->n = n;
         cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
         cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
         cr_assert_eq(aclrtMalloc((void **)&r->buf, BIG * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
@@ -111,17 +112,17 @@ Test(oneway_run, lone_calls_stay_full, .timeout = 120)
     cr_assert_eq(rt_comm_get(comms[0], "test", &c0), HCCL_SUCCESS);
     if (!c0->oneway)
         cr_skip_test("one-way calls are off here (HCCL_EAGER_ONEWAY=0, or no header mode)");
-    for (uint32_t i = 0; i < NRANKS; i++)
+    for (uint32_t i = 0; i < n; i++)
         cr_assert_eq(pthread_create(&th[i], NULL, rank_main, &ranks[i]), 0);
-    for (uint32_t i = 0; i < NRANKS; i++)
+    for (uint32_t i = 0; i < n; i++)
         pthread_join(th[i], NULL);
-    for (uint32_t i = 0; i < NRANKS; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         cr_expect_eq(ranks[i].bad, 0, "rank %u: %d wrong elements", i, ranks[i].bad);
         for (size_t k = 0; k < NSTEPS; k++)
             cr_expect_eq(ranks[i].went[k], k_steps[k].oneway, "rank %u, call %zu: one-way %d, expected %d", i, k,
                          ranks[i].went[k], k_steps[k].oneway);
     }
-    for (uint32_t i = 0; i < NRANKS; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
         cr_assert_eq(HcclCommDestroy(ranks[i].comm), HCCL_SUCCESS);
         aclrtFree(ranks[i].buf);
@@ -131,3 +132,6 @@ Test(oneway_run, lone_calls_stay_full, .timeout = 120)
     aclFinalize();
     free(ranks);
 }
+
+Test(oneway_run, lone_calls_stay_full_n3, .timeout = 120) { run_steps(3); }
+Test(oneway_run, lone_calls_stay_full_n2, .timeout = 120) { run_steps(2); }
