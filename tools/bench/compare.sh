@@ -26,6 +26,8 @@
 # cores; on a machine shared with other work, busy polling at N=2 costs it milliseconds per call).
 # -y 0 keeps Open MPI's default. MPICH always polls, so it runs only up to -M ranks (default: the
 # number of CPUs). Gloo runs over TCP on loopback (it has no shared-memory transport).
+# Env: each peer's compiler and launcher (MPICC, MPIRUN_BIN, MPICH_CC, MPICH_RUN, GLOO_CXX; see
+# compare_peers.sh).
 #
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
 #                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-i iters] [-B build]
