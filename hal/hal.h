@@ -97,7 +97,7 @@ typedef enum hal_insn_kind {
     HAL_INSN_DMA = 0,        /* u.dma: a DMA batch, as dma_batch */
     HAL_INSN_NOTIFY_RECORD,  /* u.notify: as notify_record */
     HAL_INSN_NOTIFY_WAIT,    /* u.notify: as notify_wait (timeout_ms 0 = the default); at_least > 0:
-                                as notify_wait_count */
+                                as notify_wait_count; keep_rest: see below */
     HAL_INSN_FN,             /* u.fn: as task_async */
 } hal_insn_kind;
 
@@ -105,7 +105,17 @@ typedef struct hal_insn {
     uint8_t kind; /* hal_insn_kind */
     union {
         struct { const hal_dma_desc *descs; uint32_t n; } dma;
-        struct { hal_notify *n; uint32_t timeout_ms; const volatile uint32_t *abort_flag; uint32_t at_least; } notify;
+        /* keep_rest: this handle is the notify's only waiter, so a wait that finds k signals may
+         * take them all at once and keep k - 1 in the handle for its next waits (one access to
+         * the shared count per batch instead of per signal; every wait and notify_pending through
+         * the handle counts the kept ones). A hint: a backend may take one as notify_wait does. */
+        struct {
+            hal_notify *n;
+            uint32_t timeout_ms;
+            const volatile uint32_t *abort_flag;
+            uint32_t at_least;
+            bool keep_rest;
+        } notify;
         struct { hal_task_fn fn; void *arg; } fn;
     } u;
 } hal_insn;
@@ -284,7 +294,8 @@ typedef struct hal_ops {
     hal_result (*notify_host_record)(hal_notify *n);
     /* The count now, from any host thread: a snapshot for the notify's only waiter, which then
      * knows a wait will not block (the count only grows under it). 0 for a notify its owner
-     * destroyed. Optional (NULL: unknown). */
+     * destroyed. While the handle keeps signals (keep_rest), the kept ones only: the wait will not
+     * block, and the shared count is not read. Optional (NULL: unknown). */
     uint32_t (*notify_pending)(hal_notify *n);
     /* Enqueue: waits until the notify holds at least `at_least` (>= 1) signals and takes none of
      * them; the same timeout, abort and generation rules as notify_wait. What a root's one-way
@@ -300,7 +311,8 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 8u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record */
+#define HAL_ABI_VERSION 9u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+                            * 9: keep_rest in a program's notify wait */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

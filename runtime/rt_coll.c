@@ -4,20 +4,19 @@
 
 #include "runtime/rt_internal.h"
 
-static rt_call make_call(algo_coll coll, uint32_t cmd, void *in, void *out, uint64_t count, HcclDataType dt,
-                         HcclReduceOp op, uint32_t root)
+/* Fills *call in place: returning the struct by value cost a copy of it in every call. */
+static void make_call(rt_call *call, algo_coll coll, uint32_t cmd, void *in, void *out, uint64_t count,
+                      HcclDataType dt, HcclReduceOp op, uint32_t root)
 {
-    rt_call call;
-    memset(&call, 0, sizeof call);
-    call.op.coll = coll;
-    call.op.count = count;
-    call.op.dtype = (hal_dtype)dt;
-    call.op.redop = (hal_redop)op;
-    call.op.root = root;
-    call.cmd = cmd;
-    call.in = in;
-    call.out = out;
-    return call;
+    memset(call, 0, sizeof *call);
+    call->op.coll = coll;
+    call->op.count = count;
+    call->op.dtype = (hal_dtype)dt;
+    call->op.redop = (hal_redop)op;
+    call->op.root = root;
+    call->cmd = cmd;
+    call->in = in;
+    call->out = out;
 }
 
 static size_t esize(HcclDataType dt)
@@ -35,7 +34,8 @@ static uint32_t comm_rank(HcclComm comm)
 HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
                          HcclComm comm, aclrtStream stream)
 {
-    rt_call call = make_call(ALGO_COLL_ALLREDUCE, HCCL_CMD_ALLREDUCE, sendBuf, recvBuf, count, dataType, op, 0);
+    rt_call call;
+    make_call(&call, ALGO_COLL_ALLREDUCE, HCCL_CMD_ALLREDUCE, sendBuf, recvBuf, count, dataType, op, 0);
     call.op.in_place = sendBuf == recvBuf;
     return rt_collective(comm, &call, stream, "HcclAllReduce");
 }
@@ -43,7 +43,8 @@ HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataT
 HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
                       uint32_t root, HcclComm comm, aclrtStream stream)
 {
-    rt_call call = make_call(ALGO_COLL_REDUCE, HCCL_CMD_REDUCE, sendBuf, recvBuf, count, dataType, op, root);
+    rt_call call;
+    make_call(&call, ALGO_COLL_REDUCE, HCCL_CMD_REDUCE, sendBuf, recvBuf, count, dataType, op, root);
     call.op.in_place = sendBuf == recvBuf;
     return rt_collective(comm, &call, stream, "HcclReduce");
 }
@@ -51,7 +52,8 @@ HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType
 HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
                          aclrtStream stream)
 {
-    rt_call call = make_call(ALGO_COLL_BROADCAST, HCCL_CMD_BROADCAST, buf, buf, count, dataType, 0, root);
+    rt_call call;
+    make_call(&call, ALGO_COLL_BROADCAST, HCCL_CMD_BROADCAST, buf, buf, count, dataType, 0, root);
     call.op.in_place = true;
     return rt_collective(comm, &call, stream, "HcclBroadcast");
 }
@@ -59,7 +61,8 @@ HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint3
 HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType, HcclComm comm,
                          aclrtStream stream)
 {
-    rt_call call = make_call(ALGO_COLL_ALLGATHER, HCCL_CMD_ALLGATHER, sendBuf, recvBuf, sendCount, dataType, 0, 0);
+    rt_call call;
+    make_call(&call, ALGO_COLL_ALLGATHER, HCCL_CMD_ALLGATHER, sendBuf, recvBuf, sendCount, dataType, 0, 0);
     call.op.in_place = recvBuf && (char *)sendBuf == (char *)recvBuf + comm_rank(comm) * sendCount * esize(dataType);
     return rt_collective(comm, &call, stream, "HcclAllGather");
 }
@@ -67,8 +70,8 @@ HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclD
 HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
                              HcclReduceOp op, HcclComm comm, aclrtStream stream)
 {
-    rt_call call =
-        make_call(ALGO_COLL_REDUCE_SCATTER, HCCL_CMD_REDUCE_SCATTER, sendBuf, recvBuf, recvCount, dataType, op, 0);
+    rt_call call;
+    make_call(&call, ALGO_COLL_REDUCE_SCATTER, HCCL_CMD_REDUCE_SCATTER, sendBuf, recvBuf, recvCount, dataType, op, 0);
     call.op.in_place = sendBuf && (char *)recvBuf == (char *)sendBuf + comm_rank(comm) * recvCount * esize(dataType);
     return rt_collective(comm, &call, stream, "HcclReduceScatter");
 }
@@ -76,7 +79,8 @@ HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, H
 HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType, uint32_t root,
                        HcclComm comm, aclrtStream stream)
 {
-    rt_call call = make_call(ALGO_COLL_SCATTER, HCCL_CMD_SCATTER, sendBuf, recvBuf, recvCount, dataType, 0, root);
+    rt_call call;
+    make_call(&call, ALGO_COLL_SCATTER, HCCL_CMD_SCATTER, sendBuf, recvBuf, recvCount, dataType, 0, root);
     call.op.in_place = comm_rank(comm) == root && sendBuf &&
                        (char *)recvBuf == (char *)sendBuf + root * recvCount * esize(dataType);
     return rt_collective(comm, &call, stream, "HcclScatter");
@@ -88,8 +92,9 @@ HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclDataType se
     CHECK_ARG(sendCount == recvCount && sendType == recvType, HCCL_E_PARA, "check",
               "HcclAlltoAll: sendCount=%llu/sendType=%d must equal recvCount=%llu/recvType=%d",
               (unsigned long long)sendCount, (int)sendType, (unsigned long long)recvCount, (int)recvType);
-    rt_call call = make_call(ALGO_COLL_ALLTOALL, HCCL_CMD_ALLTOALL, (void *)sendBuf, (void *)recvBuf, sendCount,
-                             sendType, 0, 0);
+    rt_call call;
+    make_call(&call, ALGO_COLL_ALLTOALL, HCCL_CMD_ALLTOALL, (void *)sendBuf, (void *)recvBuf, sendCount, sendType, 0,
+              0);
     call.op.in_place = sendBuf == recvBuf;
     return rt_collective(comm, &call, stream, "HcclAlltoAll");
 }
@@ -99,8 +104,9 @@ HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
     rt_comm *c = NULL;
     CHECK(rt_comm_get(comm, "HcclBarrier", &c));
     /* As CANN: a one-element fp32 sum AllReduce, here in place on the communicator's scratch. */
-    rt_call call = make_call(ALGO_COLL_ALLREDUCE, HCCL_CMD_BARRIER, c->scratch, c->scratch, 1, HCCL_DATA_TYPE_FP32,
-                             HCCL_REDUCE_SUM, 0);
+    rt_call call;
+    make_call(&call, ALGO_COLL_ALLREDUCE, HCCL_CMD_BARRIER, c->scratch, c->scratch, 1, HCCL_DATA_TYPE_FP32,
+              HCCL_REDUCE_SUM, 0);
     call.op.in_place = true;
     return rt_collective(comm, &call, stream, "HcclBarrier");
 }

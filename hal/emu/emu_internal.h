@@ -126,9 +126,11 @@ void emu_regions_unlock(void);
 /* Lock-free reading of the region table: between begin and end, emu_region_peek's result stays
  * mapped and allocated (writers wait for readers before they unmap). Keep it to a few loads. */
 void emu_regions_read_begin(void);
+void emu_regions_read_end(void);
+/* A writer, once a region left the table: returns when no reader can still hold it. */
+void emu_regions_wait_readers(void);
 /* Devices of this server this process has mapped (its own and imported ones). */
 uint32_t emu_regions_mapped(void);
-void emu_regions_read_end(void);
 emu_region *emu_region_peek(uint32_t id);
 /* Which device id of this process's server owns the region that would hold ptr (UINT32_MAX: none). */
 uint32_t emu_region_id_of(const void *ptr);
@@ -205,10 +207,12 @@ typedef enum emu_task_kind {
 } emu_task_kind;
 
 /* What a notify wait takes once it may go on: one signal; all of them (reset: notify_wait_reset);
- * or, with at_least > 0, none, once at least that many are there (notify_wait_count). */
+ * or, with at_least > 0, none, once at least that many are there (notify_wait_count). keep_rest
+ * (hal_insn): one signal, but the others there are taken too and kept in the handle. */
 typedef struct emu_take {
     bool reset;
     uint32_t at_least;
+    bool keep_rest;
 } emu_take;
 
 typedef struct emu_task {

@@ -25,6 +25,7 @@ struct hal_notify {
     uint32_t index;
     uint32_t gen;           /* the slot's generation this notify belongs to */
     bool imported;
+    _Atomic uint32_t kept;  /* signals taken from the slot by a keep_rest wait, not yet consumed */
     hal_device_handle owner;
     _Atomic int refs;
     _Atomic bool ipc_exported; /* has had an IPC key (emu_ipc.c): its destroy closes the key */
@@ -212,17 +213,17 @@ static hal_result notify_enqueue(hal_notify *n, hal_stream *s, emu_task_kind kin
 
 hal_result emu_notify_record(hal_notify *n, hal_stream *s)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_RECORD, 0, NULL, (emu_take){false, 0});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_RECORD, 0, NULL, (emu_take){false, 0, false});
 }
 
 hal_result emu_notify_wait(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, 0});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, 0, false});
 }
 
 hal_result emu_notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_ms)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, (emu_take){true, 0});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, (emu_take){true, 0, false});
 }
 
 hal_result emu_notify_wait_count(hal_notify *n, hal_stream *s, uint32_t at_least, uint32_t timeout_ms,
@@ -230,32 +231,51 @@ hal_result emu_notify_wait_count(hal_notify *n, hal_stream *s, uint32_t at_least
 {
     if (!at_least)
         return HAL_E_PARAM;
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, at_least});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, at_least, false});
 }
 
 typedef enum { TAKE_NONE, TAKE_OK, TAKE_STALE } take_result;
 
-/* May a wait that takes `take` go on with `count` signals there? */
+/* May a wait that takes `take` go on with `count` signals there (the slot's and those kept)? */
 static bool take_ready(uint32_t count, emu_take take)
 {
     return take.at_least ? count >= take.at_least : count > 0;
 }
 
-/* Takes what `take` says once it may go on (decrement, clear for wait_reset, nothing for a count
- * wait), in n's generation only. */
-static take_result notify_take(const hal_notify *n, emu_take take)
+/* One kept signal, if there is one (any executor of a stream that waits through n may take). */
+static bool take_kept(hal_notify *n)
 {
+    uint32_t k = atomic_load_explicit(&n->kept, memory_order_acquire);
+    while (k && !atomic_compare_exchange_weak_explicit(&n->kept, &k, k - 1, memory_order_acquire,
+                                                       memory_order_acquire))
+        ;
+    return k > 0;
+}
+
+/* Takes what `take` says once it may go on (decrement, clear for wait_reset, nothing for a count
+ * wait, all but one kept for keep_rest), in n's generation only. A plain take uses a kept signal
+ * first: it touches no shared line. */
+static take_result notify_take(hal_notify *n, emu_take take)
+{
+    if (!take.reset && !take.at_least && take_kept(n))
+        return TAKE_OK;
     uint64_t w = atomic_load(&n->slot->word);
     for (;;) {
         if (EMU_NOTIFY_GEN(w) != n->gen)
             return TAKE_STALE;
-        if (!take_ready(EMU_NOTIFY_COUNT(w), take))
+        uint32_t count = EMU_NOTIFY_COUNT(w), kept = atomic_load_explicit(&n->kept, memory_order_acquire);
+        if (!take_ready(count + kept, take))
             return TAKE_NONE;
         if (take.at_least)
             return TAKE_OK;
-        uint64_t next = take.reset ? (uint64_t)n->gen << 32 : w - 1;
-        if (atomic_compare_exchange_weak(&n->slot->word, &w, next))
+        bool all = take.reset || take.keep_rest;
+        if (atomic_compare_exchange_weak(&n->slot->word, &w, all ? (uint64_t)n->gen << 32 : w - 1)) {
+            if (take.reset)
+                atomic_store_explicit(&n->kept, 0, memory_order_release);
+            else if (take.keep_rest)
+                atomic_fetch_add_explicit(&n->kept, count - 1, memory_order_release);
             return TAKE_OK;
+        }
     }
 }
 
@@ -299,7 +319,7 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
             slice = deadline - now;
         atomic_fetch_add(&slot->waiters, 1);
         uint32_t seen = EMU_NOTIFY_COUNT(atomic_load(&slot->word)); /* every record wakes: sleep on this count */
-        if (!take_ready(seen, take))
+        if (!take_ready(seen + atomic_load_explicit(&n->kept, memory_order_acquire), take))
             emu_futex_wait(emu_notify_count_word(slot), seen, slice, true);
         atomic_fetch_sub(&slot->waiters, 1);
     }
@@ -359,8 +379,13 @@ bool emu_notify_do_record(hal_stream *s, const hal_notify *n)
 
 uint32_t emu_notify_pending(hal_notify *n)
 {
-    uint64_t w = n ? atomic_load(&n->slot->word) : 0;
-    return n && EMU_NOTIFY_GEN(w) == n->gen ? EMU_NOTIFY_COUNT(w) : 0;
+    if (!n)
+        return 0;
+    uint32_t kept = atomic_load_explicit(&n->kept, memory_order_acquire);
+    if (kept) /* enough for "a wait will not block": the shared line is not read */
+        return kept;
+    uint64_t w = atomic_load(&n->slot->word);
+    return EMU_NOTIFY_GEN(w) == n->gen ? EMU_NOTIFY_COUNT(w) : 0;
 }
 
 hal_result emu_notify_host_record(hal_notify *n)

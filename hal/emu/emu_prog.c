@@ -121,7 +121,7 @@ static bool run_insn(prog_run *r, const hal_insn *in)
         uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
         r->synced = false;
         return emu_notify_do_wait(s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
-                                  in->u.notify.abort_flag, (emu_take){false, in->u.notify.at_least});
+                                  in->u.notify.abort_flag, (emu_take){false, in->u.notify.at_least, in->u.notify.keep_rest});
     }
     case HAL_INSN_FN:
         r->synced = false;

@@ -1,7 +1,7 @@
 /* Device regions: one memfd per device, mapped MAP_SHARED at the same fixed address in every
  * process of the emulated server, so device pointers are valid everywhere once imported.
  * Hot-path readers (mem_lookup, the VMM check before each DMA batch) take no lock: they announce
- * themselves in g_readers and read the table's atomic pointers; a writer unlinks a region under
+ * themselves (emu_readers.c) and read the table's atomic pointers; a writer unlinks a region under
  * the lock, then waits for the readers to leave before it unmaps and frees it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +17,6 @@
 
 static pthread_mutex_t g_regions_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(emu_region *) g_regions[EMU_MAX_DEVICES]; /* by device id, this process's server */
-static _Atomic uint32_t g_readers; /* lock-free readers inside emu_regions_read_begin/end */
 static _Atomic uint32_t g_mapped;  /* slots of g_regions in use: devices this process works with */
 
 void emu_regions_lock(void) { pthread_mutex_lock(&g_regions_mu); }
@@ -28,27 +27,9 @@ emu_region *emu_region_find_locked(uint32_t id)
     return id < EMU_MAX_DEVICES ? atomic_load_explicit(&g_regions[id], memory_order_relaxed) : NULL;
 }
 
-void emu_regions_read_begin(void)
-{
-    atomic_fetch_add(&g_readers, 1); /* seq_cst: ordered before the loads of g_regions */
-}
-
-void emu_regions_read_end(void)
-{
-    atomic_fetch_sub_explicit(&g_readers, 1, memory_order_release);
-}
-
 emu_region *emu_region_peek(uint32_t id)
 {
     return id < EMU_MAX_DEVICES ? atomic_load(&g_regions[id]) : NULL;
-}
-
-/* After a region left the table: no lock-free reader can still hold it once this returns.
- * Readers stay inside for a few loads only. */
-static void wait_readers(void)
-{
-    while (atomic_load(&g_readers))
-        sched_yield();
 }
 
 static void set_slot(uint32_t id, emu_region *r)
@@ -105,7 +86,7 @@ hal_result emu_region_create(uint32_t id, emu_region **out)
     emu_region *stale = emu_region_find_locked(id);
     if (stale && !stale->owned) { /* an import of a previous owner that is gone: drop it */
         set_slot(id, NULL);
-        wait_readers();
+        emu_regions_wait_readers();
         munmap(stale->base, stale->size);
         close(stale->fd);
         emu_vmm_mirror_free(stale);
@@ -142,7 +123,7 @@ void emu_region_destroy(emu_region *r)
     if (id < EMU_MAX_DEVICES && emu_region_find_locked(id) == r)
         set_slot(id, NULL);
     emu_regions_unlock();
-    wait_readers();
+    emu_regions_wait_readers();
     munmap(r->base, r->size);
     close(r->fd);
     emu_vmm_mirror_free(r);
@@ -193,7 +174,7 @@ void emu_region_release(emu_region *r)
         set_slot(r->handle.device_id, NULL);
     emu_regions_unlock();
     if (last) {
-        wait_readers();
+        emu_regions_wait_readers();
         munmap(r->base, r->size);
         close(r->fd);
         emu_vmm_mirror_free(r);

@@ -68,6 +68,7 @@ static hal_result push_notify(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     in->u.notify.timeout_ms = wait ? wait_timeout_ms(ctx->c) : 0;
     in->u.notify.abort_flag = wait ? rt_abort_flag(ctx->c) : NULL;
     in->u.notify.at_least = 0;
+    in->u.notify.keep_rest = wait; /* from_peer notifies: only this rank's launches wait on them */
     return HAL_OK;
 }
 

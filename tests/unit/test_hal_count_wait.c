@@ -1,7 +1,11 @@
 /* HAL conformance: notify_wait_count, the wait of a one-way root's drain (runtime/rt_oneway.c). It
  * goes on once the notify holds at least the count, takes none of the signals, sleeps through
  * records that leave it short (every record wakes it, none passes it early), times out like any
- * wait, and does the same as a program instruction (HAL_INSN_NOTIFY_WAIT with at_least). */
+ * wait, and does the same as a program instruction (HAL_INSN_NOTIFY_WAIT with at_least).
+ * Also keep_rest, the hint of every wait of a communicator's programs: whatever a backend does with
+ * it, the handle's count stays what plain waits would leave (the kept signals serve later waits,
+ * count waits and notify_pending through it); the emulator keeps them in the handle, off the
+ * shared count. */
 #include "common/hal_testutil.h"
 
 static const hal_ops *count_hal(void)
@@ -122,5 +126,97 @@ Test(hal_count_wait, as_a_program_instruction, .timeout = 60)
     HT_OK(f.h->stream_sync(f.s, 20000));
     cr_assert_eq(ran, 1);
     cr_assert_eq(f.h->notify_pending(f.n), 2u, "a count wait takes nothing");
+    close_fixture(&f);
+}
+
+/* One program: a keep_rest wait on f's notify, in an instruction of its own (a program reads it
+ * when it runs). */
+static void launch_keep_rest_wait(const fixture *f, hal_insn *prog)
+{
+    memset(prog, 0, sizeof *prog);
+    prog->kind = HAL_INSN_NOTIFY_WAIT;
+    prog->u.notify.n = f->n;
+    prog->u.notify.timeout_ms = 10000;
+    prog->u.notify.keep_rest = true;
+    HT_OK(f->h->prog_launch(f->s, prog, 1));
+}
+
+static fixture open_prog_fixture(void)
+{
+    fixture f = open_fixture();
+    if (!f.h->prog_launch) {
+        close_fixture(&f);
+        cr_skip_test("%s has no stream program executor", f.h->name);
+    }
+    return f;
+}
+
+Test(hal_count_wait, keep_rest_takes_one_and_keeps_the_others, .timeout = 60)
+{
+    fixture f = open_prog_fixture();
+    hal_insn prog[4];
+    host_records(&f, 5);
+    launch_keep_rest_wait(&f, &prog[0]);
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    cr_assert_eq(f.h->notify_pending(f.n), 4u, "one signal taken, four left for the next waits");
+    if (!strcmp(f.h->name, "emu")) { /* kept in the handle: another handle of the notify sees none */
+        hal_notify_handle nh;
+        hal_notify *other = NULL;
+        HT_OK(f.h->notify_export(f.n, &nh));
+        HT_OK(f.h->notify_import(f.d, &nh, &other));
+        cr_assert_eq(f.h->notify_pending(other), 0u, "the emulator keeps the rest in the waiting handle");
+        HT_OK(f.h->notify_destroy(other));
+    }
+    for (int i = 0; i < 4; i++) /* plain waits and keep_rest waits take the kept ones */
+        if (i % 2)
+            HT_OK(f.h->notify_wait(f.n, f.s, 10000, NULL));
+        else
+            launch_keep_rest_wait(&f, &prog[1 + i / 2]);
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    cr_assert_eq(f.h->notify_pending(f.n), 0u);
+    launch_keep_rest_wait(&f, &prog[3]);
+    expect_blocked(&f, "all five signals were taken: a sixth wait must block");
+    host_records(&f, 1);
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    cr_assert_eq(f.h->notify_pending(f.n), 0u);
+    close_fixture(&f);
+}
+
+/* A one-way root's credits: taken by keep_rest waits, drained by a count wait over all of them. */
+Test(hal_count_wait, count_wait_counts_kept_signals, .timeout = 60)
+{
+    fixture f = open_prog_fixture();
+    hal_insn prog;
+    host_records(&f, 3);
+    launch_keep_rest_wait(&f, &prog);
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    cr_assert_eq(f.h->notify_pending(f.n), 2u);
+    host_records(&f, 1); /* 2 kept (or left) + 1 new */
+    HT_OK(f.h->notify_wait_count(f.n, f.s, 3, 10000, NULL));
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    HT_OK(f.h->notify_wait_count(f.n, f.s, 4, 10000, NULL));
+    expect_blocked(&f, "3 signals of 4, kept ones included");
+    host_records(&f, 1);
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    close_fixture(&f);
+}
+
+Test(hal_count_wait, wait_reset_clears_kept_signals, .timeout = 60)
+{
+    fixture f = open_prog_fixture();
+    if (!f.h->notify_wait_reset) {
+        close_fixture(&f);
+        cr_skip_test("%s has no notify_wait_reset", f.h->name);
+    }
+    hal_insn prog[2];
+    host_records(&f, 3);
+    launch_keep_rest_wait(&f, &prog[0]);
+    HT_OK(f.h->notify_wait_reset(f.n, f.s, 10000));
+    HT_OK(f.h->stream_sync(f.s, 20000));
+    cr_assert_eq(f.h->notify_pending(f.n), 0u, "a reset takes every signal, kept ones too");
+    launch_keep_rest_wait(&f, &prog[1]);
+    expect_blocked(&f, "nothing left after the reset");
+    host_records(&f, 1);
+    HT_OK(f.h->stream_sync(f.s, 20000));
     close_fixture(&f);
 }
