@@ -27,19 +27,19 @@ static inline struct timespec emu_ts_from_ns(uint64_t ns)
     return ts;
 }
 
-/* Waits while *addr == val, at most rel_ns (0 = no limit). `shared`: the word may live in memory
- * mapped by other processes (notify counters), so the non-PRIVATE futex is used. */
-static inline void emu_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t rel_ns, bool shared)
+/* Waits while *addr == val, at most rel_ns (0 = no limit), in the futex of a word other processes
+ * may map too (notify counters: the non-PRIVATE futex). Only a wake whose bits share one with
+ * `bits` ends it (FUTEX_WAIT_BITSET), so a waiter can sleep through wakes meant for others. */
+static inline void emu_futex_wait_bits(_Atomic uint32_t *addr, uint32_t val, uint64_t rel_ns, uint32_t bits)
 {
-    struct timespec ts = emu_ts_from_ns(rel_ns);
-    syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, val,
-            rel_ns ? &ts : NULL, NULL, 0);
+    struct timespec ts = emu_ts_from_ns(emu_now_ns() + rel_ns); /* the bitset wait's limit is absolute */
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_BITSET, val, rel_ns ? &ts : NULL, NULL, bits);
 }
 
-static inline void emu_futex_wake_all(_Atomic uint32_t *addr, bool shared)
+/* Wakes every waiter of *addr whose bits share one with `bits`. */
+static inline void emu_futex_wake_bits(_Atomic uint32_t *addr, uint32_t bits)
 {
-    syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
-            NULL, 0);
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, bits);
 }
 
 static inline void emu_cpu_relax(void)
