@@ -53,6 +53,14 @@ static void expect_blocked(const fixture *f, const char *why)
     cr_assert_eq(f->h->stream_query(f->s), HAL_E_NOT_READY, "%s", why);
 }
 
+/* One more record lets the stream finish; `left` signals are then still there. */
+static void record_and_finish(const fixture *f, uint32_t left)
+{
+    host_records(f, 1);
+    HT_OK(f->h->stream_sync(f->s, 20000));
+    cr_assert_eq(f->h->notify_pending(f->n), left);
+}
+
 Test(hal_count_wait, waits_for_the_count_and_takes_none, .timeout = 60)
 {
     fixture f = open_fixture();
@@ -79,9 +87,7 @@ Test(hal_count_wait, sleeps_through_short_records, .timeout = 60)
         host_records(&f, 1);
     }
     expect_blocked(&f, "3 signals of 4");
-    host_records(&f, 1);
-    HT_OK(f.h->stream_sync(f.s, 20000));
-    cr_assert_eq(f.h->notify_pending(f.n), 4u);
+    record_and_finish(&f, 4);
     close_fixture(&f);
 }
 
@@ -176,9 +182,7 @@ Test(hal_count_wait, keep_rest_takes_one_and_keeps_the_others, .timeout = 60)
     cr_assert_eq(f.h->notify_pending(f.n), 0u);
     launch_keep_rest_wait(&f, &prog[3]);
     expect_blocked(&f, "all five signals were taken: a sixth wait must block");
-    host_records(&f, 1);
-    HT_OK(f.h->stream_sync(f.s, 20000));
-    cr_assert_eq(f.h->notify_pending(f.n), 0u);
+    record_and_finish(&f, 0);
     close_fixture(&f);
 }
 
@@ -216,7 +220,6 @@ Test(hal_count_wait, wait_reset_clears_kept_signals, .timeout = 60)
     cr_assert_eq(f.h->notify_pending(f.n), 0u, "a reset takes every signal, kept ones too");
     launch_keep_rest_wait(&f, &prog[1]);
     expect_blocked(&f, "nothing left after the reset");
-    host_records(&f, 1);
-    HT_OK(f.h->stream_sync(f.s, 20000));
+    record_and_finish(&f, 0);
     close_fixture(&f);
 }
