@@ -297,8 +297,8 @@ static uint32_t count_bit(uint32_t count)
     return 1u << (count % 31);
 }
 
-/* The futex bits a wait that saw `count` in the slot sleeps with (take_ready's condition, on the
- * slot's count alone: the kept signals change only by this wait's own takes). */
+/* The futex bits a wait sleeps with: a count wait's target for the slot's count alone (the kept
+ * signals change only by takes through this handle, i.e. not while this wait sleeps). */
 static uint32_t sleep_bits(hal_notify *n, emu_take take)
 {
     uint32_t kept = atomic_load_explicit(&n->kept, memory_order_acquire);
@@ -337,7 +337,7 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
         if (deadline && deadline - now < slice)
             slice = deadline - now;
         atomic_fetch_add(&slot->waiters, 1);
-        uint32_t seen = EMU_NOTIFY_COUNT(atomic_load(&slot->word)); /* every record wakes: sleep on this count */
+        uint32_t seen = EMU_NOTIFY_COUNT(atomic_load(&slot->word)); /* a record changes it: no wake is lost */
         if (!take_ready(seen + atomic_load_explicit(&n->kept, memory_order_acquire), take))
             emu_futex_wait_bits(emu_notify_count_word(slot), seen, slice, sleep_bits(n, take));
         atomic_fetch_sub(&slot->waiters, 1);

@@ -120,8 +120,9 @@ static bool run_insn(prog_run *r, const hal_insn *in)
     case HAL_INSN_NOTIFY_WAIT: {
         uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
         r->synced = false;
+        emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest};
         return emu_notify_do_wait(s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
-                                  in->u.notify.abort_flag, (emu_take){false, in->u.notify.at_least, in->u.notify.keep_rest});
+                                  in->u.notify.abort_flag, take);
     }
     case HAL_INSN_FN:
         r->synced = false;
