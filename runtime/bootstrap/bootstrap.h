@@ -92,6 +92,9 @@ typedef struct rt_boot_reply {
 
 /* Starts the acceptor thread for one rendezvous on an already listening socket (takes lfd). */
 HcclResult rt_boot_root_start(int lfd, const rt_root_info *ri);
+/* Roots of this process that someone connected to and that have not finished: what the process's
+ * exit waits for (at most 2 s), so that their ranks read the verdict. */
+unsigned rt_boot_roots_owing(void);
 
 /* Interface choice (bootstrap_iface.c). */
 typedef struct rt_iface {

@@ -56,7 +56,10 @@ typedef struct root {
     char *all;
     conn **conns;
     size_t nconns, cap;
+    int owes_verdict;        /* counted in the exit wait: someone connected (roots_add) */
 } root;
+
+static void roots_add(int delta);
 
 static void root_fail(root *r, HcclResult code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void root_fail(root *r, HcclResult code, const char *fmt, ...)
@@ -292,6 +295,10 @@ static void accept_all(root *r)
         }
         c->fd = fd;
         r->conns[r->nconns++] = c;
+        if (!r->owes_verdict) {
+            r->owes_verdict = 1;
+            roots_add(1);
+        }
     }
 }
 
@@ -397,7 +404,9 @@ static void root_free(root *r)
 
 /* Root threads still delivering their verdict. The process that hosts a root is often rank 0,
  * which learns the verdict first and may exit at once: without waiting at exit, the other ranks
- * would read "connection closed" instead of the root's message (e.g. which ranks never came). */
+ * would read "connection closed" instead of the root's message (e.g. which ranks never came).
+ * A root nobody connected to owes no verdict and does not hold the exit (a root info fetched
+ * and never used). */
 #define RT_ROOT_EXIT_WAIT_MS 2000
 static pthread_mutex_t g_roots_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_roots_cv = PTHREAD_COND_INITIALIZER;
@@ -428,14 +437,24 @@ static void roots_add(int delta)
     pthread_mutex_unlock(&g_roots_mu);
 }
 
+unsigned rt_boot_roots_owing(void)
+{
+    pthread_mutex_lock(&g_roots_mu);
+    unsigned n = g_roots_active;
+    pthread_mutex_unlock(&g_roots_mu);
+    return n;
+}
+
 static void *root_main(void *arg)
 {
     root *r = arg;
     root_loop(r);
     if (r->failed)
         OH_INFO("bootstrap", "%s", r->msg);
+    int counted = r->owes_verdict;
     root_free(r);
-    roots_add(-1);
+    if (counted)
+        roots_add(-1);
     return NULL;
 }
 
@@ -456,11 +475,9 @@ HcclResult rt_boot_root_start(int lfd, const rt_root_info *ri)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_once(&g_roots_once, roots_register_exit_hook);
-    roots_add(1);
     int err = pthread_create(&tid, &attr, root_main, r);
     pthread_attr_destroy(&attr);
     if (err) {
-        roots_add(-1);
         OH_ERR("bootstrap", "cannot start the root listener thread for %s:%u: %s", ri->ip, ri->port, strerror(err));
         root_free(r);
         return HCCL_E_SYSCALL;

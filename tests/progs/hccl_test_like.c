@@ -504,9 +504,7 @@ static void setup(job *j, const opts *o)
     ACLCHECK(aclrtCreateEvent(&j->end));
     ACLCHECK(aclrtCreateStream(&j->stream));
     ACLCHECK(aclrtSetStreamFailureMode(j->stream, 1));
-    HcclRootInfo root;
-    if (j->rank == 0)
-        HCCLCHECK(HcclGetRootInfo(&root));
+    HcclRootInfo root; /* rank 0's HcclGetRootInfo, received by the others (hccl_test: MPI_Bcast) */
     HCCLCHECK(HcclExtShareRootInfo(j->rank, &root));
     if (o->sym) {
         HcclCommConfig cfg;

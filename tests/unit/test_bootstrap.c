@@ -321,3 +321,29 @@ Test(bootstrap, two_rendezvous_back_to_back, .init = setup)
     for (int round = 0; round < 2; round++)
         threads_ok(3);
 }
+
+/* A root info fetched and never used owes nobody a verdict: the process's exit must not wait for
+ * its root (it used to, 2 s at every exit of a program that fetched one root info too many). A
+ * root that someone connected to does, until its ranks have their verdict. */
+Test(bootstrap, unused_root_does_not_hold_exit, .init = setup)
+{
+    HcclRootInfo unused, used;
+    cr_assert_eq(rt_bootstrap_root_listen(&unused), HCCL_SUCCESS);
+    cr_expect_eq(rt_boot_roots_owing(), 0, "a root nobody connected to would hold the exit");
+    cr_assert_eq(rt_bootstrap_root_listen(&used), HCCL_SUCCESS);
+    rank_arg first = {&used, 2, 0, BLOB, calloc(3, 256), -1};
+    pthread_t t;
+    cr_assert(pthread_create(&t, NULL, rank_main, &first) == 0);
+    /* Bounded wait for the root thread to accept rank 0 (not a timing assertion: it only has to happen). */
+    for (int i = 0; i < 10000 && rt_boot_roots_owing() == 0; i++)
+        usleep(1000);
+    cr_expect_eq(rt_boot_roots_owing(), 1, "the root rank 0 connected to does not hold the exit");
+    rank_arg second;
+    uint32_t rank = 1, nranks = 2;
+    run_threads(&used, 1, &rank, &nranks, NULL, &second);
+    pthread_join(t, NULL);
+    cr_expect_eq(first.rc, HCCL_SUCCESS);
+    cr_expect_eq(second.rc, HCCL_SUCCESS);
+    free_args(&first, 1);
+    free_args(&second, 1);
+}
