@@ -111,35 +111,70 @@ static int64_t maxmin_range(HcclDataType dt)
     }
 }
 
-static double float_value(const gen_spec *g, uint64_t h)
+/* The inputs of float reductions: products of {1, -1, 2, 1}, else integers in [-r, r]. */
+typedef struct float_pick {
+    bool prod;
+    int64_t r;
+} float_pick;
+
+static float_pick float_pick_of(const gen_spec *g)
+{
+    int64_t r = g->op == HCCL_REDUCE_SUM ? 240 / (int64_t)(g->nranks ? g->nranks : 1) : maxmin_range(g->dt);
+    return (float_pick){g->op == HCCL_REDUCE_PROD, r < 1 ? 1 : r};
+}
+
+static inline double float_value(const float_pick *f, uint64_t h)
 {
     static const double prod_vals[4] = {1, -1, 2, 1};
-    if (g->op == HCCL_REDUCE_PROD)
+    if (f->prod)
         return prod_vals[h & 3];
-    int64_t r = g->op == HCCL_REDUCE_SUM ? 240 / (int64_t)(g->nranks ? g->nranks : 1) : maxmin_range(g->dt);
-    if (r < 1)
-        r = 1;
-    return (double)((int64_t)(h % (uint64_t)(2 * r + 1)) - r);
+    return (double)((int64_t)(h % (uint64_t)(2 * f->r + 1)) - f->r);
+}
+
+static inline float to_f32(double v) { return (float)v; }
+static inline double to_f64(double v) { return v; }
+
+/* One loop per element type, the type fixed inside it: the large cases fill hundreds of MB per
+ * rank, and a conversion chosen per element (or a libc copy of a runtime size) took a third of an
+ * 8-rank coll_check. Integers take the hash's low bytes (the little-endian layout). */
+#define GEN_LOOP(T, value)                                                                       \
+    do {                                                                                         \
+        T *o = buf;                                                                              \
+        for (uint64_t k = 0; k < n; k++) {                                                       \
+            uint64_t h = elem_hash(g->salt, rank, first + k, 0);                                 \
+            o[k] = value;                                                                        \
+        }                                                                                        \
+    } while (0)
+
+static void gen_fill_float(const gen_spec *g, uint32_t rank, uint64_t first, uint64_t n, void *buf)
+{
+    float_pick f = float_pick_of(g);
+    switch (g->dt) {
+    case HCCL_DATA_TYPE_FP16: GEN_LOOP(uint16_t, f64_to_fp16(float_value(&f, h))); break;
+    case HCCL_DATA_TYPE_BFP16: GEN_LOOP(uint16_t, f64_to_bf16(float_value(&f, h))); break;
+    case HCCL_DATA_TYPE_FP32: GEN_LOOP(float, to_f32(float_value(&f, h))); break;
+    default: GEN_LOOP(double, to_f64(float_value(&f, h))); break;
+    }
 }
 
 void gen_fill(const gen_spec *g, uint32_t rank, uint64_t first, uint64_t n, void *buf)
 {
-    size_t es = dt_size(g->dt);
-    bool fl = g->kind == GEN_REDUCE && is_float(g->dt);
-    for (uint64_t k = 0; k < n; k++) {
-        uint64_t h = elem_hash(g->salt, rank, first + k, 0);
-        if (fl) {
-            store_f(g->dt, buf, k, float_value(g, h));
-            continue;
+    if (g->kind == GEN_REDUCE && is_float(g->dt)) {
+        gen_fill_float(g, rank, first, n, buf);
+        return;
+    }
+    switch (dt_size(g->dt)) {
+    case 1: GEN_LOOP(uint8_t, (uint8_t)h); break;
+    case 2: GEN_LOOP(uint16_t, (uint16_t)h); break;
+    case 4: GEN_LOOP(uint32_t, (uint32_t)h); break;
+    case 8: GEN_LOOP(uint64_t, h); break;
+    default: { /* 16 bytes: a second hash for the high half */
+        uint64_t *o = buf;
+        for (uint64_t k = 0; k < n; k++) {
+            o[2 * k] = elem_hash(g->salt, rank, first + k, 0);
+            o[2 * k + 1] = elem_hash(g->salt, rank, first + k, 1);
         }
-        unsigned char *p = (unsigned char *)buf + k * es;
-        if (es <= 8) {
-            memcpy(p, &h, es); /* little-endian: the low bytes */
-        } else {
-            uint64_t h2 = elem_hash(g->salt, rank, first + k, 1);
-            memcpy(p, &h, 8);
-            memcpy(p + 8, &h2, es - 8);
-        }
+    }
     }
 }
 
