@@ -92,9 +92,9 @@ typedef struct rt_boot_reply {
 
 /* Starts the acceptor thread for one rendezvous on an already listening socket (takes lfd). */
 HcclResult rt_boot_root_start(int lfd, const rt_root_info *ri);
-/* Roots of this process that someone connected to and that have not finished: what the process's
- * exit waits for (at most 2 s), so that their ranks read the verdict. */
-unsigned rt_boot_roots_owing(void);
+/* Connections to this process's roots that have not had their verdict: what the process's exit
+ * waits for (at most 2 s), so that their ranks read it. */
+unsigned rt_boot_verdicts_owed(void);
 
 /* Interface choice (bootstrap_iface.c). */
 typedef struct rt_iface {

@@ -56,10 +56,9 @@ typedef struct root {
     char *all;
     conn **conns;
     size_t nconns, cap;
-    int owes_verdict;        /* counted in the exit wait: someone connected (roots_add) */
 } root;
 
-static void roots_add(int delta);
+static void verdicts_owed_add(int delta);
 
 static void root_fail(root *r, HcclResult code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void root_fail(root *r, HcclResult code, const char *fmt, ...)
@@ -173,6 +172,8 @@ static void conn_close(conn *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
+    if (c->state != C_DONE)
+        verdicts_owed_add(-1);
     c->state = C_DONE;
 }
 
@@ -295,10 +296,7 @@ static void accept_all(root *r)
         }
         c->fd = fd;
         r->conns[r->nconns++] = c;
-        if (!r->owes_verdict) {
-            r->owes_verdict = 1;
-            roots_add(1);
-        }
+        verdicts_owed_add(1);
     }
 }
 
@@ -402,46 +400,46 @@ static void root_free(root *r)
     free(r);
 }
 
-/* Root threads still delivering their verdict. The process that hosts a root is often rank 0,
- * which learns the verdict first and may exit at once: without waiting at exit, the other ranks
- * would read "connection closed" instead of the root's message (e.g. which ranks never came).
- * A root nobody connected to owes no verdict and does not hold the exit (a root info fetched
- * and never used). */
+/* Connections still owed their verdict, over every root of this process. The process that hosts
+ * a root is often rank 0, which learns the verdict first and may exit at once: without waiting
+ * at exit, the other ranks would read "connection closed" instead of the root's message (e.g.
+ * which ranks never came). A root nobody is connected to owes nothing and does not hold the exit:
+ * a root info fetched and never used, or a failed root that listens on only for late ranks. */
 #define RT_ROOT_EXIT_WAIT_MS 2000
-static pthread_mutex_t g_roots_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_roots_cv = PTHREAD_COND_INITIALIZER;
-static unsigned g_roots_active;
-static pthread_once_t g_roots_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_owed_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_owed_cv = PTHREAD_COND_INITIALIZER;
+static unsigned g_verdicts_owed;
+static pthread_once_t g_owed_once = PTHREAD_ONCE_INIT;
 
-static void roots_drain_at_exit(void)
+static void verdicts_drain_at_exit(void)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += RT_ROOT_EXIT_WAIT_MS / 1000;
-    pthread_mutex_lock(&g_roots_mu);
-    while (g_roots_active && pthread_cond_timedwait(&g_roots_cv, &g_roots_mu, &until) == 0) {
+    pthread_mutex_lock(&g_owed_mu);
+    while (g_verdicts_owed && pthread_cond_timedwait(&g_owed_cv, &g_owed_mu, &until) == 0) {
     }
-    pthread_mutex_unlock(&g_roots_mu);
+    pthread_mutex_unlock(&g_owed_mu);
 }
 
-static void roots_register_exit_hook(void)
+static void verdicts_register_exit_hook(void)
 {
-    atexit(roots_drain_at_exit);
+    atexit(verdicts_drain_at_exit);
 }
 
-static void roots_add(int delta)
+static void verdicts_owed_add(int delta)
 {
-    pthread_mutex_lock(&g_roots_mu);
-    g_roots_active += (unsigned)delta;
-    pthread_cond_broadcast(&g_roots_cv);
-    pthread_mutex_unlock(&g_roots_mu);
+    pthread_mutex_lock(&g_owed_mu);
+    g_verdicts_owed += (unsigned)delta;
+    pthread_cond_broadcast(&g_owed_cv);
+    pthread_mutex_unlock(&g_owed_mu);
 }
 
-unsigned rt_boot_roots_owing(void)
+unsigned rt_boot_verdicts_owed(void)
 {
-    pthread_mutex_lock(&g_roots_mu);
-    unsigned n = g_roots_active;
-    pthread_mutex_unlock(&g_roots_mu);
+    pthread_mutex_lock(&g_owed_mu);
+    unsigned n = g_verdicts_owed;
+    pthread_mutex_unlock(&g_owed_mu);
     return n;
 }
 
@@ -451,10 +449,7 @@ static void *root_main(void *arg)
     root_loop(r);
     if (r->failed)
         OH_INFO("bootstrap", "%s", r->msg);
-    int counted = r->owes_verdict;
     root_free(r);
-    if (counted)
-        roots_add(-1);
     return NULL;
 }
 
@@ -474,7 +469,7 @@ HcclResult rt_boot_root_start(int lfd, const rt_root_info *ri)
     pthread_t tid;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_once(&g_roots_once, roots_register_exit_hook);
+    pthread_once(&g_owed_once, verdicts_register_exit_hook);
     int err = pthread_create(&tid, &attr, root_main, r);
     pthread_attr_destroy(&attr);
     if (err) {
