@@ -11,7 +11,9 @@ bool emu_copy_pick_next(emu_copy_pick *p, bool *timed)
     *timed = i > 0;
     if (i == 0)
         return false;
-    if (!nt || !mem) /* measure each once: streaming stores first, then memcpy */
+    if (i <= 2 * EMU_COPY_PICK_SAMPLES) /* each kernel in turn: streaming stores first */
+        return i % 2 == 1;
+    if (!nt || !mem) /* a sample that copied nothing measured nothing */
         return !nt;
     bool best = nt * 10 > mem * 11; /* streaming stores only when clearly faster: memcpy keeps the
                                        destination in cache for the step that reads it next */
@@ -26,5 +28,7 @@ void emu_copy_pick_record(emu_copy_pick *p, bool nt, uint64_t bytes, uint64_t ns
     rate = rate ? rate : 1; /* 0 means unmeasured */
     _Atomic uint64_t *slot = &p->rate[nt];
     uint64_t old = atomic_load_explicit(slot, memory_order_relaxed);
-    atomic_store_explicit(slot, old ? (old + rate) / 2 : rate, memory_order_relaxed);
+    bool first = atomic_fetch_add_explicit(&p->samples[nt], 1, memory_order_relaxed) < EMU_COPY_PICK_SAMPLES;
+    uint64_t next = !old ? rate : first ? (rate > old ? rate : old) : (old + rate) / 2;
+    atomic_store_explicit(slot, next, memory_order_relaxed);
 }

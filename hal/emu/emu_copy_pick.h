@@ -6,7 +6,10 @@
  * (a whole batch rather than a chunk, so that the chunks of one kernel do not pay for the
  * write-backs the other's left in the caches) and copies with the faster one (streaming stores
  * only when more than 10% faster: samples taken while other ranks copy are noisy), timing the
- * other again every EMU_COPY_PICK_REPROBE batches as the machine changes. */
+ * other again every EMU_COPY_PICK_REPROBE batches as the machine changes. Each kernel is first
+ * timed EMU_COPY_PICK_SAMPLES times, alternately, and its best sample counts: the first batches
+ * into a fresh buffer also pay its first-touch faults (an AllGather's second batch writes the
+ * other half of its output), and one such sample used to decide for good. */
 #ifndef OH_EMU_COPY_PICK_H
 #define OH_EMU_COPY_PICK_H
 
@@ -15,10 +18,13 @@
 #include <stdint.h>
 
 #define EMU_COPY_PICK_REPROBE 32u
+#define EMU_COPY_PICK_SAMPLES 2u
 
 typedef struct emu_copy_pick {
-    _Atomic uint64_t batches; /* large batches seen */
-    _Atomic uint64_t rate[2]; /* [0] memcpy, [1] non-temporal: bytes per us, running mean; 0 = unmeasured */
+    _Atomic uint64_t batches;  /* large batches seen */
+    _Atomic uint64_t rate[2];  /* [0] memcpy, [1] non-temporal: bytes per us; 0 = unmeasured. The
+                                  best of the first samples, then a running mean */
+    _Atomic uint32_t samples[2]; /* samples recorded per kernel */
 } emu_copy_pick;
 
 /* The kernel for the next large batch (true: non-temporal); *timed: whether to time it and report
