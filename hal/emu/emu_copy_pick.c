@@ -1,6 +1,6 @@
 /* Copy kernel choice by measurement (emu_copy_pick.h). Several streams may pick and record at
- * once: the counters are atomics, and a running mean that loses a concurrent update is still a
- * mean of recent samples. */
+ * once: the counters are atomics, and an estimate that loses a concurrent update still follows
+ * recent samples. */
 #include "hal/emu/emu_copy_pick.h"
 
 bool emu_copy_pick_next(emu_copy_pick *p, bool *timed)
@@ -28,7 +28,6 @@ void emu_copy_pick_record(emu_copy_pick *p, bool nt, uint64_t bytes, uint64_t ns
     rate = rate ? rate : 1; /* 0 means unmeasured */
     _Atomic uint64_t *slot = &p->rate[nt];
     uint64_t old = atomic_load_explicit(slot, memory_order_relaxed);
-    bool first = atomic_fetch_add_explicit(&p->samples[nt], 1, memory_order_relaxed) < EMU_COPY_PICK_SAMPLES;
-    uint64_t next = !old ? rate : first ? (rate > old ? rate : old) : (old + rate) / 2;
-    atomic_store_explicit(slot, next, memory_order_relaxed);
+    uint64_t kept = old - old / 32; /* the best rate seen, decaying by 1/32 a sample */
+    atomic_store_explicit(slot, rate > kept ? rate : kept, memory_order_relaxed);
 }

@@ -7,9 +7,11 @@
  * write-backs the other's left in the caches) and copies with the faster one (streaming stores
  * only when more than 10% faster: samples taken while other ranks copy are noisy), timing the
  * other again every EMU_COPY_PICK_REPROBE batches as the machine changes. Each kernel is first
- * timed EMU_COPY_PICK_SAMPLES times, alternately, and its best sample counts: the first batches
- * into a fresh buffer also pay its first-touch faults (an AllGather's second batch writes the
- * other half of its output), and one such sample used to decide for good. */
+ * timed EMU_COPY_PICK_SAMPLES times, in turn. A kernel's rate is the best it reached, decaying by
+ * 1/32 at each of its samples: samples that ran beside other ranks' copies, or into a fresh buffer
+ * (its first-touch faults: the first batches of an AlltoAll write N blocks never touched), are
+ * slow for reasons that are not the kernel's, and a mean of them used to keep streaming stores
+ * off where they copy 1.2-1.4x faster. */
 #ifndef OH_EMU_COPY_PICK_H
 #define OH_EMU_COPY_PICK_H
 
@@ -17,14 +19,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EMU_COPY_PICK_REPROBE 32u
+#define EMU_COPY_PICK_REPROBE 16u
 #define EMU_COPY_PICK_SAMPLES 2u
 
 typedef struct emu_copy_pick {
-    _Atomic uint64_t batches;  /* large batches seen */
-    _Atomic uint64_t rate[2];  /* [0] memcpy, [1] non-temporal: bytes per us; 0 = unmeasured. The
-                                  best of the first samples, then a running mean */
-    _Atomic uint32_t samples[2]; /* samples recorded per kernel */
+    _Atomic uint64_t batches; /* large batches seen */
+    _Atomic uint64_t rate[2]; /* [0] memcpy, [1] non-temporal: bytes per us, the decaying best;
+                                 0 = unmeasured */
 } emu_copy_pick;
 
 /* The kernel for the next large batch (true: non-temporal); *timed: whether to time it and report

@@ -131,12 +131,10 @@ static inline double float_value(const float_pick *f, uint64_t h)
     return (double)((int64_t)(h % (uint64_t)(2 * f->r + 1)) - f->r);
 }
 
-static inline float to_f32(double v) { return (float)v; }
-static inline double to_f64(double v) { return v; }
-
 /* One loop per element type, the type fixed inside it: the large cases fill hundreds of MB per
  * rank, and a conversion chosen per element (or a libc copy of a runtime size) took a third of an
- * 8-rank coll_check. Integers take the hash's low bytes (the little-endian layout). */
+ * 8-rank coll_check. `value` is an expression of the element's hash h; g, rank, first, n and buf
+ * are gen_fill's. Integers take the hash's low bytes (the little-endian layout). */
 #define GEN_LOOP(T, value)                                                                       \
     do {                                                                                         \
         T *o = buf;                                                                              \
@@ -152,8 +150,8 @@ static void gen_fill_float(const gen_spec *g, uint32_t rank, uint64_t first, uin
     switch (g->dt) {
     case HCCL_DATA_TYPE_FP16: GEN_LOOP(uint16_t, f64_to_fp16(float_value(&f, h))); break;
     case HCCL_DATA_TYPE_BFP16: GEN_LOOP(uint16_t, f64_to_bf16(float_value(&f, h))); break;
-    case HCCL_DATA_TYPE_FP32: GEN_LOOP(float, to_f32(float_value(&f, h))); break;
-    default: GEN_LOOP(double, to_f64(float_value(&f, h))); break;
+    case HCCL_DATA_TYPE_FP32: GEN_LOOP(float, (float)float_value(&f, h)); break;
+    default: GEN_LOOP(double, float_value(&f, h)); break;
     }
 }
 
@@ -168,13 +166,15 @@ void gen_fill(const gen_spec *g, uint32_t rank, uint64_t first, uint64_t n, void
     case 2: GEN_LOOP(uint16_t, (uint16_t)h); break;
     case 4: GEN_LOOP(uint32_t, (uint32_t)h); break;
     case 8: GEN_LOOP(uint64_t, h); break;
-    default: { /* 16 bytes: a second hash for the high half */
+    case 16: { /* a second hash for the high half */
         uint64_t *o = buf;
         for (uint64_t k = 0; k < n; k++) {
             o[2 * k] = elem_hash(g->salt, rank, first + k, 0);
             o[2 * k + 1] = elem_hash(g->salt, rank, first + k, 1);
         }
+        break;
     }
+    default: break; /* not a type: nothing to write */
     }
 }
 
