@@ -56,10 +56,11 @@ Test(emu_copy_pick, measures_each_then_keeps_the_faster)
         emu_copy_pick_record(&p, false, 64 * MIB, 4000000); /* ~17 GB/s */
     }
     for (uint32_t i = PROBED; i < 3 * EMU_COPY_PICK_REPROBE; i++)
-        expect_next(&p, i % EMU_COPY_PICK_REPROBE == 0, true, "memcpy is faster; the other re-timed every EMU_COPY_PICK_REPROBE");
+        expect_next(&p, i % EMU_COPY_PICK_REPROBE == 0, true, "memcpy is faster; the other re-timed at each re-probe");
 }
 
 /* The first sample of streaming stores wrote pages never touched (50 ms); its second is the faster. */
+_Static_assert(EMU_COPY_PICK_SAMPLES == 2, "the case below gives two samples of each kernel");
 Test(emu_copy_pick, a_sample_slowed_by_first_touch_does_not_decide)
 {
     emu_copy_pick p = {0};
