@@ -355,10 +355,12 @@ Test(bootstrap, exit_waits_only_for_owed_verdicts, .init = setup)
 }
 
 /* A failed rendezvous listens on until HCCL_CONNECT_TIMEOUT to tell late ranks (here a third that
- * nranks=3 announced); once the ranks that came have their verdict, nothing is owed. */
+ * nranks=3 announced); once the ranks that came have their verdict, nothing is owed. The timeout is
+ * far longer than wait_owed's bound, so a root that owed until its deadline fails the case. */
 Test(bootstrap, failed_root_owes_nothing_once_told, .init = setup)
 {
     cr_redirect_stderr(); /* the failure's log lines */
+    setenv("HCCL_CONNECT_TIMEOUT", "60", 1);
     HcclRootInfo info;
     cr_assert_eq(rt_bootstrap_root_listen(&info), HCCL_SUCCESS);
     uint32_t ranks[2] = {0, 1}, nranks[2] = {2, 3};
