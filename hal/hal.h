@@ -307,12 +307,22 @@ typedef struct hal_ops {
      * does at init for the inbox pages its calls will write (host_mapped_mem backends). Contents
      * unchanged. HAL_E_PARAM outside device memory. Optional (NULL: nothing to map). */
     hal_result (*mem_prefault)(void *ptr, size_t bytes);
+    /* event_sync without deadline, as far as it goes without waiting on anything but a poll: the
+     * calling thread runs the recording stream's queued work up to e's latest record, taking over
+     * from the worker at its next task boundary if that comes within a poll. It stops before a task
+     * that could wait on the caller itself (a host or task function, a wait outside a program, an
+     * event wait not yet met), and where a program's wait would sleep it leaves the program there;
+     * the worker goes on with the rest. HAL_OK (or the record's error) once e completed, else
+     * HAL_E_NOT_READY. What a runtime that runs ahead of the device does before it queues more:
+     * on fewer cores than threads, the host runs its launches instead of competing with the
+     * worker, and never blocks on a hold only it would release. Optional (NULL: nothing to help). */
+    hal_result (*event_help)(hal_event *e);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 9u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
-                            * 9: keep_rest in a program's notify wait */
+#define HAL_ABI_VERSION 10u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+                             * 9: keep_rest in a program's notify wait; 10: event_help */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

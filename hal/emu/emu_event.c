@@ -232,6 +232,11 @@ static bool event_poll(hal_event *e, uint64_t seq)
     return false;
 }
 
+bool emu_event_wait_met(const emu_task *t)
+{
+    return atomic_load_explicit(&t->u.ev.e->rec_done, memory_order_acquire) >= t->u.ev.seq;
+}
+
 void emu_event_run_wait(hal_stream *s, emu_task *t)
 {
     hal_event *e = t->u.ev.e;
@@ -294,6 +299,27 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
         rc = e->err;
     pthread_mutex_unlock(&e->mu);
     return rc;
+}
+
+/* event_sync's "run it here", helping only (emu_stream_help_until), and no sleep. */
+hal_result emu_event_help(hal_event *e)
+{
+    if (!e)
+        return HAL_E_PARAM;
+    uint64_t target = sync_target(e);
+    if (atomic_load_explicit(&e->rec_done, memory_order_acquire) < target) {
+        pthread_mutex_lock(&e->mu);
+        hal_stream *s = e->rec_stream;
+        uint32_t gen = e->rec_gen;
+        uint64_t pos = e->rec_pos;
+        bool pending = e->rec_done < sync_target(e) && s;
+        pthread_mutex_unlock(&e->mu);
+        if (pending)
+            emu_stream_help_until(s, gen, pos);
+    }
+    if (atomic_load_explicit(&e->rec_done, memory_order_acquire) < target)
+        return HAL_E_NOT_READY;
+    return target ? atomic_load_explicit(&e->err, memory_order_relaxed) : HAL_OK;
 }
 
 hal_result emu_event_query(hal_event *e)

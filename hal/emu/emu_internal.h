@@ -225,7 +225,8 @@ typedef struct emu_task {
         struct { hal_host_fn fn; void *arg; } host;
         struct { struct hal_event *e; uint64_t seq; } ev;
         struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; emu_take take; } nt;
-        struct { const hal_insn *insns; uint32_t n; struct hal_event *e; uint64_t seq; } prog; /* e: record after */
+        /* e: record after; pc: the next instruction (a program a helping host suspended resumes there) */
+        struct { const hal_insn *insns; uint32_t n, pc; struct hal_event *e; uint64_t seq; } prog;
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
     hal_dma_desc *heap_descs;    /* larger batches: kept with the pooled task for reuse */
@@ -280,6 +281,10 @@ hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms);
  * completed `pos` tasks, if no executor holds s and s still has slot generation `gen`; returns
  * at once otherwise (the caller then waits as usual). */
 void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos);
+/* The same, helping (hal_ops.event_help): runs only tasks that cannot wait on the calling thread
+ * (programs, DMA, records, met event waits); stops at any other, and where a program's wait is not
+ * met within its poll it suspends the program there; the worker goes on from where it stopped. */
+void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos);
 /* Tests only: the worker leaves queued tasks alone until a host executor has run some (and
  * then woken it): makes "the host executes" observable without races. */
 void emu_stream_test_park(hal_stream *s);
@@ -305,13 +310,12 @@ void emu_task_pool_fill_locked(hal_stream *s, uint32_t n);
 void emu_task_pool_drain(hal_stream *s);
 
 /* --- task bodies run by the worker (emu_tasks.c, emu_event.c, emu_notify.c) --- */
-void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky);
+/* false: t is a program a helping host thread (help) suspended at a wait; it stays queued. */
+bool emu_task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help);
 /* Releases refs and frees the task's memory (a task that will not run). */
 void emu_task_free(emu_task *t);
 /* Checks a DMA descriptor before its addresses are known (kind, dtype, op); i names it in the log. */
 hal_result emu_dma_check(const hal_dma_desc *d, uint32_t i);
-/* Runs a program's instructions in order; the first failure fails s and ends it (emu_prog.c). */
-bool emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n);
 void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky);
 /* Completes record seq of e (a record task, or the record at the end of a program task). */
 void emu_event_complete(hal_stream *s, struct hal_event *e, uint64_t seq, hal_result sticky);
@@ -321,12 +325,24 @@ hal_result emu_event_push_record(struct hal_event *e, hal_stream *s, emu_task *t
 /* The stream's sticky error now (under its lock). */
 hal_result emu_stream_err(hal_stream *s);
 void emu_event_run_wait(hal_stream *s, emu_task *t);
+/* An event wait task that would not wait: its record has completed. */
+bool emu_event_wait_met(const emu_task *t);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
  * resolved default) and record; a failure fails stream s and returns false. */
 bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
                         emu_take take);
+/* How a helping host thread's wait ended (emu_stream_help_until). */
+typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_wait_end;
+/* emu_notify_do_wait's poll only: EMU_WAIT_LATER (nothing taken) where that wait would sleep. */
+emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take);
+/* How a program task's run ended. */
+typedef enum emu_prog_end { EMU_PROG_DONE, EMU_PROG_FAILED, EMU_PROG_SUSPENDED } emu_prog_end;
+/* Runs program task t's instructions in order from t->u.prog.pc; the first failure fails s and ends
+ * it (emu_prog.c). help: a host thread helping (emu_stream_help_until); a notify wait not met within
+ * its poll suspends the program there instead of sleeping, and the next run resumes at that wait. */
+emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help);
 bool emu_notify_do_record(hal_stream *s, const hal_notify *n);
 void emu_notify_put(struct hal_notify *n);
 
@@ -397,6 +413,7 @@ hal_result emu_event_reset(struct hal_event *e, hal_stream *s);
 hal_result emu_stream_wait_event(hal_stream *s, struct hal_event *e);
 hal_result emu_event_sync(struct hal_event *e, int32_t timeout_ms);
 hal_result emu_event_query(struct hal_event *e);
+hal_result emu_event_help(struct hal_event *e);
 int emu_event_recorded(struct hal_event *e);
 hal_result emu_event_elapsed_ms(struct hal_event *start, struct hal_event *end, float *ms);
 

@@ -354,23 +354,42 @@ static uint64_t wait_spin_ns(const emu_config *cfg)
     return emu_regions_mapped() <= cfg->ncpus ? EMU_AUTO_SPIN_NS : 0;
 }
 
-bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
-                        emu_take take)
+/* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us). TAKE_NONE
+ * when it did not get through (or the abort flag is up); *t0: when the poll began. */
+static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, emu_take take, uint64_t *t0)
 {
     take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
     if (tr != TAKE_NONE)
-        return tr == TAKE_OK || fail_stale(s, n);
+        return tr;
     const emu_config *cfg = emu_cfg();
-    emu_poll p; /* spin, then yield, before the futex: waking a sleeper costs tens of us */
+    emu_poll p;
     emu_poll_init(&p, wait_spin_ns(cfg), cfg->yield_ns);
+    *t0 = p.t0;
     do {
         tr = notify_take(n, take);
-        if (tr != TAKE_NONE)
-            return tr == TAKE_OK || fail_stale(s, n);
-        if (abort_flag && *abort_flag)
-            break; /* reported below */
+        if (tr != TAKE_NONE || (abort_flag && *abort_flag))
+            return tr; /* an abort is reported by the sleeping wait */
     } while (emu_poll_step(&p));
-    return wait_asleep(s, n, p.t0, timeout_ms, abort_flag, take);
+    return TAKE_NONE;
+}
+
+bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
+                        emu_take take)
+{
+    uint64_t t0 = 0;
+    take_result tr = wait_polled(n, abort_flag, take, &t0);
+    if (tr != TAKE_NONE)
+        return tr == TAKE_OK || fail_stale(s, n);
+    return wait_asleep(s, n, t0 ? t0 : emu_now_ns(), timeout_ms, abort_flag, take);
+}
+
+emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take)
+{
+    uint64_t t0 = 0;
+    take_result tr = wait_polled(n, abort_flag, take, &t0);
+    if (tr == TAKE_NONE)
+        return EMU_WAIT_LATER;
+    return tr == TAKE_OK || fail_stale(s, n) ? EMU_WAIT_MET : EMU_WAIT_FAILED;
 }
 
 /* count += 1 in n's generation. A stale generation means the owner destroyed the notify (a peer

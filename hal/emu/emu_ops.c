@@ -46,6 +46,7 @@ const hal_ops emu_hal_ops = {
     .stream_wait_event = emu_stream_wait_event,
     .event_sync = emu_event_sync,
     .event_query = emu_event_query,
+    .event_help = emu_event_help,
     .event_recorded = emu_event_recorded,
     .event_elapsed_ms = emu_event_elapsed_ms,
     .notify_create = emu_notify_create,

@@ -50,6 +50,7 @@ static emu_task *prog_task(hal_stream *s, const hal_insn *insns, uint32_t n, hal
     if (t) {
         t->u.prog.insns = insns;
         t->u.prog.n = n;
+        t->u.prog.pc = 0;
         t->u.prog.e = NULL;
     }
     return t;
@@ -91,6 +92,7 @@ static bool run_fn(hal_stream *s, const hal_insn *in)
 typedef struct prog_run {
     hal_stream *s;
     bool synced; /* peers' VMM mappings mirrored since the last wait or task function */
+    bool help;   /* a host thread helping: waits do not sleep (emu_prog_run) */
 } prog_run;
 
 /* Peers map memory and then tell us (a signal, a publication): the mirror of their VMM tables is
@@ -109,35 +111,49 @@ static bool run_dma(prog_run *r, const hal_insn *in)
     return rc == HAL_OK;
 }
 
-static bool run_insn(prog_run *r, const hal_insn *in)
+static emu_wait_end run_wait(prog_run *r, const hal_insn *in)
 {
-    hal_stream *s = r->s;
-    switch (in->kind) {
-    case HAL_INSN_DMA:
-        return run_dma(r, in);
-    case HAL_INSN_NOTIFY_RECORD:
-        return emu_notify_do_record(s, in->u.notify.n);
-    case HAL_INSN_NOTIFY_WAIT: {
-        uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
-        r->synced = false;
-        emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest};
-        return emu_notify_do_wait(s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
-                                  in->u.notify.abort_flag, take);
-    }
-    case HAL_INSN_FN:
-        r->synced = false;
-        return run_fn(s, in);
-    default:
-        emu_stream_fail(s, HAL_E_PARAM, "program instruction of unknown kind %u", (unsigned)in->kind);
-        return false;
-    }
+    r->synced = false;
+    emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest};
+    if (r->help)
+        return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, take);
+    uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
+    bool ok = emu_notify_do_wait(r->s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
+                                 in->u.notify.abort_flag, take);
+    return ok ? EMU_WAIT_MET : EMU_WAIT_FAILED;
 }
 
-bool emu_prog_run(hal_stream *s, const hal_insn *insns, uint32_t n)
+static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
 {
-    prog_run r = {s, false};
-    for (uint32_t i = 0; i < n; i++)
-        if (!run_insn(&r, &insns[i]))
-            return false;
-    return true;
+    hal_stream *s = r->s;
+    bool ok;
+    switch (in->kind) {
+    case HAL_INSN_DMA:
+        ok = run_dma(r, in);
+        break;
+    case HAL_INSN_NOTIFY_RECORD:
+        ok = emu_notify_do_record(s, in->u.notify.n);
+        break;
+    case HAL_INSN_NOTIFY_WAIT:
+        return run_wait(r, in);
+    case HAL_INSN_FN:
+        r->synced = false;
+        ok = run_fn(s, in);
+        break;
+    default:
+        emu_stream_fail(s, HAL_E_PARAM, "program instruction of unknown kind %u", (unsigned)in->kind);
+        ok = false;
+    }
+    return ok ? EMU_WAIT_MET : EMU_WAIT_FAILED;
+}
+
+emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
+{
+    prog_run r = {s, false, help};
+    for (; t->u.prog.pc < t->u.prog.n; t->u.prog.pc++) {
+        emu_wait_end end = run_insn(&r, &t->u.prog.insns[t->u.prog.pc]);
+        if (end != EMU_WAIT_MET)
+            return end == EMU_WAIT_LATER ? EMU_PROG_SUSPENDED : EMU_PROG_FAILED;
+    }
+    return EMU_PROG_DONE;
 }

@@ -98,22 +98,55 @@ hal_result emu_stream_err(hal_stream *s)
     return rc;
 }
 
-/* Runs queued tasks in order until `done` reaches target or the queue is empty. s->mu held, the
- * caller holds the executor role (s->running). The worker (`worker`) also stops at the next task
- * boundary once a host thread waits in a sync without deadline: that thread runs the rest itself
- * (one thread per stream executes, instead of the worker running while the host polls for it). */
-static void exec_locked(hal_stream *s, uint64_t target, bool worker)
+/* Who executes: the worker, a host thread in a sync without deadline, or a host thread helping
+ * (emu_stream_help_until: it runs only what cannot wait on the host itself, and no wait sleeps). */
+typedef enum exec_mode { EXEC_WORKER, EXEC_HOST, EXEC_HELP } exec_mode;
+
+/* May a helping host thread run t? Not a host or task function (it may wait for this very thread),
+ * a plain notify wait, nor an event wait whose record has not completed. */
+static bool helpable(const emu_task *t)
 {
-    while (s->head && s->done < target && !(worker && s->host_wants)) {
+    switch (t->kind) {
+    case EMU_T_PROG:
+    case EMU_T_DMA:
+    case EMU_T_MEMSET:
+    case EMU_T_EVENT_RECORD:
+    case EMU_T_NOTIFY_RECORD:
+        return true;
+    case EMU_T_EVENT_WAIT:
+        return emu_event_wait_met(t);
+    default:
+        return false;
+    }
+}
+
+/* Runs queued tasks in order until `done` reaches target or the queue is empty. s->mu held, the
+ * caller holds the executor role (s->running). The worker also stops at the next task boundary
+ * once a host thread waits in a sync without deadline: that thread runs the rest itself (one thread
+ * per stream executes, instead of the worker running while the host polls for it). False: a helper
+ * stopped before target, at a task it may not run or a program it suspended (back at the head). */
+static bool exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
+{
+    while (s->head && s->done < target && !(mode == EXEC_WORKER && s->host_wants)) {
         emu_task *t = s->head;
+        if (mode == EXEC_HELP && !helpable(t))
+            return false;
         s->head = t->next;
         if (!s->head)
             s->tail = NULL;
         hal_result sticky = s->err;
         pthread_mutex_unlock(&s->mu);
-        emu_task_run(s, t, sticky);
-        emu_task_release_refs(t);
+        bool ran = emu_task_run(s, t, sticky, mode == EXEC_HELP);
+        if (ran)
+            emu_task_release_refs(t);
         pthread_mutex_lock(&s->mu);
+        if (!ran) { /* suspended at a wait: the next executor resumes it */
+            t->next = s->head;
+            s->head = t;
+            if (!s->tail)
+                s->tail = t;
+            return false;
+        }
         emu_task_recycle_locked(s, t);
         atomic_store_explicit(&s->done, s->done + 1, memory_order_release); /* polled by syncs */
         if (s->sync_waiters && s->done >= s->wake_at) {
@@ -121,6 +154,7 @@ static void exec_locked(hal_stream *s, uint64_t target, bool worker)
             pthread_cond_broadcast(&s->cv_done);
         }
     }
+    return true;
 }
 
 /* Wakes every sleeping sync waiter (s->mu held): one may be done, or may take the role. */
@@ -132,19 +166,26 @@ static void wake_sync_waiters(hal_stream *s)
     }
 }
 
-/* A host thread takes the executor role (s->mu held, s->running false, s->head set), runs up to
- * target, and gives the role back, waking the worker if work is left (or the stream stops). */
-static void host_exec_locked(hal_stream *s, uint64_t target)
+/* Wakes a sleeping worker if work is left (or the stream stops) and it may take it (s->mu held). */
+static void wake_worker(hal_stream *s)
 {
-    s->running = true;
-    exec_locked(s, target, false);
-    s->running = false;
-    s->parked = false;
-    if (s->sleeping && (s->head || s->stop)) {
+    if (s->sleeping && (s->head || s->stop) && !s->running && !s->host_wants) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
     }
+}
+
+/* A host thread takes the executor role (s->mu held, s->running false, s->head set), runs up to
+ * target, and gives the role back; returns what exec_locked returned. The worker cannot take the
+ * role while a host thread wants it: the caller wakes it once it stops wanting (wake_worker). */
+static bool host_exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
+{
+    s->running = true;
+    bool through = exec_locked(s, target, mode);
+    s->running = false;
+    s->parked = false;
     wake_sync_waiters(s); /* waiters that slept while we ran may be done, or may take over */
+    return through;
 }
 
 /* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
@@ -173,7 +214,7 @@ static void *stream_main(void *p)
     for (;;) {
         if (s->head && !s->running && !s->parked && !s->host_wants) {
             s->running = true;
-            exec_locked(s, UINT64_MAX, true);
+            (void)exec_locked(s, UINT64_MAX, EXEC_WORKER);
             s->running = false;
             polled = false;
             if (s->host_wants) { /* stopped for a host thread: let it take the role */
@@ -352,7 +393,7 @@ static void host_run_until_locked(hal_stream *s, uint64_t target)
     s->host_wants++;
     while (s->done < target) {
         if (!s->running && s->head) {
-            host_exec_locked(s, target);
+            (void)host_exec_locked(s, target, EXEC_HOST);
         } else if (!polled) {
             polled = true;
             poll_done(s, target);
@@ -362,6 +403,28 @@ static void host_run_until_locked(hal_stream *s, uint64_t target)
         }
     }
     s->host_wants--;
+    wake_worker(s); /* woken while we wanted the role, it slept again: tasks past target are its */
+}
+
+/* A helping host thread (emu_stream_help_until): takes the role from the worker at its next task
+ * boundary if that comes within a poll, runs what it may, and leaves the rest to the worker. */
+static void host_help_locked(hal_stream *s, uint64_t target)
+{
+    bool polled = false;
+    s->host_wants++;
+    while (s->done < target) {
+        if (!s->running && s->head) {
+            if (!host_exec_locked(s, target, EXEC_HELP))
+                break;
+        } else if (!polled) {
+            polled = true;
+            poll_done(s, target);
+        } else {
+            break; /* the worker is inside a task (a wait for a peer): it goes on with it */
+        }
+    }
+    s->host_wants--;
+    wake_worker(s);
 }
 
 /* Timed: a blocking wait. No deadline: the calling thread executes (host_run_until_locked). */
@@ -391,6 +454,16 @@ void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos)
     pthread_mutex_lock(&s->mu);
     if (s->gen == gen && s->done < pos)
         host_run_until_locked(s, pos);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos)
+{
+    if (emu_trace_on()) /* a suspended program would be timed twice (docs/tracing.md) */
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->gen == gen && s->done < pos)
+        host_help_locked(s, pos);
     pthread_mutex_unlock(&s->mu);
 }
 

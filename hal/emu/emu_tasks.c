@@ -17,20 +17,27 @@ static void run_fn(hal_stream *s, emu_task *t)
     }
 }
 
-static void task_run(hal_stream *s, emu_task *t, hal_result sticky)
+/* Runs a program task; false: suspended (help only), t stays queued. */
+static bool prog_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
+{
+    emu_prog_end end = sticky == HAL_OK ? emu_prog_run(s, t, help) : EMU_PROG_FAILED;
+    if (end == EMU_PROG_SUSPENDED)
+        return false;
+    if (t->u.prog.e) /* prog_launch_record: the record, as a record task, carries the error */
+        emu_event_complete(s, t->u.prog.e, t->u.prog.seq, end == EMU_PROG_DONE ? HAL_OK : emu_stream_err(s));
+    return true;
+}
+
+static bool task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
 {
     if (t->kind == EMU_T_EVENT_RECORD) { /* runs even on a failed stream: carries the error */
         emu_event_run_record(s, t, sticky);
-        return;
+        return true;
     }
-    if (t->kind == EMU_T_PROG && t->u.prog.e) { /* prog_launch_record: the record as above */
-        if (sticky == HAL_OK && !emu_prog_run(s, t->u.prog.insns, t->u.prog.n))
-            sticky = emu_stream_err(s);
-        emu_event_complete(s, t->u.prog.e, t->u.prog.seq, sticky);
-        return;
-    }
+    if (t->kind == EMU_T_PROG)
+        return prog_run(s, t, sticky, help);
     if (sticky != HAL_OK)
-        return;
+        return true;
     char msg[EMU_MSG_LEN] = "";
     hal_result rc = HAL_OK;
     switch (t->kind) {
@@ -53,25 +60,23 @@ static void task_run(hal_stream *s, emu_task *t, hal_result sticky)
     case EMU_T_NOTIFY_WAIT:
         emu_notify_run(s, t);
         break;
-    case EMU_T_PROG:
-        emu_prog_run(s, t->u.prog.insns, t->u.prog.n);
-        break;
     default:
         break;
     }
     if (rc != HAL_OK)
         emu_stream_fail(s, rc, "%s", msg);
+    return true;
 }
 
-void emu_task_run(hal_stream *s, emu_task *t, hal_result sticky)
+bool emu_task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
 {
     if (emu_trace_on()) { /* docs/tracing.md */
         uint64_t t0 = emu_now_ns();
-        task_run(s, t, sticky);
+        bool ran = task_run(s, t, sticky, help);
         emu_trace_task(s, t, t0, sticky);
-        return;
+        return ran;
     }
-    task_run(s, t, sticky);
+    return task_run(s, t, sticky, help);
 }
 
 /* Checks descriptors that can be checked before their addresses are known. */

@@ -56,6 +56,33 @@ void rt_launch_reclaim(rt_comm *c, bool wait_all)
     }
 }
 
+/* The pending launch after which `left` are younger. */
+static rt_launch_ctx *pending_leaving(rt_comm *c, uint32_t left)
+{
+    rt_launch_ctx *ctx = c->pending_head;
+    for (uint32_t i = 1; i < c->npending - left; i++)
+        ctx = ctx->next;
+    return ctx;
+}
+
+/* Well before the queue is full, the host runs the older half of its launches itself where that
+ * cannot block it (hal event_help): a loop of small calls then costs one thread per rank instead
+ * of the host and the worker taking turns on the cores (docs/runtime.md, "A bounded queue"). What
+ * it cannot run (a hold, a peer that is late) stays with the worker, and the next try waits for
+ * RT_LAUNCH_HELP_AT / 2 more launches. */
+static void help(rt_comm *c)
+{
+    if (c->npending < RT_LAUNCH_HELP_AT) {
+        c->help_at = 0;
+        return;
+    }
+    if (!c->hal->event_help || c->npending < c->help_at)
+        return;
+    hal_result rc = c->hal->event_help(pending_leaving(c, RT_LAUNCH_HELP_AT / 2)->done);
+    rt_launch_reclaim(c, false);
+    c->help_at = rc == HAL_E_NOT_READY ? c->npending + RT_LAUNCH_HELP_AT / 2 : 0;
+}
+
 /* A stream's queue is finite on a device too: with RT_LAUNCH_INFLIGHT_MAX launches of this
  * communicator not yet complete, the host waits until only half as many are left before it
  * enqueues another. The wait (event_sync without deadline) runs the stream's queued work on this
@@ -64,11 +91,10 @@ void rt_launch_reclaim(rt_comm *c, bool wait_all)
  * stops allocating, and the worker it would compete with for the cores goes idle. */
 static void throttle(rt_comm *c)
 {
+    help(c);
     if (c->npending < RT_LAUNCH_INFLIGHT_MAX)
         return;
-    rt_launch_ctx *mid = c->pending_head;
-    for (uint32_t i = 1; i < c->npending - RT_LAUNCH_INFLIGHT_MAX / 2; i++)
-        mid = mid->next;
+    rt_launch_ctx *mid = pending_leaving(c, RT_LAUNCH_INFLIGHT_MAX / 2);
     (void)c->hal->event_sync(mid->done, -1); /* its result is taken below, launch by launch */
     while (c->npending > RT_LAUNCH_INFLIGHT_MAX / 2)
         reclaim_oldest(c);

@@ -225,5 +225,7 @@ void rt_launch_reclaim(rt_comm *c, bool wait_all);
  * (8 B Broadcast N = 4, 300 back-to-back calls: 33 us against 16), and warming 256 cost every
  * communicator init more than any loop gained. */
 #define RT_LAUNCH_INFLIGHT_MAX 128u
+/* Launches in flight from which the host helps run the older half itself (rt_launch.c, help). */
+#define RT_LAUNCH_HELP_AT 16u
 
 #endif
