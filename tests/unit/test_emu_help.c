@@ -130,7 +130,31 @@ Test(emu_help, stops_before_a_host_function, .timeout = 60)
     fix_close(&f);
 }
 
-/* prog A, a wait for `mark` (recorded on another stream), prog B, then f.e: what the helper runs. */
+/* Another stream of the device and an event `mark` recorded there after `first` (a host function
+ * or NULL): what the waits below wait for. */
+typedef struct mark_fix {
+    hal_stream *other;
+    hal_event *mark;
+} mark_fix;
+
+static mark_fix mark_open(const help_fix *f, ht_gate *first)
+{
+    mark_fix m;
+    HT_OK(f->h->stream_create(f->d, &m.other));
+    HT_OK(f->h->event_create(f->d, 0, &m.mark));
+    if (first)
+        HT_OK(f->h->host_func_async(m.other, ht_gate_fn, first));
+    HT_OK(f->h->event_record(m.mark, m.other));
+    return m;
+}
+
+static void mark_close(const help_fix *f, mark_fix *m)
+{
+    HT_OK(f->h->event_destroy(m->mark));
+    HT_OK(f->h->stream_destroy(m->other));
+}
+
+/* prog A, a wait for `mark`, prog B, then f.e: what the helper runs. */
 static void queue_around_wait(help_fix *f, hal_event *mark, help_log *log, help_item it[2], hal_insn p[2])
 {
     it[0] = (help_item){log, 1};
@@ -146,40 +170,30 @@ static void queue_around_wait(help_fix *f, hal_event *mark, help_log *log, help_
 Test(emu_help, runs_a_met_event_wait, .timeout = 60)
 {
     help_fix f = fix_open();
-    hal_stream *other;
-    hal_event *mark;
-    HT_OK(f.h->stream_create(f.d, &other));
-    HT_OK(f.h->event_create(f.d, 0, &mark));
-    HT_OK(f.h->event_record(mark, other));
-    HT_OK(f.h->event_sync(mark, 30000));
+    mark_fix m = mark_open(&f, NULL);
+    HT_OK(f.h->event_sync(m.mark, 30000));
     static help_log log;
     static help_item it[2];
     static hal_insn p[2];
-    queue_around_wait(&f, mark, &log, it, p);
+    queue_around_wait(&f, m.mark, &log, it, p);
     HT_OK(f.h->event_help(f.e));
     cr_assert_eq(atomic_load(&log.n), 2);
     expect_entry(&log, 0, 1, true);
     expect_entry(&log, 1, 2, true);
-    HT_OK(f.h->event_destroy(mark));
-    HT_OK(f.h->stream_destroy(other));
+    mark_close(&f, &m);
     fix_close(&f);
 }
 
 Test(emu_help, stops_before_an_unmet_event_wait, .timeout = 60)
 {
     help_fix f = fix_open();
-    hal_stream *other;
-    hal_event *mark;
-    HT_OK(f.h->stream_create(f.d, &other));
-    HT_OK(f.h->event_create(f.d, 0, &mark));
     ht_gate gate;
     ht_gate_init(&gate);
-    HT_OK(f.h->host_func_async(other, ht_gate_fn, &gate));
-    HT_OK(f.h->event_record(mark, other)); /* completes once the gate opens */
+    mark_fix m = mark_open(&f, &gate); /* the mark completes once the gate opens */
     static help_log log;
     static help_item it[2];
     static hal_insn p[2];
-    queue_around_wait(&f, mark, &log, it, p);
+    queue_around_wait(&f, m.mark, &log, it, p);
     cr_assert_eq(f.h->event_help(f.e), HAL_E_NOT_READY, "the helper waited for another stream's event");
     cr_assert_eq(atomic_load(&log.n), 1);
     expect_entry(&log, 0, 1, true);
@@ -187,8 +201,7 @@ Test(emu_help, stops_before_an_unmet_event_wait, .timeout = 60)
     HT_OK(f.h->event_sync(f.e, 30000)); /* the worker took the wait over */
     cr_assert_eq(atomic_load(&log.n), 2);
     ht_gate_fini(&gate);
-    HT_OK(f.h->event_destroy(mark));
-    HT_OK(f.h->stream_destroy(other));
+    mark_close(&f, &m);
     fix_close(&f);
 }
 
