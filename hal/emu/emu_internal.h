@@ -250,6 +250,7 @@ struct hal_stream {
     uint64_t wake_at;      /* smallest `done` a sleeping sync waiter needs (UINT64_MAX: none) */
     bool sleeping, stop;   /* sleeping: the worker waits on cv_work */
     bool running;          /* an executor (worker or host) holds the stream */
+    bool running_prog;     /* ... and the task it runs (or ran last) is a program */
     bool parked;           /* tests: the worker takes no task until a host executor ran */
     int sync_waiters;
     uint32_t host_wants;   /* host threads in a sync without deadline: the worker hands over */

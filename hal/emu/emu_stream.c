@@ -102,6 +102,9 @@ hal_result emu_stream_err(hal_stream *s)
  * (emu_stream_help_until: it runs only what cannot wait on the host itself, and no wait sleeps). */
 typedef enum exec_mode { EXEC_WORKER, EXEC_HOST, EXEC_HELP } exec_mode;
 
+/* How long a helper polls for the worker to finish its program and hand the stream over. */
+#define EMU_HELP_POLL_NS 20000ull
+
 /* May a helping host thread run t? Not a host or task function (it may wait for this very thread),
  * a plain notify wait, nor an event wait whose record has not completed. */
 static bool helpable(const emu_task *t)
@@ -135,6 +138,7 @@ static bool exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
         if (!s->head)
             s->tail = NULL;
         hal_result sticky = s->err;
+        s->running_prog = t->kind == EMU_T_PROG;
         pthread_mutex_unlock(&s->mu);
         bool ran = emu_task_run(s, t, sticky, mode == EXEC_HELP);
         if (ran)
@@ -284,7 +288,7 @@ static void slot_init(hal_stream *s, hal_device *dev)
     atomic_store(&s->enq_pub, 0);
     atomic_store(&s->done, 0);
     s->wake_at = UINT64_MAX;
-    s->sleeping = s->stop = s->running = s->parked = false;
+    s->sleeping = s->stop = s->running = s->running_prog = s->parked = false;
     s->sync_waiters = 0;
     s->err = HAL_OK;
     s->msg[0] = 0;
@@ -359,11 +363,11 @@ void emu_stream_free(hal_stream *s)
 
 /* Polls (emu_poll) until s completed target tasks or the worker handed the role over, with s->mu
  * released. */
-static void poll_done(hal_stream *s, uint64_t target)
+static void poll_done(hal_stream *s, uint64_t target, uint64_t yield_ns)
 {
     const emu_config *cfg = emu_cfg();
     emu_poll p;
-    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    emu_poll_init(&p, cfg->spin_ns, yield_ns);
     uint32_t seen = atomic_load_explicit(&s->handovers, memory_order_acquire);
     pthread_mutex_unlock(&s->mu);
     while (atomic_load_explicit(&s->done, memory_order_acquire) < target &&
@@ -396,7 +400,7 @@ static void host_run_until_locked(hal_stream *s, uint64_t target)
             (void)host_exec_locked(s, target, EXEC_HOST);
         } else if (!polled) {
             polled = true;
-            poll_done(s, target);
+            poll_done(s, target, emu_cfg()->yield_ns);
         } else {
             (void)sleep_done(s, target, UINT64_MAX);
             polled = false; /* the role may be free now: poll again before the next sleep */
@@ -407,7 +411,10 @@ static void host_run_until_locked(hal_stream *s, uint64_t target)
 }
 
 /* A helping host thread (emu_stream_help_until): takes the role from the worker at its next task
- * boundary if that comes within a poll, runs what it may, and leaves the rest to the worker. */
+ * boundary if the worker runs a program and ends it within a short poll (a small collective's takes
+ * a few microseconds unless it waits for a peer), runs what it may, and leaves the rest to the
+ * worker. A worker inside anything else (a host function, an event wait) may stay there for long:
+ * the helper leaves at once. */
 static void host_help_locked(hal_stream *s, uint64_t target)
 {
     bool polled = false;
@@ -416,11 +423,11 @@ static void host_help_locked(hal_stream *s, uint64_t target)
         if (!s->running && s->head) {
             if (!host_exec_locked(s, target, EXEC_HELP))
                 break;
-        } else if (!polled) {
+        } else if (!polled && s->running_prog) {
             polled = true;
-            poll_done(s, target);
+            poll_done(s, target, EMU_HELP_POLL_NS);
         } else {
-            break; /* the worker is inside a task (a wait for a peer): it goes on with it */
+            break; /* the worker is inside a task that may take long (a hold, a wait): it goes on */
         }
     }
     s->host_wants--;
