@@ -121,13 +121,15 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 #define ALGO_ONEWAY_MIN_RANKS 2u
 /* Eager plans run only where every other plan is mesh: at most this many ranks (algo_select). */
 #define ALGO_MESH_MAX_RANKS 8u
-/* Default crossover when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops
- * whose per-box bytes are at most ALGO_EAGER_SCALE / n^2 go eager (32 KiB at 2 ranks, 8 KiB at
- * 4, 2 KiB at 8); Broadcast and Scatter, ALGO_EAGER_SCALE / n (64, 32, 16 KiB); never more than
- * a box. Where every rank sends to every rank, eager's extra copies (into the inboxes and out)
- * grow with n(n-1) x bytes; in Broadcast and Scatter only the root's n-1 boxes are copied twice.
- * Measured with the execution core of issue #8 (docs/perf.md, "Eager protocol crossover"). */
-#define ALGO_EAGER_SCALE (128u << 10)
+/* Default crossover when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops whose
+ * per-box bytes are at most 2 KiB go eager, at every rank count eager runs at (up to
+ * ALGO_MESH_MAX_RANKS). Eager copies every block twice (into the inboxes and out); mesh copies
+ * once but pays a per-call address exchange and completion handshake. Since the host runs its own
+ * launches (docs/runtime.md, "The host helps early") those cost mesh a few microseconds, and
+ * from 4 KiB blocks mesh was as fast or faster at 2, 4 and 8 ranks, Broadcast included (docs/perf.md,
+ * "Eager crossover after the host helps"); one-way calls need eager up to ALGO_ONEWAY_MAX_BYTES. */
+#define ALGO_EAGER_DEFAULT_BYTES (2u << 10)
+_Static_assert(ALGO_EAGER_DEFAULT_BYTES >= ALGO_ONEWAY_MAX_BYTES, "one-way calls are eager by default");
 #define ALGO_EAGER_AUTO UINT64_MAX
 #define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX /* the largest setting: one box */
 
@@ -320,8 +322,9 @@ bool algo_supports(algo_kind kind, const algo_op *op);
 /* Bytes one rank puts into one inbox box for op (count x element size): what the eager crossover
  * compares, the same on every rank (it comes from the op signature). */
 uint64_t algo_eager_bytes(const algo_op *op);
-/* The default crossover for op (HCCL_EAGER_MAX_BYTES unset; see ALGO_EAGER_SCALE): from its
- * collective and rank count, so the same on every rank. */
+/* The default crossover for op (HCCL_EAGER_MAX_BYTES unset): ALGO_EAGER_DEFAULT_BYTES. A function
+ * of the op (the same on every rank) so that the choice may depend on it again when measurements
+ * say so. */
 uint64_t algo_eager_default(const algo_op *op);
 
 #endif

@@ -43,9 +43,8 @@ uint64_t algo_eager_bytes(const algo_op *op)
 
 uint64_t algo_eager_default(const algo_op *op)
 {
-    uint64_t n = op->nranks ? op->nranks : 1;
-    uint64_t v = ALGO_EAGER_SCALE / (algo_coll_rooted_put(op->coll) ? n : n * n);
-    return v > ALGO_EAGER_BOX ? ALGO_EAGER_BOX : v;
+    (void)op; /* the same for every collective and rank count (plan.h) */
+    return ALGO_EAGER_DEFAULT_BYTES;
 }
 
 /* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */

@@ -198,31 +198,33 @@ Test(algo_eager, verifier_inbox_rules)
     expect_refused(peer_box0, in, 8, "past the declared box bytes");
 }
 
-/* The default crossover (algos/plan.h ALGO_EAGER_SCALE): 128 KiB / n^2, Broadcast and Scatter
- * 128 KiB / n, never past a box. */
+/* The default crossover (algos/plan.h ALGO_EAGER_DEFAULT_BYTES): 2 KiB blocks for every
+ * collective and rank count, one-way Broadcast and Scatter included. */
 static uint64_t dflt(algo_coll c, uint32_t n)
 {
     algo_op op = {.coll = c, .nranks = n, .dtype = HAL_DT_FP32};
     return algo_eager_default(&op);
 }
 
-Test(algo_eager, default_crossover_by_rank_count)
+/* The choice for `count` fp32 elements of c at n ranks, crossover unset. */
+static algo_kind auto_choice(algo_coll c, uint32_t n, uint64_t count)
 {
-    cr_expect_eq(dflt(ALGO_COLL_ALLREDUCE, 2), 32u << 10);
-    cr_expect_eq(dflt(ALGO_COLL_ALLGATHER, 4), 8u << 10);
-    cr_expect_eq(dflt(ALGO_COLL_ALLTOALL, 8), 2u << 10);
-    cr_expect_eq(dflt(ALGO_COLL_REDUCE, 3), (128u << 10) / 9);
-    cr_expect_eq(dflt(ALGO_COLL_REDUCE_SCATTER, 1), ALGO_EAGER_BOX, "one rank: capped at a box");
-    cr_expect_eq(dflt(ALGO_COLL_BROADCAST, 2), ALGO_EAGER_BOX);
-    cr_expect_eq(dflt(ALGO_COLL_BROADCAST, 8), 16u << 10);
-    cr_expect_eq(dflt(ALGO_COLL_SCATTER, 4), 32u << 10);
-    algo_topo topo = {.nranks = 2, .eager_max = ALGO_EAGER_AUTO};
-    algo_op op = {.coll = ALGO_COLL_ALLGATHER, .nranks = 2, .count = 8192, .dtype = HAL_DT_FP32};
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER, "32 KiB blocks at 2 ranks: eager");
-    op.count = 8193;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "past 32 KiB at 2 ranks: mesh");
-    op.coll = ALGO_COLL_BROADCAST, op.nranks = 8, op.count = 4096;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER, "16 KiB broadcast at 8 ranks: eager");
-    op.count = 4097;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "past 16 KiB at 8 ranks: mesh");
+    algo_topo topo = {.nranks = n, .eager_max = ALGO_EAGER_AUTO};
+    algo_op op = {.coll = c, .nranks = n, .count = count, .dtype = HAL_DT_FP32};
+    return algo_select(&op, &topo, ALGO_AUTO);
+}
+
+Test(algo_eager, default_crossover)
+{
+    const algo_coll colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_ALLTOALL, ALGO_COLL_REDUCE,
+                               ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_BROADCAST, ALGO_COLL_SCATTER};
+    for (uint32_t n = 1; n <= 8; n++)
+        for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
+            cr_expect_eq(dflt(colls[i], n), 2u << 10, "%s at %u ranks", algo_coll_name(colls[i]), n);
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 512), ALGO_EAGER, "2 KiB blocks at 2 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 513), ALGO_MESH, "past 2 KiB at 2 ranks: mesh");
+    cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 512), ALGO_EAGER, "2 KiB broadcast at 8 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 513), ALGO_MESH, "past 2 KiB at 8 ranks: mesh");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 512), ALGO_EAGER, "2 KiB at 5 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 513), ALGO_MESH, "past 2 KiB at 5 ranks: mesh");
 }
