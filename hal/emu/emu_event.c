@@ -201,7 +201,7 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
 
 void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result sticky)
 {
-    uint64_t now = emu_now_ns();
+    uint64_t now = e->flags & HAL_EVENT_TIMING ? emu_now_ns() : 0; /* only elapsed_ms reads it */
     pthread_mutex_lock(&e->mu);
     if (seq > atomic_load_explicit(&e->rec_done, memory_order_relaxed)) {
         e->ts_ns = now;
