@@ -266,6 +266,16 @@ static uint64_t sync_target(hal_event *e)
     return enq == atomic_load_explicit(&e->reset_mark, memory_order_relaxed) ? 0 : enq;
 }
 
+/* e->mu held: the stream, slot generation and position of the record `target` waits for, if it
+ * has not completed and its stream is known. */
+static bool pending_record(const hal_event *e, uint64_t target, hal_stream **s, uint32_t *gen, uint64_t *pos)
+{
+    *s = e->rec_stream;
+    *gen = e->rec_gen;
+    *pos = e->rec_pos;
+    return e->rec_done < target && *s;
+}
+
 hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
 {
     if (!e)
@@ -276,10 +286,10 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     pthread_mutex_lock(&e->mu);
     target = sync_target(e);
-    if (timeout_ms < 0 && e->rec_done < target && e->rec_stream) { /* no hand-off: run it here */
-        hal_stream *s = e->rec_stream;
-        uint32_t gen = e->rec_gen;
-        uint64_t pos = e->rec_pos;
+    hal_stream *s;
+    uint32_t gen;
+    uint64_t pos;
+    if (timeout_ms < 0 && pending_record(e, target, &s, &gen, &pos)) { /* no hand-off: run it here */
         pthread_mutex_unlock(&e->mu);
         emu_stream_run_until(s, gen, pos);
         (void)event_poll(e, target); /* the stream was destroyed since (another gen) */
@@ -308,11 +318,11 @@ hal_result emu_event_help(hal_event *e)
         return HAL_E_PARAM;
     uint64_t target = sync_target(e);
     if (atomic_load_explicit(&e->rec_done, memory_order_acquire) < target) {
+        hal_stream *s;
+        uint32_t gen;
+        uint64_t pos;
         pthread_mutex_lock(&e->mu);
-        hal_stream *s = e->rec_stream;
-        uint32_t gen = e->rec_gen;
-        uint64_t pos = e->rec_pos;
-        bool pending = e->rec_done < sync_target(e) && s;
+        bool pending = pending_record(e, sync_target(e), &s, &gen, &pos);
         pthread_mutex_unlock(&e->mu);
         if (pending)
             emu_stream_help_until(s, gen, pos);

@@ -150,10 +150,14 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
 emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
 {
     prog_run r = {s, false, help};
-    for (; t->u.prog.pc < t->u.prog.n; t->u.prog.pc++) {
-        emu_wait_end end = run_insn(&r, &t->u.prog.insns[t->u.prog.pc]);
-        if (end != EMU_WAIT_MET)
-            return end == EMU_WAIT_LATER ? EMU_PROG_SUSPENDED : EMU_PROG_FAILED;
+    for (uint32_t i = t->u.prog.pc; i < t->u.prog.n; i++) {
+        emu_wait_end end = run_insn(&r, &t->u.prog.insns[i]);
+        if (end == EMU_WAIT_LATER) {
+            t->u.prog.pc = i; /* the next run resumes at this wait */
+            return EMU_PROG_SUSPENDED;
+        }
+        if (end == EMU_WAIT_FAILED)
+            return EMU_PROG_FAILED;
     }
     return EMU_PROG_DONE;
 }
