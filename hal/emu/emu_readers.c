@@ -107,10 +107,11 @@ void emu_regions_read_end(void)
     atomic_store_explicit(&t_mark->depth, d - 1, memory_order_release);
 }
 
-/* The writer's half: every thread of the process runs a full barrier. A child forked after the
- * registration is not registered itself (EPERM): it registers, then the barrier covers its
- * threads' earlier stores as well. Should the kernel still refuse, readers stay inside for a few
- * loads only: a millisecond outlasts them. */
+/* The writer's half: every thread of the process runs a full barrier. A process the kernel does
+ * not count as registered (EPERM: a forked child, on a kernel that does not carry the
+ * registration across fork; Linux 6.x here does) registers now, and the barrier still covers its
+ * threads' earlier stores. Should the kernel refuse, a millisecond outlasts any store still
+ * buffered (readers stay inside for a few loads only). */
 static void writer_barrier(void)
 {
     if (!g_fence_async || membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
