@@ -380,7 +380,7 @@ bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
     take_result tr = wait_polled(n, abort_flag, take, &t0);
     if (tr != TAKE_NONE)
         return tr == TAKE_OK || fail_stale(s, n);
-    return wait_asleep(s, n, t0 ? t0 : emu_now_ns(), timeout_ms, abort_flag, take);
+    return wait_asleep(s, n, t0, timeout_ms, abort_flag, take); /* t0: set by every poll that got nothing */
 }
 
 emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take)
