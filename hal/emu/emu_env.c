@@ -74,9 +74,12 @@ static void cfg_init(void)
     g_cfg.connect_timeout_s = end && !*end && t >= 1 && t <= 86400 ? (uint32_t)t : 120;
 }
 
-const emu_config *emu_cfg(void)
+_Atomic(const emu_config *) emu_cfg_read;
+
+const emu_config *emu_cfg_first(void)
 {
     pthread_once(&g_cfg_once, cfg_init);
+    atomic_store_explicit(&emu_cfg_read, &g_cfg, memory_order_release);
     return &g_cfg;
 }
 

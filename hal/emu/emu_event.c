@@ -25,8 +25,8 @@ struct hal_event {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     _Atomic uint64_t rec_enq, reset_mark; /* written under mu; query and sync read them without */
-    _Atomic uint64_t rec_done;  /* written under mu, polled without it */
-    int sleepers;               /* waiters in cv (under mu): a record broadcasts only then */
+    _Atomic uint64_t rec_done;  /* raised with or without mu (emu_event_complete), polled without */
+    _Atomic int sleepers;       /* waiters in cv (changed under mu): a record broadcasts only then */
     hal_stream *rec_stream;     /* the latest record's stream, its slot generation and the */
     uint32_t rec_gen;           /* stream's task count once the record ran (host execution */
     uint64_t rec_pos;           /* in event_sync); rec_stream NULL = unknown */
@@ -199,8 +199,35 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
     emu_event_complete(s, t->u.ev.e, t->u.ev.seq, sticky);
 }
 
+/* rec_done only grows, also when two streams complete records of one event at once. */
+static void raise_done(hal_event *e, uint64_t seq)
+{
+    uint64_t cur = atomic_load_explicit(&e->rec_done, memory_order_relaxed);
+    while (cur < seq && !atomic_compare_exchange_weak(&e->rec_done, &cur, seq))
+        ;
+}
+
+/* The common completion, without e->mu: no error to carry, no time to stamp (a loop of small
+ * calls completes one launch event per call). A waiter counts itself in `sleepers` before it reads
+ * rec_done under mu, and this reads sleepers after raising rec_done: one of the two sees the other
+ * (both seq_cst), so a waiter that missed the raise is woken. */
+static bool complete_fast(hal_event *e, uint64_t seq)
+{
+    if (e->flags & HAL_EVENT_TIMING || atomic_load_explicit(&e->err, memory_order_relaxed) != HAL_OK)
+        return false;
+    raise_done(e, seq);
+    if (atomic_load(&e->sleepers)) {
+        pthread_mutex_lock(&e->mu);
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+    return true;
+}
+
 void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result sticky)
 {
+    if (sticky == HAL_OK && complete_fast(e, seq))
+        return;
     uint64_t now = e->flags & HAL_EVENT_TIMING ? emu_now_ns() : 0; /* only elapsed_ms reads it */
     pthread_mutex_lock(&e->mu);
     if (seq > atomic_load_explicit(&e->rec_done, memory_order_relaxed)) {
@@ -211,8 +238,7 @@ void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result st
             snprintf(e->msg, sizeof e->msg, "%s", s->msg);
             pthread_mutex_unlock(&s->mu);
         }
-        /* after err/msg/ts: a poller that sees it takes mu before reading them */
-        atomic_store_explicit(&e->rec_done, seq, memory_order_release);
+        raise_done(e, seq); /* after err/msg/ts: a poller that sees it takes mu before reading them */
         if (e->sleepers)
             pthread_cond_broadcast(&e->cv);
     }

@@ -45,7 +45,15 @@ typedef struct emu_config {
     uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
-const emu_config *emu_cfg(void);
+/* The configuration, read on first use. Waits and DMAs ask for it on every call: once read, an
+ * inline load instead of a call into pthread_once. */
+extern _Atomic(const emu_config *) emu_cfg_read;
+const emu_config *emu_cfg_first(void);
+static inline const emu_config *emu_cfg(void)
+{
+    const emu_config *c = atomic_load_explicit(&emu_cfg_read, memory_order_acquire);
+    return c ? c : emu_cfg_first();
+}
 /* Fixed address of device `id`'s region on this process's server. */
 void *emu_region_base(uint32_t server_index, uint32_t id);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/oh_log.h"
+#include "common/oh_tls.h"
 #include "hal/emu/emu_internal.h"
 
 #define READER_MARKS 512u /* threads beyond share one more mark (correct, only slower) */
@@ -24,7 +25,7 @@ typedef struct reader_mark {
 static reader_mark g_marks[READER_MARKS];
 static reader_mark g_shared;
 static _Atomic uint32_t g_used; /* marks [0, g_used) were handed out at least once */
-static _Thread_local reader_mark *t_mark;
+static _Thread_local OH_TLS_HOT reader_mark *t_mark;
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static bool g_key_ok;

@@ -7,13 +7,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "common/oh_tls.h"
 #include "hal/emu/emu_internal.h"
 
 #define POOL_MAX 2048u
 #define HEAP_DESCS_KEEP 64u /* larger descriptor arrays are not kept with a pooled task */
 
-static _Thread_local emu_task *t_spare;
-static _Thread_local bool t_keyed;
+static _Thread_local OH_TLS_HOT emu_task *t_spare;
+static _Thread_local OH_TLS_HOT bool t_keyed;
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static bool g_key_ok;

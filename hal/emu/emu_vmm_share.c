@@ -141,16 +141,21 @@ static void mirror_sync(emu_region *r, uint64_t gen)
     atomic_store_explicit(&r->vmm_seen, gen, memory_order_release);
 }
 
-/* Fast path, no lock: has any imported table moved since we mirrored it? */
+/* Fast path, no lock: has any imported table moved since we mirrored it? Asked before every
+ * program's first DMA: the scan stops once it saw as many regions as are mapped (a region mapped
+ * meanwhile is one this program's DMA could not have reached through us yet). */
 static bool imports_changed(void)
 {
     bool changed = false;
     emu_regions_read_begin();
-    for (uint32_t i = 0; i < EMU_MAX_DEVICES && !changed; i++) {
+    uint32_t left = emu_regions_mapped();
+    for (uint32_t i = 0; i < EMU_MAX_DEVICES && left && !changed; i++) {
         emu_region *r = emu_region_peek(i);
-        changed = r && !r->owned &&
-                  atomic_load_explicit(&table_of(r->base)->gen, memory_order_acquire) !=
-                      atomic_load_explicit(&r->vmm_seen, memory_order_acquire);
+        if (!r)
+            continue;
+        left--;
+        changed = !r->owned && atomic_load_explicit(&table_of(r->base)->gen, memory_order_acquire) !=
+                                   atomic_load_explicit(&r->vmm_seen, memory_order_acquire);
     }
     emu_regions_read_end();
     return changed;
