@@ -222,8 +222,10 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     default_name(c, root, name); /* before the links: their log lines name the communicator */
     if (rc == HCCL_SUCCESS)
         rc = exchange_and_connect(c, root);
-    if (rc == HCCL_SUCCESS)
+    if (rc == HCCL_SUCCESS) {
         rt_oneway_warm(c);
+        rt_launch_help_setup(c);
+    }
     if (rc == HCCL_SUCCESS)
         rc = rt_handle_new(c);
     if (rc != HCCL_SUCCESS) {

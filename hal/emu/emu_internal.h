@@ -344,7 +344,11 @@ bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
                         emu_take take);
 /* How a helping host thread's wait ended (emu_stream_help_until). */
 typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_wait_end;
-/* emu_notify_do_wait's poll only: EMU_WAIT_LATER (nothing taken) where that wait would sleep. */
+/* How long a helping host thread polls, for the worker to hand the stream over and in a program's
+ * wait for a peer: it is not the executor, and a peer that is late is the worker's to wait for. */
+#define EMU_HELP_POLL_NS 20000ull
+/* emu_notify_do_wait's poll, at most EMU_HELP_POLL_NS: EMU_WAIT_LATER (nothing taken) where that
+ * wait would poll on or sleep. */
 emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take);
 /* How a program task's run ended. */
 typedef enum emu_prog_end { EMU_PROG_DONE, EMU_PROG_FAILED, EMU_PROG_SUSPENDED } emu_prog_end;

@@ -354,16 +354,21 @@ static uint64_t wait_spin_ns(const emu_config *cfg)
     return emu_regions_mapped() <= cfg->ncpus ? EMU_AUTO_SPIN_NS : 0;
 }
 
-/* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us). TAKE_NONE
- * when it did not get through (or the abort flag is up); *t0: when the poll began. */
-static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, emu_take take, uint64_t *t0)
+/* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us), for at most
+ * `budget` ns in all. TAKE_NONE when it did not get through (or the abort flag is up); *t0: when
+ * the poll began. */
+static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, emu_take take, uint64_t budget,
+                               uint64_t *t0)
 {
     take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
     if (tr != TAKE_NONE)
         return tr;
     const emu_config *cfg = emu_cfg();
+    uint64_t spin = wait_spin_ns(cfg), yield = cfg->yield_ns;
+    spin = spin < budget ? spin : budget;
+    yield = yield < budget - spin ? yield : budget - spin;
     emu_poll p;
-    emu_poll_init(&p, wait_spin_ns(cfg), cfg->yield_ns);
+    emu_poll_init(&p, spin, yield);
     *t0 = p.t0;
     do {
         tr = notify_take(n, take);
@@ -377,7 +382,7 @@ bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
                         emu_take take)
 {
     uint64_t t0 = 0;
-    take_result tr = wait_polled(n, abort_flag, take, &t0);
+    take_result tr = wait_polled(n, abort_flag, take, UINT64_MAX, &t0);
     if (tr != TAKE_NONE)
         return tr == TAKE_OK || fail_stale(s, n);
     return wait_asleep(s, n, t0, timeout_ms, abort_flag, take); /* t0: set by every poll that got nothing */
@@ -386,7 +391,7 @@ bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
 emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take)
 {
     uint64_t t0 = 0;
-    take_result tr = wait_polled(n, abort_flag, take, &t0);
+    take_result tr = wait_polled(n, abort_flag, take, EMU_HELP_POLL_NS, &t0);
     if (tr == TAKE_NONE)
         return EMU_WAIT_LATER;
     return tr == TAKE_OK || fail_stale(s, n) ? EMU_WAIT_MET : EMU_WAIT_FAILED;

@@ -102,9 +102,6 @@ hal_result emu_stream_err(hal_stream *s)
  * (emu_stream_help_until: it runs only what cannot wait on the host itself, and no wait sleeps). */
 typedef enum exec_mode { EXEC_WORKER, EXEC_HOST, EXEC_HELP } exec_mode;
 
-/* How long a helper polls for the worker to finish its program and hand the stream over. */
-#define EMU_HELP_POLL_NS 20000ull
-
 /* May a helping host thread run t? Not a host or task function (it may wait for this very thread),
  * a plain notify wait, nor an event wait whose record has not completed. */
 static bool helpable(const emu_task *t)

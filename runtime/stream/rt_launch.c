@@ -3,6 +3,7 @@
  * waits for the device: the host enqueues and returns. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/stream/rt_launch.h"
 #include "runtime/rt_trace.h"
@@ -65,22 +66,45 @@ static rt_launch_ctx *pending_leaving(rt_comm *c, uint32_t left)
     return ctx;
 }
 
-/* Well before the queue is full, the host runs the older half of its launches itself where that
- * cannot block it (hal event_help): a loop of small calls then costs one thread per rank instead
- * of the host and the worker taking turns on the cores (docs/runtime.md, "A bounded queue"). What
- * it cannot run (a hold, a peer that is late) stays with the worker, and the next try waits for
- * RT_LAUNCH_HELP_AT / 2 more launches. */
+void rt_launch_help_setup(rt_comm *c)
+{
+    uint32_t local = 0;
+    for (uint32_t q = 0; q < c->nranks; q++)
+        local += !c->peers[q].remote;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    c->ranks_fit_cpus = cpus > 0 && local <= (uint64_t)cpus;
+}
+
+/* Launches in flight from which the host helps. Early (all but the newest) where a helped
+ * program's waits are short: every rank of this server has a CPU, so the peers it waits for are
+ * running; or the newest launch goes one-way, so its root never waits for a receiver, and a
+ * receiver only for the root, which runs ahead. Otherwise a rank that ran its newest launch at
+ * once would wait for peers that have not had the CPU yet (8 B AllReduce at N = 4 on 2 CPUs took
+ * twice as long): it lets a batch of calls build up first. */
+uint32_t rt_launch_help_from(const rt_comm *c)
+{
+    const rt_launch_ctx *newest = c->pending_tail;
+    return c->ranks_fit_cpus || (newest && newest->plan->oneway) ? RT_LAUNCH_HELP_EARLY : RT_LAUNCH_HELP_AT;
+}
+
+/* Well before the queue is full, the host runs the older launches itself where that cannot block
+ * it (hal event_help): a loop of small calls then costs one thread per rank instead of the host
+ * and the worker taking turns on the cores (docs/runtime.md, "The host helps early"). It runs
+ * those older than the newest half of the window (rt_launch_help_from). What it cannot run (a
+ * hold, a peer that is late) stays with the worker, and the next try waits for half a window more
+ * launches. */
 static void help(rt_comm *c)
 {
-    if (c->npending < RT_LAUNCH_HELP_AT) {
+    uint32_t window = rt_launch_help_from(c);
+    if (c->npending < window) {
         c->help_at = 0;
         return;
     }
     if (!c->hal->event_help || c->npending < c->help_at)
         return;
-    hal_result rc = c->hal->event_help(pending_leaving(c, RT_LAUNCH_HELP_AT / 2)->done);
+    hal_result rc = c->hal->event_help(pending_leaving(c, window / 2)->done);
     rt_launch_reclaim(c, false);
-    c->help_at = rc == HAL_E_NOT_READY ? c->npending + RT_LAUNCH_HELP_AT / 2 : 0;
+    c->help_at = rc == HAL_E_NOT_READY ? c->npending + window / 2 : 0;
 }
 
 /* A stream's queue is finite on a device too: with RT_LAUNCH_INFLIGHT_MAX launches of this

@@ -218,6 +218,10 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 
 /* Pending launches: reclaim the finished ones; wait for all (destroy). */
 void rt_launch_reclaim(rt_comm *c, bool wait_all);
+/* At init, once the peers are known: do this server's ranks fit its CPUs (rt_launch_help_from)? */
+void rt_launch_help_setup(rt_comm *c);
+/* Launches in flight from which the next call's host helps: RT_LAUNCH_HELP_EARLY or _AT. */
+uint32_t rt_launch_help_from(const rt_comm *c);
 
 /* Launches of one communicator in flight (enqueued, not yet complete) before the host runs the
  * older half of them itself (rt_launch.c, throttle); the launch context pool keeps as many, all
@@ -225,7 +229,9 @@ void rt_launch_reclaim(rt_comm *c, bool wait_all);
  * (8 B Broadcast N = 4, 300 back-to-back calls: 33 us against 16), and warming 256 cost every
  * communicator init more than any loop gained. */
 #define RT_LAUNCH_INFLIGHT_MAX 128u
-/* Launches in flight from which the host helps run the older half itself (rt_launch.c, help). */
+/* Launches in flight from which the host helps run the older half itself (rt_launch.c, help)... */
 #define RT_LAUNCH_HELP_AT 16u
+/* ... or all but the newest, where a helped program's waits are short (rt_launch_help_from). */
+#define RT_LAUNCH_HELP_EARLY 2u
 
 #endif

@@ -1,6 +1,8 @@
-/* From RT_LAUNCH_HELP_AT launches in flight the host runs its older launches itself (rt_launch.c,
- * help; hal event_help). That must never block a caller where a device queue would not. One
- * thread drives both ranks of a communicator (HcclCommInitAll), as single-process programs do:
+/* From RT_LAUNCH_HELP_AT launches in flight (RT_LAUNCH_HELP_EARLY where the ranks fit the CPUs,
+ * or the newest launch went one-way: rt_launch_help_from, checked first) the host runs its older
+ * launches itself (rt_launch.c, help; hal event_help). That must never block a caller where a
+ * device queue would not. One thread drives both ranks of a communicator (HcclCommInitAll), as
+ * single-process programs do:
  *   - rank 0's calls run ahead of rank 1's by more than the threshold, so helping rank 0 meets
  *     waits that only rank 1's calls, issued later by the same thread, can satisfy;
  *   - calls queued behind a host function that holds each stream until this thread releases it.
@@ -8,6 +10,9 @@
  * would hang here (the timeout fails the test). */
 #include <criterion/criterion.h>
 #include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
@@ -24,6 +29,50 @@ typedef struct rank_t {
     aclrtStream s;
     int32_t *in[CALLS], *out[CALLS];
 } rank_t;
+
+/* A communicator as rt_launch_help_from sees it: n ranks, the last `remote` of them on other
+ * servers, and a newest pending launch of a plan that goes one-way or not (none: no launch). */
+typedef struct policy_comm {
+    rt_comm c;
+    algo_plan plan;
+    rt_launch_ctx newest;
+} policy_comm;
+
+static uint32_t help_from(policy_comm *p, uint32_t n, uint32_t remote, int newest_oneway)
+{
+    memset(p, 0, sizeof *p);
+    p->c.nranks = n;
+    p->c.peers = calloc(n, sizeof *p->c.peers);
+    cr_assert_not_null(p->c.peers);
+    for (uint32_t q = n - remote; q < n; q++)
+        p->c.peers[q].remote = true;
+    rt_launch_help_setup(&p->c);
+    if (newest_oneway >= 0) {
+        p->plan.oneway = newest_oneway;
+        p->newest.plan = &p->plan;
+        p->c.pending_head = p->c.pending_tail = &p->newest;
+        p->c.npending = 1;
+    }
+    uint32_t from = rt_launch_help_from(&p->c);
+    free(p->c.peers);
+    return from;
+}
+
+Test(launch_help, early_where_waits_are_short)
+{
+    uint32_t cpus = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    policy_comm p;
+    /* As many ranks here as CPUs: early, whatever the newest launch. */
+    cr_expect_eq(help_from(&p, cpus, 0, -1), RT_LAUNCH_HELP_EARLY);
+    cr_expect_eq(help_from(&p, cpus, 0, 0), RT_LAUNCH_HELP_EARLY);
+    /* One more here: early only after a one-way launch. */
+    cr_expect_eq(help_from(&p, cpus + 1, 0, -1), RT_LAUNCH_HELP_AT);
+    cr_expect_eq(help_from(&p, cpus + 1, 0, 0), RT_LAUNCH_HELP_AT);
+    cr_expect_eq(help_from(&p, cpus + 1, 0, 1), RT_LAUNCH_HELP_EARLY);
+    /* Ranks on other servers take no CPU of this one. */
+    cr_expect_eq(help_from(&p, cpus + 3, 3, 0), RT_LAUNCH_HELP_EARLY);
+    cr_expect_eq(help_from(&p, cpus + 3, 2, 0), RT_LAUNCH_HELP_AT);
+}
 
 static int32_t value(int call, uint32_t rank, int j)
 {
