@@ -43,6 +43,8 @@ typedef struct emu_config {
     uint32_t ncpus;         /* online CPUs */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
     uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
+    bool worker_batch;      /* HCCL_EMU_WORKER_BATCH: stream workers run SCHED_BATCH (emu_stream.c) */
+    bool worker_batch_auto; /* ... unset: while this process's devices outnumber the CPUs */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
 /* The configuration, read on first use. Waits and DMAs ask for it on every call: once read, an

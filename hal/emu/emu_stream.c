@@ -10,6 +10,8 @@
  * memory): emu_stream_live is a range check and one atomic load, and a stale pointer (an event
  * recorded on a stream destroyed since) is detected by the slot's generation under its mutex,
  * which stays initialized for the life of the process. */
+#define _GNU_SOURCE /* SCHED_BATCH */
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,13 +209,29 @@ static void worker_poll(hal_stream *s)
     pthread_mutex_lock(&s->mu);
 }
 
+/* A woken worker that preempts the thread that woke it (its host, on the same CPU when ranks are
+ * bound) costs two context switches before the host goes on. Where this process's devices
+ * outnumber the CPUs they take turns on each CPU anyway, and the worker runs SCHED_BATCH: same
+ * share of the CPU, no wakeup preemption (8 B AllReduce at N = 4 on 2 CPUs: 6.3 -> 5.0 us;
+ * docs/emulator.md, "Threads"). Elsewhere it stays SCHED_OTHER, so work enqueued by a host that
+ * goes on computing starts at once. Checked whenever the worker takes work; *batch: its policy. */
+static void worker_policy(bool *batch)
+{
+    const emu_config *cfg = emu_cfg();
+    bool want = cfg->worker_batch_auto ? emu_regions_mapped() > cfg->ncpus : cfg->worker_batch;
+    struct sched_param none = {0};
+    if (want != *batch && sched_setscheduler(0, want ? SCHED_BATCH : SCHED_OTHER, &none) == 0)
+        *batch = want;
+}
+
 static void *stream_main(void *p)
 {
     hal_stream *s = p;
-    bool polled = false;
+    bool polled = false, batch = false;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         if (s->head && !s->running && !s->parked && !s->host_wants) {
+            worker_policy(&batch);
             s->running = true;
             (void)exec_locked(s, UINT64_MAX, EXEC_WORKER);
             s->running = false;
