@@ -212,7 +212,7 @@ static void worker_poll(hal_stream *s)
 /* A woken worker that preempts the thread that woke it (its host, on the same CPU when ranks are
  * bound) costs two context switches before the host goes on. Where this process's devices
  * outnumber the CPUs they take turns on each CPU anyway, and the worker runs SCHED_BATCH: same
- * share of the CPU, no wakeup preemption (8 B AllReduce at N = 4 on 2 CPUs: 6.3 -> 5.0 us;
+ * share of the CPU, no wakeup preemption (8 B AllReduce at N = 4 on 2 CPUs: 5.0 -> 4.0 us;
  * docs/emulator.md, "Threads"). Elsewhere it stays SCHED_OTHER, so work enqueued by a host that
  * goes on computing starts at once. Checked whenever the worker takes work; *batch: its policy. */
 static void worker_policy(bool *batch)
