@@ -78,8 +78,8 @@ void rt_launch_help_setup(rt_comm *c)
 /* Launches in flight from which the host helps. Early (all but the newest) where a helped
  * program's waits are short: every rank of this server has a CPU, so the peers it waits for are
  * running; or the newest launch goes one-way, so its root never waits for a receiver, and a
- * receiver only for the root, which runs ahead. Otherwise a rank that ran its newest launch at
- * once would wait for peers that have not had the CPU yet (8 B AllReduce at N = 4 on 2 CPUs took
+ * receiver only for the root, which runs ahead. Otherwise a rank that ran its launches that
+ * early would wait for peers that have not had the CPU yet (8 B AllReduce at N = 4 on 2 CPUs took
  * twice as long): it lets a batch of calls build up first. */
 uint32_t rt_launch_help_from(const rt_comm *c)
 {
