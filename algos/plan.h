@@ -130,6 +130,12 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
  * "Eager crossover after the host helps"); one-way calls need eager up to ALGO_ONEWAY_MAX_BYTES. */
 #define ALGO_EAGER_DEFAULT_BYTES (2u << 10)
 _Static_assert(ALGO_EAGER_DEFAULT_BYTES >= ALGO_ONEWAY_MAX_BYTES, "one-way calls are eager by default");
+/* ... and 512 B where every rank of the server has a CPU of its own (topo ranks_concurrent), for
+ * calls that cannot go one-way (algo_eager_default): there the host runs all its launches but the newest (docs/runtime.md,
+ * "The host helps early"), mesh's exchange is cheap, and eager's two cross-core copies of every
+ * line cost more from 1 KiB blocks (2 ranks on 2 CPUs, loops of 2000: AllReduce 1 KiB 1.07 us eager,
+ * 0.75 mesh; 512 B 0.65 and 0.81; docs/perf.md, "The crossover at 2 ranks"). */
+#define ALGO_EAGER_CONCURRENT_BYTES 512u
 #define ALGO_EAGER_AUTO UINT64_MAX
 #define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX /* the largest setting: one box */
 
@@ -248,6 +254,8 @@ typedef struct algo_topo {
     bool oneway;          /* eager Broadcast and Scatter may go one-way (plan.h INBOX) when they
                            * are in a run (op.oneway_run): the runtime binds their one-way slots and
                            * gave every root its credits at init */
+    bool ranks_concurrent; /* every rank on this server has a CPU of its own (the same on every
+                            * rank of the server): the default crossover is lower */
 } algo_topo;
 
 /* Scratch a count-independent plan needs beyond scratch_bytes, from the call's COUNT/DISPL tables
@@ -322,9 +330,9 @@ bool algo_supports(algo_kind kind, const algo_op *op);
 /* Bytes one rank puts into one inbox box for op (count x element size): what the eager crossover
  * compares, the same on every rank (it comes from the op signature). */
 uint64_t algo_eager_bytes(const algo_op *op);
-/* The default crossover for op (HCCL_EAGER_MAX_BYTES unset): ALGO_EAGER_DEFAULT_BYTES. A function
- * of the op (the same on every rank) so that the choice may depend on it again when measurements
- * say so. */
-uint64_t algo_eager_default(const algo_op *op);
+/* The default crossover for op (HCCL_EAGER_MAX_BYTES unset): ALGO_EAGER_CONCURRENT_BYTES for a
+ * call that cannot go one-way where topo's ranks are concurrent, else ALGO_EAGER_DEFAULT_BYTES.
+ * The same on every rank (from the op and the topology). */
+uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo);
 
 #endif

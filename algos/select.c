@@ -41,10 +41,13 @@ uint64_t algo_eager_bytes(const algo_op *op)
     return op->count * hal_dtype_size(op->dtype);
 }
 
-uint64_t algo_eager_default(const algo_op *op)
+uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
 {
-    (void)op; /* the same for every collective and rank count (plan.h) */
-    return ALGO_EAGER_DEFAULT_BYTES;
+    /* Broadcast and Scatter keep the full default wherever they may go one-way: the first call of a
+     * run is not one-way yet, and were it mesh, no run would start (the runtime counts eager plans
+     * that could go one-way: rt_oneway_expect_run). */
+    bool may_go_oneway = topo && topo->oneway && algo_coll_rooted_put(op->coll);
+    return topo && topo->ranks_concurrent && !may_go_oneway ? ALGO_EAGER_CONCURRENT_BYTES : ALGO_EAGER_DEFAULT_BYTES;
 }
 
 /* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */
@@ -127,7 +130,7 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
         /* Eager only where every other plan is mesh (all end full, plan.h INBOX) and unforced. */
         uint64_t max = topo ? topo->eager_max : 0;
         if (max == ALGO_EAGER_AUTO)
-            max = algo_eager_default(op);
+            max = algo_eager_default(op, topo);
         if (forced == ALGO_AUTO && max && algo_eager_supports(op) && algo_eager_bytes(op) <= max)
             return ALGO_EAGER;
         return ALGO_MESH;

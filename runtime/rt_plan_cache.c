@@ -187,7 +187,8 @@ static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
                "<op0>=level0:NA;level1:<algo0>/<op1>=level0:NA;level1:<algo1>", c->algo_spec);
         return HCCL_E_PARA;
     }
-    algo_topo topo = {c->nranks, c->server_of, eager_max(c), c->scratch_budget, c->oneway && !c->net};
+    algo_topo topo = {c->nranks, c->server_of, eager_max(c), c->scratch_budget, c->oneway && !c->net,
+                      c->ranks_fit_cpus};
     algo_kind kind = algo_select(op, &topo, forced);
     int rc = algo_compile(op, &topo, kind, plan);
     if (rc != 0) {

@@ -38,7 +38,7 @@ Test(mismatch, roots_n3, .timeout = 150) { mismatch(3, "root", root_w); }
 Test(mismatch, determinism_n2, .timeout = 150) { mismatch(2, "determinism", det_w); }
 Test(mismatch, determinism_n3, .timeout = 150) { mismatch(3, "determinism", det_w); }
 /* One rank's count is eager-sized, the others' are not: an eager plan against mesh plans. */
-static const char *const xcount_w[] = {"count=256", "count=65536", NULL};
+static const char *const xcount_w[] = {"count=64", "count=65536", NULL};
 Test(mismatch, eager_vs_mesh_allreduce_n2, .timeout = 150) { mismatch(2, "xcount-allreduce", xcount_w); }
 Test(mismatch, eager_vs_mesh_allreduce_n4, .timeout = 150) { mismatch(4, "xcount-allreduce", xcount_w); }
 Test(mismatch, eager_vs_mesh_allgather_n3, .timeout = 150) { mismatch(3, "xcount-allgather", xcount_w); }
@@ -46,7 +46,7 @@ Test(mismatch, eager_vs_mesh_broadcast_n4, .timeout = 150) { mismatch(4, "xcount
 Test(mismatch, eager_vs_mesh_reduce_n3, .timeout = 150) { mismatch(3, "xcount-reduce", xcount_w); }
 Test(mismatch, eager_vs_mesh_allreduce_n8, .timeout = 150) { mismatch(8, "xcount-allreduce", xcount_w); }
 /* Same call, but rank 0 has the eager protocol off (HCCL_EAGER_MAX_BYTES=0). */
-static const char *const proto_w[] = {"HcclAllReduce(count=256, fp32, sum) with the eager protocol", NULL};
+static const char *const proto_w[] = {"HcclAllReduce(count=64, fp32, sum) with the eager protocol", NULL};
 Test(mismatch, eager_off_on_one_rank_n2, .timeout = 150) { mismatch(2, "protocol", proto_w); }
 Test(mismatch, eager_off_on_one_rank_n4, .timeout = 150) { mismatch(4, "protocol", proto_w); }
 /* A peer process that dies is noticed by the watchdog within about a second. */

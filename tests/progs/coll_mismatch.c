@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 enum { MM_COUNT = 256 };
+enum { MM_EAGER = 64 }; /* 256 B of fp32: eager under every default crossover (512 B at least) */
 
 /* After the mismatched call: the failure must show on this rank. 0 if it did. */
 static int observe(prog_env *e, HcclResult enq, const char *what, double t0)
@@ -108,7 +109,7 @@ static int protocol(prog_env *e, void *buf, double t0)
     HcclComm world = e->comm, sub = NULL;
     HCCL_OK(HcclCreateSubCommConfig(&world, e->n, ids, 8, e->rank, &cfg, &sub));
     e->comm = sub;
-    int bad = observe(e, ar(e, buf, MM_COUNT), e->rank == 0 ? "HcclAllReduce (mesh)" : "HcclAllReduce (eager)", t0);
+    int bad = observe(e, ar(e, buf, MM_EAGER), e->rank == 0 ? "HcclAllReduce (mesh)" : "HcclAllReduce (eager)", t0);
     e->comm = world;
     HCCL_OK(HcclCommDestroy(sub));
     free(ids);
@@ -167,7 +168,7 @@ static bool prime_oneway(prog_env *e, void *buf)
 
 static int cross_count(prog_env *e, const char *coll, double t0)
 {
-    uint64_t cnt = e->rank == 0 ? MM_COUNT : MM_BIG;
+    uint64_t cnt = e->rank == 0 ? MM_EAGER : MM_BIG;
     void *in = dev_alloc((size_t)MM_BIG * sizeof(float)), *out = dev_alloc((size_t)e->n * MM_BIG * sizeof(float));
     HcclResult rc;
     if (!strcmp(coll, "allgather"))

@@ -202,16 +202,23 @@ Test(algo_eager, verifier_inbox_rules)
  * collective and rank count, one-way Broadcast and Scatter included. */
 static uint64_t dflt(algo_coll c, uint32_t n)
 {
+    algo_topo topo = {.nranks = n, .eager_max = ALGO_EAGER_AUTO, .oneway = true};
     algo_op op = {.coll = c, .nranks = n, .dtype = HAL_DT_FP32};
-    return algo_eager_default(&op);
+    return algo_eager_default(&op, &topo);
 }
 
-/* The choice for `count` fp32 elements of c at n ranks, crossover unset. */
-static algo_kind auto_choice(algo_coll c, uint32_t n, uint64_t count)
+/* The choice for `count` fp32 elements of c at n ranks, crossover unset; concurrent: every rank has
+ * a CPU of its own. */
+static algo_kind choice(algo_coll c, uint32_t n, uint64_t count, bool concurrent)
 {
-    algo_topo topo = {.nranks = n, .eager_max = ALGO_EAGER_AUTO};
+    algo_topo topo = {.nranks = n, .eager_max = ALGO_EAGER_AUTO, .oneway = true, .ranks_concurrent = concurrent};
     algo_op op = {.coll = c, .nranks = n, .count = count, .dtype = HAL_DT_FP32};
     return algo_select(&op, &topo, ALGO_AUTO);
+}
+
+static algo_kind auto_choice(algo_coll c, uint32_t n, uint64_t count)
+{
+    return choice(c, n, count, false);
 }
 
 Test(algo_eager, default_crossover)
@@ -227,4 +234,23 @@ Test(algo_eager, default_crossover)
     cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 513), ALGO_MESH, "past 2 KiB at 8 ranks: mesh");
     cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 512), ALGO_EAGER, "2 KiB at 5 ranks: eager");
     cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 513), ALGO_MESH, "past 2 KiB at 5 ranks: mesh");
+}
+
+/* Where every rank has a CPU: 512 B blocks, except for the calls that may go one-way. */
+Test(algo_eager, concurrent_crossover)
+{
+    const algo_coll lower[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_ALLTOALL, ALGO_COLL_REDUCE,
+                               ALGO_COLL_REDUCE_SCATTER};
+    for (size_t i = 0; i < sizeof lower / sizeof lower[0]; i++) {
+        cr_expect_eq(choice(lower[i], 2, 128, true), ALGO_EAGER, "%s, 512 B", algo_coll_name(lower[i]));
+        cr_expect_eq(choice(lower[i], 2, 129, true), ALGO_MESH, "%s, past 512 B", algo_coll_name(lower[i]));
+        cr_expect_eq(choice(lower[i], 2, 129, false), ALGO_EAGER, "%s, past 512 B, ranks share CPUs",
+                     algo_coll_name(lower[i]));
+    }
+    cr_expect_eq(choice(ALGO_COLL_BROADCAST, 2, 512, true), ALGO_EAGER, "Broadcast may go one-way: 2 KiB");
+    cr_expect_eq(choice(ALGO_COLL_SCATTER, 2, 512, true), ALGO_EAGER, "Scatter may go one-way: 2 KiB");
+    cr_expect_eq(choice(ALGO_COLL_BROADCAST, 2, 513, true), ALGO_MESH, "Broadcast past 2 KiB");
+    algo_topo no_oneway = {.nranks = 2, .eager_max = ALGO_EAGER_AUTO, .ranks_concurrent = true};
+    algo_op bc = {.coll = ALGO_COLL_BROADCAST, .nranks = 2, .dtype = HAL_DT_FP32};
+    cr_expect_eq(algo_eager_default(&bc, &no_oneway), 512u, "Broadcast where nothing goes one-way");
 }

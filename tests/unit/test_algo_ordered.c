@@ -70,7 +70,7 @@ static void expect_order_rejected(algo_kind kind, algo_coll coll)
 {
     enum { N = 4 };
     algo_plan *plans[N] = {0};
-    algo_topo topo = {N, NULL, 0, 0, false};
+    algo_topo topo = {.nranks = N};
     for (uint32_t r = 0; r < N; r++) {
         algo_op op = {.coll = coll, .nranks = N, .rank = r, .count = 8, .dtype = HAL_DT_FP32,
                       .redop = HAL_OP_SUM};
@@ -97,7 +97,7 @@ Test(algo_ordered, flag_changes_the_plan)
 {
     algo_op op = {.coll = ALGO_COLL_ALLREDUCE, .nranks = 3, .rank = 2, .count = 9, .dtype = HAL_DT_BF16,
                   .redop = HAL_OP_SUM};
-    algo_topo topo = {3, NULL, 0, 0, false};
+    algo_topo topo = {.nranks = 3};
     algo_plan *plain = NULL, *ordered = NULL;
     cr_assert_eq(algo_compile(&op, &topo, ALGO_MESH, &plain), 0);
     op.deterministic = true;
