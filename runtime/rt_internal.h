@@ -157,7 +157,8 @@ typedef struct rt_comm {
     struct rt_launch_ctx *pending_head, *pending_tail; /* launches not yet reclaimed (FIFO) */
     uint32_t npending;
     uint32_t help_at;         /* npending from which the host helps again (rt_launch.c; 0: rt_launch_help_from) */
-    bool ranks_fit_cpus;      /* this server's ranks are no more than its CPUs (rt_launch_help_setup) */
+    bool ranks_fit_cpus;      /* this server's ranks are no more than its CPUs (rt_launch_help_setup): the
+                                 host helps early, and plans get topo ranks_concurrent */
     struct rt_launch_ctx *ctx_pool; /* reclaimed launch contexts, reused by the next launches */
     uint32_t ctx_pooled;
     /* config */

@@ -141,6 +141,10 @@ void emu_regions_read_end(void);
 void emu_regions_wait_readers(void);
 /* Devices of this server this process has mapped (its own and imported ones). */
 uint32_t emu_regions_mapped(void);
+/* Does every device this process works with have a CPU of its own (mapped regions <= online CPUs)?
+ * Then a peer is likely running right now: notify waits spin, stream workers keep wakeup
+ * preemption. */
+bool emu_devices_fit_cpus(void);
 emu_region *emu_region_peek(uint32_t id);
 /* Which device id of this process's server owns the region that would hold ptr (UINT32_MAX: none). */
 uint32_t emu_region_id_of(const void *ptr);

@@ -351,7 +351,7 @@ static uint64_t wait_spin_ns(const emu_config *cfg)
 {
     if (!cfg->spin_auto)
         return cfg->spin_ns;
-    return emu_regions_mapped() <= cfg->ncpus ? EMU_AUTO_SPIN_NS : 0;
+    return emu_devices_fit_cpus() ? EMU_AUTO_SPIN_NS : 0;
 }
 
 /* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us), for at most

@@ -44,6 +44,11 @@ uint32_t emu_regions_mapped(void)
     return atomic_load_explicit(&g_mapped, memory_order_relaxed);
 }
 
+bool emu_devices_fit_cpus(void)
+{
+    return emu_regions_mapped() <= emu_cfg()->ncpus;
+}
+
 /* Maps fd at the device's fixed address; never replaces an existing mapping. */
 static hal_result region_map(uint32_t id, int fd, uint64_t size, void **out)
 {

@@ -218,7 +218,7 @@ static void worker_poll(hal_stream *s)
 static void worker_policy(bool *batch)
 {
     const emu_config *cfg = emu_cfg();
-    bool want = cfg->worker_batch_auto ? emu_regions_mapped() > cfg->ncpus : cfg->worker_batch;
+    bool want = cfg->worker_batch_auto ? !emu_devices_fit_cpus() : cfg->worker_batch;
     struct sched_param none = {0};
     if (want != *batch && sched_setscheduler(0, want ? SCHED_BATCH : SCHED_OTHER, &none) == 0)
         *batch = want;
