@@ -297,6 +297,10 @@ typedef struct hal_ops {
      * destroyed. While the handle keeps signals (keep_rest), the kept ones only: the wait will not
      * block, and the shared count is not read. Optional (NULL: unknown). */
     uint32_t (*notify_pending)(hal_notify *n);
+    /* The count now, signals this handle keeps included: what notify_wait_count compares with its
+     * target (reads the shared count; notify_pending may not). 0 for a notify its owner destroyed.
+     * Optional (NULL: unknown). */
+    uint32_t (*notify_count)(hal_notify *n);
     /* Enqueue: waits until the notify holds at least `at_least` (>= 1) signals and takes none of
      * them; the same timeout, abort and generation rules as notify_wait. What a root's one-way
      * drain needs: all the credits back, in one wait (runtime/rt_oneway.c). Optional (NULL). */
@@ -321,8 +325,8 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 10u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
-                             * 9: keep_rest in a program's notify wait; 10: event_help */
+#define HAL_ABI_VERSION 11u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+                             * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -159,20 +159,41 @@ int rt_oneway_peek_credit_task(void *arg, char *msg, size_t len)
     return 0;
 }
 
-static int check_all(rt_comm *c, uint64_t seq, char *msg, size_t len)
+/* How many calls of the run q has not given its credit back for (the count the drain's wait
+ * compares, kept credits included; all of them when the backend cannot say). q gives one back
+ * only after it checked the header (or record) of a call it ran as this root's receiver against
+ * its own call, the whole signature and seq (rt_eager_check_task, rt_fetch_task): its views of
+ * the others are this rank's. A communicator's calls run in call order, so the owed calls are the
+ * newest. */
+static uint32_t credits_owed(const rt_comm *c, uint32_t q, uint32_t ndrain)
 {
-    for (uint32_t q = 0; q < c->nranks; q++)
-        if (check_view(c, q, seq, msg, len))
-            return HAL_E_ABORTED;
-    return 0;
+    if (!c->hal->notify_count)
+        return ndrain;
+    uint32_t back = c->hal->notify_count(c->peers[q].from_peer[ALGO_SLOT_CREDIT]);
+    uint32_t owed = back < ALGO_ONEWAY_SLOTS ? ALGO_ONEWAY_SLOTS - back : 0;
+    return owed < ndrain ? owed : ndrain;
 }
 
+/* Compares a receiver's views of the calls it owes credits for, oldest first, up to the first it
+ * has not started (nor, in call order, any later one). Comparing every receiver's view of every
+ * call of the run read two remote cache lines a view, 0.2 us: 55-60 us after a run of 100 calls at
+ * 4 ranks, longer than the calls, on a CPU the receivers may need to catch up. */
 int rt_oneway_drain_check_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
-    for (uint32_t i = 0; i < ctx->ndrain; i++)
-        if (check_all(ctx->c, ctx->drain_seq[i], msg, len))
-            return HAL_E_ABORTED;
+    rt_comm *c = ctx->c;
+    for (uint32_t q = 0; q < c->nranks; q++) {
+        for (uint32_t i = q == c->rank ? 0 : credits_owed(c, q, ctx->ndrain); i-- > 0;) {
+            uint64_t seq = ctx->drain_seq[i]; /* drain_seq[0] is the newest */
+            const rt_pub_record *mine = rt_ctrl_pub(c->ctrl, seq);
+            rt_sig theirs;
+            if (!peer_view(c, q, seq, &theirs))
+                break;
+            if (atomic_load_explicit(&mine->ready, memory_order_acquire) == seq &&
+                !rt_sig_equal(&theirs, &mine->sig))
+                return rt_mismatch_report(c, q, &theirs, &mine->sig, msg, len);
+        }
+    }
     return 0;
 }
 

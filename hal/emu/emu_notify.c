@@ -431,6 +431,15 @@ uint32_t emu_notify_pending(hal_notify *n)
     return EMU_NOTIFY_GEN(w) == n->gen ? EMU_NOTIFY_COUNT(w) : 0;
 }
 
+uint32_t emu_notify_count(hal_notify *n)
+{
+    if (!n)
+        return 0;
+    uint32_t kept = atomic_load_explicit(&n->kept, memory_order_acquire);
+    uint64_t w = atomic_load(&n->slot->word);
+    return EMU_NOTIFY_GEN(w) == n->gen ? kept + EMU_NOTIFY_COUNT(w) : 0;
+}
+
 hal_result emu_notify_host_record(hal_notify *n)
 {
     if (!n)

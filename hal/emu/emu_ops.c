@@ -65,6 +65,7 @@ const hal_ops emu_hal_ops = {
     .ipc_close = emu_ipc_close,
     .notify_host_record = emu_notify_host_record,
     .notify_pending = emu_notify_pending,
+    .notify_count = emu_notify_count,
     .notify_wait_count = emu_notify_wait_count,
     .mem_prefault = emu_mem_prefault,
 };

@@ -196,6 +196,8 @@ Test(hal_count_wait, count_wait_counts_kept_signals, .timeout = 60)
     HT_OK(f.h->stream_sync(f.s, 20000));
     cr_assert_eq(f.h->notify_pending(f.n), 2u);
     host_records(&f, 1); /* 2 kept (or left) + 1 new */
+    if (f.h->notify_count)
+        cr_assert_eq(f.h->notify_count(f.n), 3u, "notify_count: the kept signals and the new one");
     HT_OK(f.h->notify_wait_count(f.n, f.s, 3, 10000, NULL));
     HT_OK(f.h->stream_sync(f.s, 20000));
     HT_OK(f.h->notify_wait_count(f.n, f.s, 4, 10000, NULL));
