@@ -66,7 +66,7 @@ void *emu_region_base(uint32_t server_index, uint32_t id);
  * in one store. Waiters sleep on the count half (a futex is 32 bits wide). */
 typedef struct emu_notify_slot {
     _Atomic uint64_t word;
-    _Atomic uint32_t waiters; /* > 0: a record must FUTEX_WAKE */
+    _Atomic uint32_t waiters; /* > 0: a record must FUTEX_WAKE; its wake counts the woken out */
     uint32_t pad;
 } emu_notify_slot;
 

@@ -29,17 +29,19 @@ static inline struct timespec emu_ts_from_ns(uint64_t ns)
 
 /* Waits while *addr == val, at most rel_ns (0 = no limit), in the futex of a word other processes
  * may map too (notify counters: the non-PRIVATE futex). Only a wake whose bits share one with
- * `bits` ends it (FUTEX_WAIT_BITSET), so a waiter can sleep through wakes meant for others. */
-static inline void emu_futex_wait_bits(_Atomic uint32_t *addr, uint32_t val, uint64_t rel_ns, uint32_t bits)
+ * `bits` ends it (FUTEX_WAIT_BITSET), so a waiter can sleep through wakes meant for others.
+ * True when a wake ended it (not the value, the limit or a signal). */
+static inline bool emu_futex_wait_bits(_Atomic uint32_t *addr, uint32_t val, uint64_t rel_ns, uint32_t bits)
 {
     struct timespec ts = emu_ts_from_ns(emu_now_ns() + rel_ns); /* the bitset wait's limit is absolute */
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_BITSET, val, rel_ns ? &ts : NULL, NULL, bits);
+    return syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_BITSET, val, rel_ns ? &ts : NULL, NULL, bits) == 0;
 }
 
-/* Wakes every waiter of *addr whose bits share one with `bits`. */
-static inline void emu_futex_wake_bits(_Atomic uint32_t *addr, uint32_t bits)
+/* Wakes every waiter of *addr whose bits share one with `bits`; how many it woke. */
+static inline uint32_t emu_futex_wake_bits(_Atomic uint32_t *addr, uint32_t bits)
 {
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, bits);
+    long n = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, bits);
+    return n > 0 ? (uint32_t)n : 0;
 }
 
 static inline void emu_cpu_relax(void)
