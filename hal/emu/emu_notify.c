@@ -398,6 +398,18 @@ emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile u
     return tr == TAKE_OK || fail_stale(s, n) ? EMU_WAIT_MET : EMU_WAIT_FAILED;
 }
 
+static _Atomic uint64_t g_wake_calls; /* records that made a wake call: for tests */
+
+uint64_t emu_notify_test_wake_calls(void)
+{
+    return atomic_load(&g_wake_calls);
+}
+
+uint32_t emu_notify_test_waiters(const hal_notify *n)
+{
+    return atomic_load(&n->slot->waiters);
+}
+
 /* count += 1 in n's generation. A stale generation means the owner destroyed the notify (a peer
  * left): the signal has nobody to reach and is dropped, never counted for the slot's new owner. */
 bool emu_notify_do_record(hal_stream *s, const hal_notify *n)
@@ -421,6 +433,7 @@ bool emu_notify_do_record(hal_stream *s, const hal_notify *n)
      * microseconds on a VM: a root's loop of one-way calls took 3 us a call instead of 0.6 while a
      * receiver it had woken waited for its core). */
     if (atomic_load(&slot->waiters) > 0) {
+        atomic_fetch_add_explicit(&g_wake_calls, 1, memory_order_relaxed);
         uint32_t woken = emu_futex_wake_bits(emu_notify_count_word(slot), WAKE_ANY | count_bit(EMU_NOTIFY_COUNT(w) + 1));
         if (woken)
             atomic_fetch_sub(&slot->waiters, woken);
