@@ -66,9 +66,7 @@ static void cfg_init(void)
     g_cfg.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
     g_cfg.yield_ns = env_u64("HCCL_EMU_YIELD_US", 200, 0, 1000000) * 1000ull;
     g_cfg.worker_poll_ns = env_u64("HCCL_EMU_WORKER_POLL_US", 100, 0, 1000000) * 1000ull;
-    const char *batch = getenv("HCCL_EMU_WORKER_BATCH");
-    g_cfg.worker_batch_auto = !batch || !*batch;
-    g_cfg.worker_batch = env_u64("HCCL_EMU_WORKER_BATCH", 0, 0, 1) != 0;
+    g_cfg.worker_batch = env_u64("HCCL_EMU_WORKER_BATCH", 1, 0, 1) != 0;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;
     /* Parsed as the runtime's bootstrap does (>= 1, else 120), which reports bad values itself. */
     const char *ct = getenv("HCCL_CONNECT_TIMEOUT");

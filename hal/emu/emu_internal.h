@@ -43,8 +43,7 @@ typedef struct emu_config {
     uint32_t ncpus;         /* online CPUs */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
     uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
-    bool worker_batch;      /* HCCL_EMU_WORKER_BATCH: stream workers run SCHED_BATCH (emu_stream.c) */
-    bool worker_batch_auto; /* ... unset: while this process's devices outnumber the CPUs */
+    bool worker_batch;      /* HCCL_EMU_WORKER_BATCH (default 1): stream workers run SCHED_BATCH (emu_stream.c) */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
 } emu_config;
 /* The configuration, read on first use. Waits and DMAs ask for it on every call: once read, an
@@ -142,8 +141,7 @@ void emu_regions_wait_readers(void);
 /* Devices of this server this process has mapped (its own and imported ones). */
 uint32_t emu_regions_mapped(void);
 /* Does every device this process works with have a CPU of its own (mapped regions <= online CPUs)?
- * Then a peer is likely running right now: notify waits spin, stream workers keep wakeup
- * preemption. */
+ * Then a peer is likely running right now: notify waits spin. */
 bool emu_devices_fit_cpus(void);
 emu_region *emu_region_peek(uint32_t id);
 /* Which device id of this process's server owns the region that would hold ptr (UINT32_MAX: none). */
