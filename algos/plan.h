@@ -34,12 +34,16 @@
  *   own box of a peer's inbox before FETCHing that peer (the inbox is the library's, bounded and
  *   static, so no address needs publishing); the peer reads it only after FETCHing the writer.
  *   Reuse across calls:
- *   . Calls that end full take ALGO_EAGER_SLOTS = 2 slots in turn, counted over those calls. Every
+ *   . Calls that end full take ALGO_EAGER_SLOTS = 4 slots in turn, counted over those calls. Every
  *     plan of a communicator where eager plans can run, one-way ones aside, "ends full": a rank's
  *     stream 0 ends only after every rank PUBLISHed the call (the verifier reports it,
- *     algo_verify_report.full_end). So when a rank starts full call k, every rank has started full
- *     call k-1 and finished full call k-2, the last user of its slot. algo_select picks eager only
- *     where that holds (one server, n <= ALGO_MESH_MAX_RANKS, nothing forced).
+ *     algo_verify_report.full_end). So when a rank runs full call k, every rank has PUBLISHed full
+ *     call k-1. The runtime may run an eager call's part up to its first FETCH (PUBLISH, the
+ *     writes into peers' boxes, the PUB signals) while the call before it waits (hal.h, "Running
+ *     ahead"): a rank may PUBLISH call k-1 while it runs k-2, so every rank has started k-2 and
+ *     finished k-3, and the rank may write the slot of k+1. Slots k-2 .. k+1 are four.
+ *     algo_select picks eager only where that holds (one server, n <= ALGO_MESH_MAX_RANKS, nothing
+ *     forced).
  *   . One-way calls (topo->oneway: eager Broadcast and Scatter in a run of such calls, which the
  *     runtime says with op.oneway_run: a lone call stays full, as its end would cost a drain) do
  *     not end full: the root writes its box of every receiver's slot and signals PUB, receivers
@@ -102,7 +106,7 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
-#define ALGO_EAGER_SLOTS 2u
+#define ALGO_EAGER_SLOTS 4u
 /* One-way slots (INBOX below): credits each receiver gives a root before its first one-way call,
  * so how far a root runs ahead. A root that never waits for a credit inside a loop of calls lets
  * its receivers drain the loop at their pace: at 4 ranks on 2 cores a 100-call loop of 8 B

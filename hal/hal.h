@@ -99,7 +99,16 @@ typedef enum hal_insn_kind {
     HAL_INSN_NOTIFY_WAIT,    /* u.notify: as notify_wait (timeout_ms 0 = the default); at_least > 0:
                                 as notify_wait_count; keep_rest: see below */
     HAL_INSN_FN,             /* u.fn: as task_async */
+    HAL_INSN_AHEAD,          /* u.ahead: the end of a prefix that may run ahead (below); in order, nothing */
 } hal_insn_kind;
+
+/* Running ahead. A program with an AHEAD mark of group g != 0 (at most one mark, no wait before
+ * it) says: the instructions before the mark may run while the program queued right before it on
+ * the same stream waits, if that program passed a mark of the same group before its wait. A
+ * backend may do so (the emulator does, when the wait is not met at once) or not (in order is
+ * always correct). The caller guarantees what makes that safe: nothing queued in between (the
+ * backend checks adjacency), the prefix reads nothing the earlier program writes after its own
+ * mark, and writes nothing it reads or writes. Group 0: the mark is off for this launch. */
 
 typedef struct hal_insn {
     uint8_t kind; /* hal_insn_kind */
@@ -117,6 +126,7 @@ typedef struct hal_insn {
             bool keep_rest;
         } notify;
         struct { hal_task_fn fn; void *arg; } fn;
+        struct { uint64_t group; } ahead;
     } u;
 } hal_insn;
 
@@ -325,8 +335,9 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 11u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
-                             * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count */
+#define HAL_ABI_VERSION 12u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+                             * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
+                             * 12: HAL_INSN_AHEAD */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

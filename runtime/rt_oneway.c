@@ -5,7 +5,7 @@
  * were given at init, rt_notify.c), and a receiver gives it back once it copied its box out.
  * Bookkeeping here:
  * - runs: which calls go one-way (rt_oneway_expect_run);
- * - slots: calls that end full take the two eager slots in turn, a root's one-way calls its
+ * - slots: calls that end full take the eager slots in turn, a root's one-way calls its
  *   one-way slots in turn (every rank issues the same calls, so every rank counts the same);
  * - views: every rank writes its own record of a one-way call when its plan starts (the root in
  *   its header task, a receiver by PUBLISH), so peers can compare calls without waiting for them;

@@ -452,6 +452,8 @@ uint32_t emu_notify_pending(struct hal_notify *n);
 uint32_t emu_notify_count(struct hal_notify *n);
 /* For tests: records so far that made a futex wake call; the waits a notify's slot counts as asleep. */
 uint64_t emu_notify_test_wake_calls(void);
+/* Program prefixes run ahead so far in this process (emu_prog.c): for tests. */
+uint64_t emu_prog_test_ahead_runs(void);
 uint32_t emu_notify_test_waiters(const struct hal_notify *n);
 
 hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t flags, char *key);

@@ -28,6 +28,8 @@ static hal_result insn_check(const hal_insn *in, uint32_t i)
         if (in->u.fn.fn)
             return HAL_OK;
         break;
+    case HAL_INSN_AHEAD:
+        return HAL_OK;
     default:
         OH_ERR("emu", "prog_launch: instruction %u has unknown kind %u", i, (unsigned)in->kind);
         return HAL_E_PARAM;
@@ -91,9 +93,12 @@ static bool run_fn(hal_stream *s, const hal_insn *in)
 /* What the runner carries between instructions. */
 typedef struct prog_run {
     hal_stream *s;
-    bool synced; /* peers' VMM mappings mirrored since the last wait or task function */
-    bool help;   /* a host thread helping: waits do not sleep (emu_prog_run) */
+    uint64_t ahead; /* the group of the AHEAD mark the program passed (0: none; hal.h, "Running ahead") */
+    bool synced;    /* peers' VMM mappings mirrored since the last wait or task function */
+    bool help;      /* a host thread helping: waits do not sleep (emu_prog_run) */
 } prog_run;
+
+static emu_wait_end run_insn(prog_run *r, const hal_insn *in);
 
 /* Peers map memory and then tell us (a signal, a publication): the mirror of their VMM tables is
  * brought up to date before the program's first DMA and before the first after anything that may
@@ -111,9 +116,58 @@ static bool run_dma(prog_run *r, const hal_insn *in)
     return rc == HAL_OK;
 }
 
+static _Atomic uint64_t g_ahead_runs; /* prefixes run ahead: for tests */
+
+uint64_t emu_prog_test_ahead_runs(void)
+{
+    return atomic_load(&g_ahead_runs);
+}
+
+/* Where t's prefix ends: its AHEAD mark of group g, if no wait comes before it; else t->u.prog.n. */
+static uint32_t ahead_end(const emu_task *t, uint64_t g)
+{
+    const hal_insn *in = t->u.prog.insns;
+    for (uint32_t i = 0; i < t->u.prog.n && in[i].kind != HAL_INSN_NOTIFY_WAIT; i++)
+        if (in[i].kind == HAL_INSN_AHEAD)
+            return in[i].u.ahead.group == g ? i : t->u.prog.n;
+    return t->u.prog.n;
+}
+
+/* r's program, past its mark, waits for a signal that is not there yet: the program queued right
+ * after it, not started, runs its prefix now (hal.h, "Running ahead"). An exchange's next call
+ * sends while this one waits for its peers: ranks that share CPUs then each finish several calls
+ * per turn on the CPU, where in order every call needs every rank to get the CPU once more. Only
+ * the executor takes tasks off the queue, so the next task stays put; its pc moves past the mark
+ * before the lock is dropped, and it resumes there. */
+static void run_next_ahead(prog_run *r)
+{
+    hal_stream *s = r->s;
+    emu_task *nt;
+    uint32_t end = 0;
+    pthread_mutex_lock(&s->mu);
+    nt = s->head;
+    if (nt && nt->kind == EMU_T_PROG && nt->u.prog.pc == 0) {
+        end = ahead_end(nt, r->ahead);
+        if (end < nt->u.prog.n)
+            nt->u.prog.pc = end + 1;
+        else
+            end = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!end)
+        return;
+    atomic_fetch_add_explicit(&g_ahead_runs, 1, memory_order_relaxed);
+    prog_run pr = {s, 0, false, false}; /* a prefix has no waits: it never suspends */
+    for (uint32_t i = 0; i < end; i++)
+        if (run_insn(&pr, &nt->u.prog.insns[i]) != EMU_WAIT_MET)
+            return; /* the stream failed: the program is skipped when its turn comes */
+}
+
 static emu_wait_end run_wait(prog_run *r, const hal_insn *in)
 {
     r->synced = false;
+    if (r->ahead && emu_notify_pending(in->u.notify.n) == 0)
+        run_next_ahead(r);
     emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest};
     if (r->help)
         return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, take);
@@ -140,6 +194,10 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
         r->synced = false;
         ok = run_fn(s, in);
         break;
+    case HAL_INSN_AHEAD:
+        r->ahead = in->u.ahead.group;
+        ok = true;
+        break;
     default:
         emu_stream_fail(s, HAL_E_PARAM, "program instruction of unknown kind %u", (unsigned)in->kind);
         ok = false;
@@ -149,7 +207,10 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
 
 emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
 {
-    prog_run r = {s, false, help};
+    prog_run r = {s, 0, false, help};
+    for (uint32_t i = 0; i < t->u.prog.pc; i++) /* resumed: after a help, or past a prefix run ahead */
+        if (t->u.prog.insns[i].kind == HAL_INSN_AHEAD)
+            r.ahead = t->u.prog.insns[i].u.ahead.group;
     for (uint32_t i = t->u.prog.pc; i < t->u.prog.n; i++) {
         emu_wait_end end = run_insn(&r, &t->u.prog.insns[i]);
         if (end == EMU_WAIT_LATER) {

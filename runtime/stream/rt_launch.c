@@ -257,6 +257,8 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)
             rt_launch_ctx_put(ctx); /* no seq taken: the communicator stays usable */
+        else
+            rt_prog_ahead(ctx, call);
     }
     if (rc == HCCL_SUCCESS) {
         c->seq = ctx->seq;

@@ -95,6 +95,8 @@ struct rt_launch_ctx {
     rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p; rt_launch_ctx_items) */
     uint32_t p2p_cap;
     rt_fetch_arg *fetch;       /* [nranks] */
+    uintptr_t out_at;          /* the call's OUT and its length (0 where unset): what the next launch's */
+    uint64_t out_bytes;        /* prefix must not read before this one ends (rt_prog_ahead) */
     uint32_t trace_op;         /* id in the timeline trace, 0 when not traced (rt_trace.h) */
     /* The launch as device instructions (rt_prog.c), built before the op takes its seq and read
      * by the device until `done` completes. The arrays keep their memory when the context goes
@@ -152,6 +154,10 @@ bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor);
  * *recorded: ctx->done was recorded with the last program (hal prog_launch_record), so the caller
  * need not record it. */
 hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
+/* After rt_prog_build, before the launch takes its place (c->lock held): turns its AHEAD mark on
+ * (hal.h, "Running ahead"; docs/runtime.md) unless the call's IN meets the OUT of the launch before
+ * it on the same stream, which may still be written when the prefix would run. */
+void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call);
 
 /* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the
  * entries no pair of them exchanges (rt_publish.c). */

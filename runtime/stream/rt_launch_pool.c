@@ -113,6 +113,8 @@ rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
     ctx->trace_op = 0;
     ctx->credit_seq = 0;
     ctx->ndrain = 0;
+    ctx->out_at = 0;
+    ctx->out_bytes = 0;
     /* insns, descs, segs and netops stay: rt_prog_build reuses them or starts over. */
     /* Peers' IN/OUT are bound by FETCH; clear the last launch's so nothing stale is ever read. */
     memset(ctx->base, 0, 2 * (size_t)n * sizeof(void *));

@@ -213,6 +213,20 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     return push_fn(ctx, stream, step, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
 }
 
+/* The first wait of an eager exchange in header mode (docs/runtime.md, "Running ahead"): what came
+ * before it (PUBLISH, the writes into peers' inboxes, the PUB signals) may run ahead. Not after a
+ * drain, staging copies or anything else that waits. */
+static bool ahead_able(const rt_launch_ctx *ctx, uint32_t stream)
+{
+    if (stream || !ctx->hdr || ctx->p2p || ctx->plan->oneway || ctx->plan->algo != ALGO_EAGER ||
+        ctx->plan->nstreams != 1 || ctx->npre)
+        return false;
+    for (uint32_t i = 0; i < ctx->ninsns; i++)
+        if (ctx->insns[i].kind == HAL_INSN_NOTIFY_WAIT || ctx->insns[i].kind == HAL_INSN_AHEAD)
+            return false;
+    return true;
+}
+
 static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
     rt_comm *c = ctx->c;
@@ -221,6 +235,12 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
         return HAL_E_PARAM;
     if (ctx->plan->oneway) /* a receiver about to wait for its root: its view first */
         CHECK(push_fn(ctx, stream, step, rt_oneway_peek_root_task, ctx));
+    if (ahead_able(ctx, stream)) { /* off until rt_prog_ahead turns it on for a launch */
+        hal_insn *mark = push_insn(ctx, stream, step, HAL_INSN_AHEAD);
+        if (!mark)
+            return HAL_E_NOMEM;
+        mark->u.ahead.group = 0;
+    }
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
     if (ctx->p2p)
         return push_fn(ctx, stream, step, rt_p2p_fetch_task, &ctx->p2p_items[item]);
@@ -480,6 +500,30 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
     return HAL_OK;
 }
 
+static bool ranges_meet(uintptr_t a, uint64_t alen, uintptr_t b, uint64_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
+{
+    uint64_t in_elems = 0, out_elems = 0;
+    algo_buffer_elems(&call->op, &in_elems, &out_elems);
+    ctx->out_at = (uintptr_t)call->out;
+    ctx->out_bytes = out_elems * ctx->esize;
+    hal_insn *mark = NULL;
+    for (uint32_t i = 0; i < ctx->ninsns && !mark && ctx->insns[i].kind != HAL_INSN_NOTIFY_WAIT; i++)
+        if (ctx->insns[i].kind == HAL_INSN_AHEAD)
+            mark = &ctx->insns[i];
+    if (!mark)
+        return;
+    /* The previous launch, if on this stream, may still write its OUT after its own mark. */
+    const rt_launch_ctx *prev = ctx->c->pending_tail;
+    bool reads_prev = prev && prev->stream == call->stream &&
+                      ranges_meet((uintptr_t)call->in, in_elems * ctx->esize, prev->out_at, prev->out_bytes);
+    mark->u.ahead.group = reads_prev ? 0 : (uint64_t)(uintptr_t)ctx->c->handle;
+}
+
 /* One instruction as a task of its own (the same semantics as inside a program). */
 static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
 {
@@ -495,6 +539,8 @@ static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
         return c->hal->notify_wait(in->u.notify.n, s, in->u.notify.timeout_ms, in->u.notify.abort_flag);
     case HAL_INSN_FN:
         return c->hal->task_async(s, in->u.fn.fn, in->u.fn.arg);
+    case HAL_INSN_AHEAD:
+        return HAL_OK; /* one task per instruction: nothing runs ahead */
     default:
         return HAL_E_PARAM;
     }

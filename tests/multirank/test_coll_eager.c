@@ -1,8 +1,9 @@
 /* The eager protocol on the emulator: every collective it serves at 2, 3, 4 and 8 ranks, every
  * dtype and op, odd counts on both sides of the crossover, in and out of place, each element
  * checked by coll_check; 42 collectives back to back across the crossover (coll_misc eagerseq:
- * inbox slots reused while peers are one call apart); one-way Broadcasts and Scatters back to back
- * (coll_misc onewayseq); 1000 of them without a synchronize (more
+ * inbox slots reused while peers are calls apart); one-way Broadcasts and Scatters back to back
+ * (coll_misc onewayseq); chains of calls that run ahead and calls that must not (coll_misc
+ * eagerchain); 1000 of them without a synchronize (more
  * than the runtime queues, coll_misc deepqueue); and the crossover's setting
  * (HCCL_EAGER_MAX_BYTES: the largest, one box; 16 KiB; off; unset: by collective and n). Mismatches between an eager and a
  * mesh plan are in test_coll_mismatch. */
@@ -54,6 +55,18 @@ Test(eager, oneway_runs_n4, .timeout = 300) { oneway("", 4); }
 Test(eager, oneway_runs_n5, .timeout = 300) { oneway("", 5); }
 Test(eager, oneway_runs_n8, .timeout = 300) { oneway("", 8); }
 Test(eager, oneway_off_runs_n4, .timeout = 300) { oneway("HCCL_EAGER_ONEWAY=0", 4); }
+
+/* Running ahead (docs/runtime.md): an eager call's sends while the call before it waits, never past
+ * a call or a copy that writes its IN (coll_misc eagerchain). */
+static void chain(unsigned n)
+{
+    char what[128];
+    snprintf(what, sizeof what, "coll_misc eagerchain on %u ranks", n);
+    mr_expect_ok(mr_run("", n, MR_COLL_MISC, "eagerchain"), what, "coll_misc eagerchain: PASS");
+}
+Test(eager, run_ahead_chain_n2, .timeout = 300) { chain(2); }
+Test(eager, run_ahead_chain_n4, .timeout = 300) { chain(4); }
+Test(eager, run_ahead_chain_n8, .timeout = 300) { chain(8); }
 
 /* More launches in flight than the runtime queues: the host runs half the queue, then goes on. */
 static void deep(unsigned n)

@@ -1,6 +1,6 @@
 /* coll_misc eagerseq: 42 collectives issued back to back without a synchronize in between, every
  * collective the eager protocol serves, sizes on both sides of the crossover (so eager and mesh
- * plans alternate and the inbox slots are reused while peers are at most one call apart), several
+ * plans alternate and the inbox slots are reused while peers are at most two calls apart), several
  * dtypes and ops, in and out of place, rotating roots. Then one synchronize and every element of
  * every output checked against a host reference. */
 #include "coll_misc.h"
@@ -312,5 +312,73 @@ int misc_deepqueue(prog_env *e)
     dev_free(dev);
     free(host);
     printf("rank %u: %d queued AllReduces checked, %s\n", e->rank, DQ_CALLS, bad ? "FAILED" : "all exact");
+    return bad != 0;
+}
+
+/* coll_misc eagerchain: eager calls that may run ahead, and calls that must not (docs/runtime.md,
+ * "Running ahead"). CH_ROUNDS rounds of five int64 AllReduces (sum) and a copy, issued back to back:
+ *   A -> B;
+ *   B -> C, whose IN is the OUT of the call right before it: it must wait for that call's end;
+ *   D -> E, independent of the call before (its sends may run while B -> C waits);
+ *   C -> A, the OUT of B -> C, which ended before D -> E ran (may run ahead too);
+ *   a copy A -> F on the same stream (aclrtMemcpyAsync), then F -> D: F is written between the calls.
+ * After the first calls every rank holds the same values, so each call multiplies by n; a call that
+ * read its IN before the call or copy before it wrote it gets an older value: checked exactly. */
+#define CH_ROUNDS 5 /* A grows n^3 a round: 8^15 times the first sums stays within int64 */
+#define CH_COUNT 5
+#define CH_BUFS 6
+#define CH_STEPS 5
+
+/* in, out per step (A..F = 0..5); the copy A -> F comes before the last step. */
+static const int ch_steps[CH_STEPS][2] = {{0, 1}, {1, 2}, {3, 4}, {2, 0}, {5, 3}};
+
+/* The buffers' contents after every call, replayed on the host. */
+static void chain_reference(int64_t ref[CH_BUFS][CH_COUNT], uint32_t n)
+{
+    for (int b = 0; b < CH_BUFS; b++)
+        for (int j = 0; j < CH_COUNT; j++) {
+            ref[b][j] = 0;
+            for (uint32_t r = 0; b % 3 == 0 && r < n; r++) /* A and D: the first calls' sums */
+                ref[b][j] += (int64_t)(r + 1 + j + b);
+        }
+    for (int round = 0; round < CH_ROUNDS; round++)
+        for (int k = 0; k < CH_STEPS; k++)
+            for (int j = 0; j < CH_COUNT; j++) {
+                if (k == CH_STEPS - 1)
+                    ref[5][j] = ref[0][j];
+                bool first = round == 0 && (k == 0 || k == 2); /* reads a rank's own values: the sums above */
+                ref[ch_steps[k][1]][j] = first ? ref[ch_steps[k][0]][j] : ref[ch_steps[k][0]][j] * (int64_t)n;
+            }
+}
+
+int misc_eagerchain(prog_env *e)
+{
+    const size_t bytes = CH_COUNT * sizeof(int64_t);
+    int64_t *buf[CH_BUFS], host[CH_BUFS][CH_COUNT], ref[CH_BUFS][CH_COUNT];
+    for (int b = 0; b < CH_BUFS; b++) {
+        buf[b] = dev_alloc(bytes);
+        for (int j = 0; j < CH_COUNT; j++)
+            host[b][j] = b % 3 == 0 ? (int64_t)(e->rank + 1 + j + b) : -1;
+        to_dev(buf[b], host[b], bytes);
+    }
+    for (int round = 0; round < CH_ROUNDS; round++)
+        for (int k = 0; k < CH_STEPS; k++) {
+            if (k == CH_STEPS - 1)
+                ACL_OK(aclrtMemcpyAsync(buf[5], bytes, buf[0], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, e->stream));
+            HCCL_OK(HcclAllReduce(buf[ch_steps[k][0]], buf[ch_steps[k][1]], CH_COUNT, HCCL_DATA_TYPE_INT64,
+                                  HCCL_REDUCE_SUM, e->comm, e->stream));
+        }
+    ACL_OK(aclrtSynchronizeStream(e->stream));
+    chain_reference(ref, e->n);
+    int bad = 0;
+    for (int b = 0; b < CH_BUFS; b++) {
+        to_host(host[b], buf[b], bytes);
+        for (int j = 0; j < CH_COUNT; j++)
+            if (host[b][j] != ref[b][j] && bad++ < 4)
+                printf("FAIL: buffer %c element %d: got %lld want %lld\n", 'A' + b, j, (long long)host[b][j],
+                       (long long)ref[b][j]);
+        dev_free(buf[b]);
+    }
+    printf("rank %u: %d chained AllReduces checked, %s\n", e->rank, CH_STEPS * CH_ROUNDS, bad ? "FAILED" : "all exact");
     return bad != 0;
 }

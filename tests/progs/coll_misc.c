@@ -11,6 +11,8 @@
  *   eagerseq   42 collectives back to back across the eager crossover, checked after (coll_eager.c)
  *   onewayseq  157 one-way Broadcasts/Scatters (runs of one root, changing roots) and AllReduces
  *              back to back, checked after (coll_eager.c)
+ *   eagerchain eager calls whose IN the call or copy before them writes, between calls that may
+ *              run ahead, checked after (coll_eager.c)
  *   deepqueue  1000 AllReduces issued without a synchronize: more than the runtime queues (coll_eager.c)
  *   mismatch-skip|mismatch-destroy|mismatch-op|mismatch-count|mismatch-root   (coll_mismatch.c)
  *   badinput   bad arguments get an error code at once (coll_mismatch.c)
@@ -321,7 +323,7 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|deepqueue|badinput|mismatch-KIND\n");
+        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|eagerchain|deepqueue|badinput|mismatch-KIND\n");
         return 2;
     }
     const char *s = argv[1];
@@ -338,6 +340,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "eagerseq")) bad = misc_eagerseq(&e);
     else if (!strcmp(s, "deepqueue")) bad = misc_deepqueue(&e);
     else if (!strcmp(s, "onewayseq")) bad = misc_onewayseq(&e);
+    else if (!strcmp(s, "eagerchain")) bad = misc_eagerchain(&e);
     else if (!strncmp(s, "mismatch-", 9)) bad = misc_mismatch(&e, s + 9);
     else {
         fprintf(stderr, "coll_misc: unknown scenario %s\n", s);

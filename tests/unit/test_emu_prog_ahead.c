@@ -1,0 +1,152 @@
+/* Running ahead on the emulator (hal.h, HAL_INSN_AHEAD): while a program that passed a mark of
+ * group g waits for a signal not there yet, the program queued right after it on the stream runs
+ * its prefix (up to its own mark of group g) on the same executor, and later resumes past it
+ * (the prefix never runs twice). Nothing runs ahead across another group, a mark of group 0, a
+ * task queued in between, or for a program that passed no mark. A gate holds the stream while
+ * both programs are queued, so the first program's wait always finds the second queued. */
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "common/hal_testutil.h"
+#include "hal/emu/emu_internal.h"
+
+typedef struct ahead_log {
+    atomic_int n;
+    int id[16];
+} ahead_log;
+
+typedef struct ahead_item {
+    ahead_log *log;
+    int id;
+} ahead_item;
+
+static int log_fn(void *arg, char *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    ahead_item *it = arg;
+    int k = atomic_fetch_add(&it->log->n, 1);
+    if (k < 16)
+        it->log->id[k] = it->id;
+    return 0;
+}
+
+static hal_insn fn_insn(ahead_item *it)
+{
+    hal_insn in = {.kind = HAL_INSN_FN};
+    in.u.fn.fn = log_fn;
+    in.u.fn.arg = it;
+    return in;
+}
+
+static int nop_fn(void *arg, char *msg, size_t len)
+{
+    (void)arg;
+    (void)msg;
+    (void)len;
+    return 0;
+}
+
+static hal_insn mark_insn(uint64_t group)
+{
+    hal_insn in = {.kind = HAL_INSN_AHEAD};
+    in.u.ahead.group = group;
+    return in;
+}
+
+/* Polls until the log holds `count` entries (a bound, not a measurement: 30 s, then fails). */
+static void await_entries(const ahead_log *log, int count)
+{
+    for (int i = 0; i < 30000 && atomic_load(&log->n) < count; i++)
+        usleep(1000);
+    cr_assert_geq(atomic_load(&log->n), count, "%d of %d entries after 30 s", atomic_load(&log->n), count);
+}
+
+typedef struct ahead_case {
+    uint64_t group_a, group_b; /* marks of the two programs (group_a 0: A has no mark at all) */
+    bool task_between;         /* a task function queued between them */
+} ahead_case;
+
+/* Queues [gate] A = {a0, mark?, wait n, a1} [task?] B = {b1, mark, b2}, opens the gate, records n
+ * once A waits (and B's prefix ran, if `ahead`), and checks the order the items ran in. */
+static void run_case(ahead_case k, bool ahead)
+{
+    const hal_ops *h = ht_hal();
+    cr_assert_not_null(h->prog_launch, "the emulator offers prog_launch (is HCCL_EMU_NO_PROG set?)");
+    hal_device *d = ht_open(h, 0);
+    hal_stream *s;
+    HT_OK(h->stream_create(d, &s));
+    hal_notify *n;
+    HT_OK(h->notify_create(d, &n));
+    static ahead_log log;
+    atomic_store(&log.n, 0);
+    static ahead_item a0, a1, b1, b2, mid;
+    a0 = (ahead_item){&log, 0}, a1 = (ahead_item){&log, 1}, b1 = (ahead_item){&log, 2};
+    b2 = (ahead_item){&log, 3}, mid = (ahead_item){&log, 4};
+    hal_insn wait = {.kind = HAL_INSN_NOTIFY_WAIT};
+    wait.u.notify.n = n;
+    wait.u.notify.timeout_ms = 30000;
+    hal_insn pa[4] = {fn_insn(&a0), mark_insn(k.group_a), wait, fn_insn(&a1)};
+    hal_insn pb[3] = {fn_insn(&b1), mark_insn(k.group_b), fn_insn(&b2)};
+    if (!k.group_a) { /* no mark at all: a plain program */
+        pa[1] = (hal_insn){.kind = HAL_INSN_FN};
+        pa[1].u.fn.fn = nop_fn;
+    }
+    ht_gate gate;
+    ht_gate_init(&gate);
+    uint64_t runs = emu_prog_test_ahead_runs();
+    HT_OK(h->host_func_async(s, ht_gate_fn, &gate));
+    HT_OK(h->prog_launch(s, pa, 4));
+    if (k.task_between)
+        HT_OK(h->task_async(s, log_fn, &mid));
+    HT_OK(h->prog_launch(s, pb, 3));
+    while (sem_wait(&gate.entered) != 0)
+        ;
+    ht_gate_open(&gate);
+    if (ahead) {
+        await_entries(&log, 2);
+    } else {
+        await_entries(&log, 1);
+        usleep(20000); /* A is in its wait by now: a prefix that may not run ahead would have run */
+        cr_expect_eq(atomic_load(&log.n), 1, "%d items ran while A waited, expected a0 alone",
+                     atomic_load(&log.n));
+    }
+    HT_OK(h->notify_host_record(n));
+    HT_OK(h->stream_sync(s, 30000));
+    static const int run_ahead[] = {0, 2, 1, 3}, in_order[] = {0, 1, 2, 3}, with_task[] = {0, 1, 4, 2, 3};
+    const int *want = ahead ? run_ahead : k.task_between ? with_task : in_order;
+    int want_n = k.task_between ? 5 : 4;
+    cr_assert_eq(atomic_load(&log.n), want_n);
+    for (int i = 0; i < want_n; i++)
+        cr_expect_eq(log.id[i], want[i], "entry %d is item %d, expected %d", i, log.id[i], want[i]);
+    cr_expect_eq(emu_prog_test_ahead_runs() - runs, ahead ? 1u : 0u, "prefixes run ahead");
+    ht_gate_fini(&gate);
+    HT_OK(h->notify_destroy(n));
+    HT_OK(h->stream_destroy(s));
+    HT_OK(h->device_close(d));
+}
+
+Test(emu_prog_ahead, prefix_runs_while_the_program_before_waits, .timeout = 60)
+{
+    run_case((ahead_case){7, 7, false}, true);
+}
+
+Test(emu_prog_ahead, not_across_groups, .timeout = 60)
+{
+    run_case((ahead_case){7, 8, false}, false);
+}
+
+Test(emu_prog_ahead, not_when_the_mark_is_off, .timeout = 60)
+{
+    run_case((ahead_case){7, 0, false}, false);
+}
+
+Test(emu_prog_ahead, not_past_a_task_in_between, .timeout = 60)
+{
+    run_case((ahead_case){7, 7, true}, false);
+}
+
+Test(emu_prog_ahead, not_after_a_program_without_a_mark, .timeout = 60)
+{
+    run_case((ahead_case){0, 7, false}, false);
+}
