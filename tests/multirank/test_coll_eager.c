@@ -19,11 +19,18 @@ static void check(const char *env, unsigned n, const char *counts)
     mr_expect_ok(mr_run(env, n, MR_COLL_CHECK, args), what, " 0 failed");
 }
 
+/* coll_misc SCENARIO on n ranks under env, which must pass on every rank. */
+static void misc(const char *env, unsigned n, const char *scenario)
+{
+    char what[128], pass[64];
+    snprintf(what, sizeof what, "%s coll_misc %s on %u ranks", env, scenario, n);
+    snprintf(pass, sizeof pass, "coll_misc %s: PASS", scenario);
+    mr_expect_ok(mr_run(env, n, MR_COLL_MISC, scenario), what, pass);
+}
+
 static void seq(const char *env, unsigned n)
 {
-    char what[128];
-    snprintf(what, sizeof what, "%s coll_misc eagerseq on %u ranks", env, n);
-    mr_expect_ok(mr_run(env, n, MR_COLL_MISC, "eagerseq"), what, "coll_misc eagerseq: PASS");
+    misc(env, n, "eagerseq");
 }
 
 /* The largest crossover (64 KiB, also the default): int8 16385 is eager, fp32 16385 is not. */
@@ -45,9 +52,7 @@ Test(eager, back_to_back_off_n3, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=0",
  * one-way protocol off (HCCL_EAGER_ONEWAY=0: the full exchange). */
 static void oneway(const char *env, unsigned n)
 {
-    char what[128];
-    snprintf(what, sizeof what, "%s coll_misc onewayseq on %u ranks", env, n);
-    mr_expect_ok(mr_run(env, n, MR_COLL_MISC, "onewayseq"), what, "coll_misc onewayseq: PASS");
+    misc(env, n, "onewayseq");
 }
 Test(eager, oneway_runs_n2, .timeout = 300) { oneway("", 2); }
 Test(eager, oneway_runs_n3, .timeout = 300) { oneway("", 3); }
@@ -60,9 +65,7 @@ Test(eager, oneway_off_runs_n4, .timeout = 300) { oneway("HCCL_EAGER_ONEWAY=0", 
  * a call or a copy that writes its IN (coll_misc eagerchain). */
 static void chain(unsigned n)
 {
-    char what[128];
-    snprintf(what, sizeof what, "coll_misc eagerchain on %u ranks", n);
-    mr_expect_ok(mr_run("", n, MR_COLL_MISC, "eagerchain"), what, "coll_misc eagerchain: PASS");
+    misc("", n, "eagerchain");
 }
 Test(eager, run_ahead_chain_n2, .timeout = 300) { chain(2); }
 Test(eager, run_ahead_chain_n4, .timeout = 300) { chain(4); }
@@ -71,9 +74,7 @@ Test(eager, run_ahead_chain_n8, .timeout = 300) { chain(8); }
 /* More launches in flight than the runtime queues: the host runs half the queue, then goes on. */
 static void deep(unsigned n)
 {
-    char what[128];
-    snprintf(what, sizeof what, "coll_misc deepqueue on %u ranks", n);
-    mr_expect_ok(mr_run("", n, MR_COLL_MISC, "deepqueue"), what, "coll_misc deepqueue: PASS");
+    misc("", n, "deepqueue");
 }
 Test(eager, deep_queue_n2, .timeout = 300) { deep(2); }
 Test(eager, deep_queue_n3, .timeout = 300) { deep(3); }
