@@ -156,6 +156,7 @@ static void run_next_ahead(prog_run *r)
     pthread_mutex_unlock(&s->mu);
     if (!end)
         return;
+    r->ahead = 0; /* only the next program may run ahead: this run's later waits need not look again */
     atomic_fetch_add_explicit(&g_ahead_runs, 1, memory_order_relaxed);
     prog_run pr = {s, 0, false, false}; /* a prefix has no waits: it never suspends */
     for (uint32_t i = 0; i < end; i++)
