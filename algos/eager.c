@@ -131,7 +131,7 @@ static void take_from_root(algo_b *b)
 
 /* One-way rooted distribution (plan.h, INBOX): Broadcast and Scatter where the runtime allows it
  * and expects a run of them (op->oneway_run). The root takes one credit from every receiver (the
- * one-way slot it is about to write was read ALGO_ONEWAY_SLOTS of its calls ago), then PUBLISHes
+ * one-way slot it is about to write was read S of its calls ago, algo_oneway_slots), then PUBLISHes
  * (the header goes with the data), writes every receiver's box and signals PUB: it waits for
  * nobody's data, so a loop of calls runs ahead and its receivers drain several per wake-up. A
  * receiver PUBLISHes (its own record, for the checks only a root could make: runtime/rt_oneway.c),

@@ -47,10 +47,10 @@
  *   . One-way calls (topo->oneway: eager Broadcast and Scatter in a run of such calls, which the
  *     runtime says with op.oneway_run: a lone call stays full, as its end would cost a drain) do
  *     not end full: the root writes its box of every receiver's slot and signals PUB, receivers
- *     FETCH the root, copy out and SIGNAL{root, ALGO_SLOT_CREDIT}. They take ALGO_ONEWAY_SLOTS
- *     more slots in turn, counted per root, and the root WAITs one credit per receiver before it
- *     writes, of which the runtime gave ALGO_ONEWAY_SLOTS at init: the k-th wait is met by the
- *     receiver's credit of the root's call k - ALGO_ONEWAY_SLOTS, the last reader of that slot.
+ *     FETCH the root, copy out and SIGNAL{root, ALGO_SLOT_CREDIT}. A run has one root. Its
+ *     calls take S (the runtime's algo_oneway_slots) more slots in turn, and the root WAITs one
+ *     credit per receiver before it writes, of which the runtime gave S at init: the k-th wait is
+ *     met by the receiver's credit of the root's call k - S, the last reader of that slot.
  *     The verifier gives each receiver's credit queue one signal before the call and requires one
  *     left after it.
  */
@@ -111,8 +111,19 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
  * so how far a root runs ahead. A root that never waits for a credit inside a loop of calls lets
  * its receivers drain the loop at their pace: at 4 ranks on 2 cores a 100-call loop of 8 B
  * Broadcasts took 7.0 us a call with 16 slots, 5.4 with 64 and 2.3 with 128 (docs/perf.md,
- * "One-way Broadcast, deeper"). */
-#define ALGO_ONEWAY_SLOTS 128u
+ * "One-way Broadcast, deeper"). With more ranks than CPUs, ranks leave the call before a loop
+ * hundreds of microseconds apart and take turns on the CPUs: a 1000-call loop at 4 ranks on 2 CPUs
+ * took 1.50 us a call with 128 slots, 0.56 with 1024 ("Deeper one-way queues"). Where every rank
+ * has a CPU, receivers keep up and a deeper queue only spreads the root's writes over more pages:
+ * 2 ranks on 2 CPUs, 0.26 us with 128 and 0.48 with 1024 in loops of 20 000. So 128 where the
+ * ranks fit the CPUs (the runtime's `ranks_fit_cpus`), else 1024. A run has one root (a call with
+ * another root ends it, runtime/rt_oneway.c), so every root shares one set of slots in an inbox. */
+#define ALGO_ONEWAY_SLOTS_FIT 128u
+#define ALGO_ONEWAY_SLOTS_MAX 1024u
+static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
+{
+    return ranks_fit_cpus ? ALGO_ONEWAY_SLOTS_FIT : ALGO_ONEWAY_SLOTS_MAX;
+}
 /* One-way calls carry at most this many bytes per box: up to 2 KiB they beat the full exchange at
  * 4 and 8 ranks and tie at 2; from 8 KiB the slots' pages and cache footprint cost more than the
  * round trip they save (docs/perf.md, "One-way Broadcast"). One-way boxes are this size

@@ -23,6 +23,7 @@ typedef struct rt_rank_blob {
     rt_net_blob net;          /* links between servers (runtime/net) */
     char ipc_key[RT_STAGE_KEYS][HAL_IPC_KEY_LEN]; /* staging mode: scratch, inbox, staging ("" = none) */
     uint64_t stage;           /* staging mode: its staging buffers' address in its own process */
+    uint32_t ow_slots;        /* its inbox's one-way slots (rt_comm.ow_slots) */
 } rt_rank_blob;
 
 static HcclResult alloc_device_state(rt_comm *c)
@@ -40,6 +41,9 @@ static HcclResult alloc_device_state(rt_comm *c)
     /* One-way calls need the header mode, the roots' credits (given by host records at init) and
      * count waits (the drain). */
     c->oneway = c->oneway_wanted && c->eager_hdr && c->hal->notify_host_record && c->hal->notify_wait_count;
+    /* The inbox's layout, one-way or not (a peer may be). Eager calls run on one server only, where
+     * every rank sees the same CPUs; connect_peer checks that its peers there agree. */
+    c->ow_slots = algo_oneway_slots(rt_ranks_fit_cpus(c->nranks));
     CHECK(rt_inbox_acquire(c));
     if (c->staging)
         CHECK(rt_staging_alloc(c));
@@ -86,6 +90,9 @@ static HcclResult connect_peer(rt_comm *c, uint32_t p, const rt_rank_blob *b)
         peer->ctrl_epoch = b->ctrl_epoch;
         return HCCL_SUCCESS;
     }
+    CHECK_ARG(b->ow_slots == c->ow_slots, HCCL_E_INTERNAL, "comm",
+              "rank %u: peer %u lays out its eager inbox with %u one-way slots a root and this rank with %u (the "
+              "online CPUs changed during init?)", c->rank, p, b->ow_slots, c->ow_slots);
     CHECK_ARG(link != HAL_LINK_SELF, HCCL_E_PARA, "comm",
               "rank %u and rank %u use the same device %u: give every rank its own device (aclrtSetDevice)", c->rank,
               p, b->dev.device_id);
@@ -135,7 +142,8 @@ static HcclResult exchange_and_connect(rt_comm *c, const HcclRootInfo *root)
     hal_device_info info;
     CHECK_MAP(c->hal->device_info(c->dev, &info), rt_from_hal);
     rt_rank_blob mine = {info.handle, (uint64_t)(uintptr_t)c->ctrl, c->ctrl_epoch, c->ctrl_shm, (uint64_t)(uintptr_t)c->scratch,
-                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0, 0, 0}, {{0}}, (uint64_t)(uintptr_t)c->stage};
+                         c->scratch_bytes, (uint64_t)(uintptr_t)c->inbox, {{0}, 0, 0, 0, 0, 0}, {{0}},
+                         (uint64_t)(uintptr_t)c->stage, c->ow_slots};
     memcpy(mine.ipc_key, c->ipc_key, sizeof mine.ipc_key);
     CHECK(rt_net_prepare(c, &mine.net));
     rt_rank_blob *all = calloc(c->nranks, sizeof *all);
@@ -207,9 +215,8 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     pthread_mutex_init(&c->lock, NULL);
     c->peers = calloc(nranks, sizeof *c->peers);
     c->server_of = calloc(nranks, sizeof *c->server_of);
-    c->oneway_calls = calloc(nranks, sizeof *c->oneway_calls);
     c->cache = rt_plan_cache_new();
-    HcclResult rc = (c->peers && c->server_of && c->oneway_calls && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
+    HcclResult rc = (c->peers && c->server_of && c->cache) ? HCCL_SUCCESS : HCCL_E_MEMORY;
     if (rc == HCCL_SUCCESS)
         rc = rt_config_apply(c, config);
     c->symwin_max_bytes = rt_symwin_limit(config);
@@ -287,7 +294,6 @@ HcclResult rt_comm_destroy(rt_comm *c)
     rt_plan_cache_free(c->cache);
     free(c->peers);
     free(c->server_of);
-    free(c->oneway_calls);
     free(c->nic_backup);
     pthread_mutex_destroy(&c->lock);
     free(c);

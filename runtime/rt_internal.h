@@ -14,7 +14,7 @@
 #include "hccl/hccl.h"
 
 #define RT_PUB_RING 2048        /* collective records and V tables kept per rank (by seq % RT_PUB_RING); ranks
-                                   drift apart by up to the one-way slots of every root (RT_INBOX_SLOTS) */
+                                   drift apart by up to the one-way slots (rt_comm.ow_slots) */
 #define RT_P2P_RING 64          /* p2p records kept per peer (by ordinal); the most items per peer in one call */
 #define RT_SLOTS (ALGO_MAX_SLOTS + 1) /* notify slots per sender; the last one publishes p2p */
 #define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS
@@ -127,7 +127,7 @@ typedef struct rt_comm {
     uint64_t scratch_bytes;
     uint64_t scratch_budget;  /* the least scratch_bytes of all ranks: plans' rounds depend on it (algo_topo
                                * scratch_max), so every rank must compile with the same */
-    void *inbox;              /* eager inbox: RT_INBOX_SLOTS x nranks boxes of RT_BOX_STRIDE bytes (pooled) */
+    void *inbox;              /* eager inbox: rt_inbox_slots() x nranks boxes (pooled; rt_inbox_bytes) */
     bool eager_hdr;           /* eager plans in header mode (rt_publish.c): task functions can write
                                  peers' inboxes (hal host_mapped_mem) */
     size_t inbox_pool_bytes;
@@ -144,12 +144,15 @@ typedef struct rt_comm {
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
     bool oneway;              /* eager Broadcast/Scatter go one-way (HCCL_EAGER_ONEWAY, header mode): the
                                  roots' credits were given at init (rt_notify.c) */
-    uint32_t able_run;        /* calls up to op #seq that could go one-way, back to back (saturates) */
+    uint32_t able_run;        /* calls up to op #seq of one root that could go one-way, back to back
+                                 (saturates) */
     uint32_t able_last_run;   /* ... in the run before: a run expected (rt_oneway_expect_run) */
+    uint32_t able_root;       /* the root of that run */
     uint64_t full_calls;      /* calls issued that end full: they take the eager slots in turn */
-    uint64_t *oneway_calls;   /* [nranks] one-way calls issued per root: they take its one-way slots in turn */
+    uint64_t oneway_calls;    /* one-way calls issued: they take the one-way slots in turn */
     uint32_t oneway_run;      /* one-way calls this rank rooted since its last drain (rt_oneway.c) */
-    uint64_t oneway_seq[ALGO_ONEWAY_SLOTS]; /* their seqs, by run position modulo the slots */
+    uint32_t ow_slots;        /* one-way slots, the credits a receiver gives every root (algo_oneway_slots) */
+    uint64_t oneway_seq[ALGO_ONEWAY_SLOTS_MAX]; /* their seqs, by run position modulo ow_slots */
     rt_plan_cache *cache;
     hal_stream *slaves[RT_MAX_STREAMS];
     hal_event *fork_ev[RT_MAX_STREAMS];
@@ -230,25 +233,29 @@ void rt_oneway_destroy_check(rt_comm *c);
 /* A box as laid out in an inbox slot: RT_BOX_HDR bytes of header (header mode, rt_publish.c: the
  * writer's signature of the call), then the box's bytes, which start in the header's cache line,
  * so a small message and its header travel as one line. The ALGO_EAGER_SLOTS eager slots hold
- * boxes of ALGO_EAGER_BOX bytes, RT_BOX_STRIDE apart. The one-way slots after them hold boxes of
- * ALGO_ONEWAY_MAX_BYTES, each writer's boxes of every one-way slot side by side: a root's writes
- * to a receiver stay within ALGO_ONEWAY_SLOTS x RT_OW_BOX_STRIDE bytes (few pages), and the
- * inbox stays small however deep the one-way queue is. */
+ * boxes of ALGO_EAGER_BOX bytes, RT_BOX_STRIDE apart, one per writer. The one-way slots after them
+ * hold one box of ALGO_ONEWAY_MAX_BYTES each, RT_OW_BOX_STRIDE apart, which every root writes in
+ * turn: a run of one-way calls has one root, and that root waits for all its credits before any
+ * call of another root (rt_oneway.c), so two roots never have a one-way slot of the same inbox
+ * in use at once. */
 #define RT_BOX_HDR 48u
 #define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
 #define RT_OW_BOX_STRIDE ((uint64_t)ALGO_ONEWAY_MAX_BYTES + 64u)
 _Static_assert(sizeof(rt_sig) <= RT_BOX_HDR, "an eager box header holds one rt_sig");
 _Static_assert(RT_BOX_HDR + ALGO_ONEWAY_MAX_BYTES <= RT_OW_BOX_STRIDE, "a one-way box holds its bytes");
 /* The eager slots, then the one-way slots (algos/plan.h, INBOX). */
-#define RT_INBOX_SLOTS (ALGO_EAGER_SLOTS + ALGO_ONEWAY_SLOTS)
+static inline uint32_t rt_inbox_slots(const rt_comm *c)
+{
+    return ALGO_EAGER_SLOTS + c->ow_slots;
+}
 static inline bool rt_slot_oneway(uint32_t slot)
 {
     return slot >= ALGO_EAGER_SLOTS;
 }
-/* From one writer's box to the next within a slot. */
+/* From one writer's box to the next within a slot: one-way slots have one box, every writer's. */
 static inline uint64_t rt_writer_stride(bool oneway)
 {
-    return oneway ? ALGO_ONEWAY_SLOTS * RT_OW_BOX_STRIDE : RT_BOX_STRIDE;
+    return oneway ? 0 : RT_BOX_STRIDE;
 }
 /* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot of
  * its kind (a one-way plan binds one-way slots only). */
@@ -268,9 +275,9 @@ static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
 /* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return rt_inbox_eager_bytes(c) + (uint64_t)c->nranks * ALGO_ONEWAY_SLOTS * RT_OW_BOX_STRIDE;
+    return rt_inbox_eager_bytes(c) + (uint64_t)c->ow_slots * RT_OW_BOX_STRIDE;
 }
-/* Slot `slot` (< RT_INBOX_SLOTS) of an inbox, ours or a peer's. */
+/* Slot `slot` (< rt_inbox_slots) of an inbox, ours or a peer's. */
 static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
 {
     if (!rt_slot_oneway(slot))
@@ -282,9 +289,10 @@ static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot,
 {
     return rt_box_hdr(rt_inbox_slot(c, inbox, slot), writer, rt_slot_oneway(slot));
 }
-/* Ranks drift apart by at most the one-way slots of every root (algos/plan.h, INBOX): records and
+/* Ranks drift apart by at most the one-way slots (algos/plan.h, INBOX: a run's receivers are at most
+ * that many calls behind its one root) and the two calls an eager call may run ahead: records and
  * V tables of a call must still be there when the slowest rank reads them. */
-_Static_assert(RT_PUB_RING > ALGO_MESH_MAX_RANKS * ALGO_ONEWAY_SLOTS + 2, "publication ring too short");
+_Static_assert(RT_PUB_RING > ALGO_ONEWAY_SLOTS_MAX + ALGO_EAGER_SLOTS, "publication ring too short");
 /* p2p: the ring of this rank's receives from peer, by the receive's ordinal (seq). */
 rt_pub_record *rt_ctrl_p2p(rt_ctrl *c, uint32_t peer, uint64_t seq);
 /* HcclCommDestroy: a FINALIZE record as the next receive from every peer, and a signal to each

@@ -1,7 +1,7 @@
 /* One-way calls, the runtime's side (algos/plan.h, INBOX; docs/runtime.md, "One-way calls").
  *
  * An eager Broadcast or Scatter in a run of such calls goes one-way: the root writes its receivers'
- * inboxes and goes on; it takes one credit per receiver before writing (ALGO_ONEWAY_SLOTS of them
+ * inboxes and goes on; it takes one credit per receiver before writing (c->ow_slots of them
  * were given at init, rt_notify.c), and a receiver gives it back once it copied its box out.
  * Bookkeeping here:
  * - runs: which calls go one-way (rt_oneway_expect_run);
@@ -21,15 +21,15 @@
  * two ranks that wait on each other the later one sees the other's view. A one-way root learns of
  * a mismatch in its call at its next call that waits (or at HcclCommDestroy), not at the call. */
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/stream/rt_launch.h"
 
 uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
 {
     if (plan->oneway)
-        return ALGO_EAGER_SLOTS + (uint32_t)(c->oneway_calls[plan->op.root] % ALGO_ONEWAY_SLOTS);
+        return ALGO_EAGER_SLOTS + (uint32_t)(c->oneway_calls % c->ow_slots);
     return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
 }
 
@@ -45,38 +45,45 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
     ctx->credit_seq = 0;
     ctx->ndrain = 0;
     if (is_root(c, plan)) { /* past the credits given at init: those of run position run - S */
-        if (run >= ALGO_ONEWAY_SLOTS)
-            ctx->credit_seq = c->oneway_seq[run % ALGO_ONEWAY_SLOTS];
+        if (run >= c->ow_slots)
+            ctx->credit_seq = c->oneway_seq[run % c->ow_slots];
         return;
     }
     if (plan->oneway || !run) /* a receiver publishes into no slot and signals no PUB */
         return;
-    ctx->ndrain = run < ALGO_ONEWAY_SLOTS ? run : ALGO_ONEWAY_SLOTS;
+    ctx->ndrain = run < c->ow_slots ? run : c->ow_slots;
     for (uint32_t i = 0; i < ctx->ndrain; i++)
-        ctx->drain_seq[i] = c->oneway_seq[(run - 1 - i) % ALGO_ONEWAY_SLOTS];
+        ctx->drain_seq[i] = c->oneway_seq[(run - 1 - i) % c->ow_slots];
 }
 
 /* A lone one-way call costs its root a drain before the next call, which the full exchange does
  * not need (a round trip more: at 4 ranks, a loop of 8 B Broadcast + AllReduce took 46 us a round
  * with every Broadcast one-way, 38 with none; tools/bench/mixed_bench.c). So a call goes one-way
- * only in a run: after a call that could go one-way too, or first in a run when the run before it
- * was longer than one call. Every rank that made the same calls decides the same (and the
- * protocol is in the signature). Asked of Broadcast and Scatter only, so that other ops keep one
- * plan each in the cache. */
+ * only in a run: after a call of the same root that could go one-way too, or first in a run when
+ * the run before it was longer than one call and ended with a call that could not. A call whose
+ * root is not the run's goes full: its root and every receiver wait for the old root's drain, so
+ * the next root never writes a one-way slot the old one still has in use (rt_internal.h, the
+ * inbox), and no rank gets more than the slots ahead of another (the publication ring). Every rank
+ * that made the same calls decides the same (and the protocol is in the signature). Asked of
+ * Broadcast and Scatter only, so that other ops keep one plan each in the cache. */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op)
 {
-    return algo_coll_rooted_put(op->coll) && (c->able_run > 0 || c->able_last_run > 1);
+    if (!algo_coll_rooted_put(op->coll))
+        return false;
+    return c->able_run > 0 ? op->root == c->able_root : c->able_last_run > 1;
 }
 
 static void count_runs(rt_comm *c, const algo_plan *plan)
 {
-    if (plan->oneway_able) {
+    if (plan->oneway_able && (!c->able_run || plan->op.root == c->able_root)) {
         c->able_run += c->able_run < UINT32_MAX;
+        c->able_root = plan->op.root;
         return;
     }
     if (c->able_run)
         c->able_last_run = c->able_run;
-    c->able_run = 0;
+    c->able_run = plan->oneway_able; /* another root: a new run, its first call full */
+    c->able_root = plan->op.root;
 }
 
 void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
@@ -84,30 +91,35 @@ void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
     const algo_plan *plan = ctx->plan;
     count_runs(c, plan);
     if (plan->oneway)
-        c->oneway_calls[plan->op.root]++;
+        c->oneway_calls++;
     else
         c->full_calls++;
     if (is_root(c, plan))
-        c->oneway_seq[c->oneway_run++ % ALGO_ONEWAY_SLOTS] = ctx->seq;
+        c->oneway_seq[c->oneway_run++ % c->ow_slots] = ctx->seq;
     else if (ctx->ndrain)
         c->oneway_run = 0;
 }
 
-/* A page fault costs ~10 us on a VM (docs/perf.md): a root's loop would take one per page of its
- * boxes in every receiver's inbox in this process (66 per receiver), in its first calls. They are
- * side by side (rt_inbox_slot): mapped in one call per receiver (hal_ops.mem_prefault), or by the
- * header writes below. The header of this rank's own box is its to write (peers read it only
- * after this rank's signal) and holds no call yet. */
+/* A page fault costs ~10 us on a VM (docs/perf.md): a root's loop would take one per page of the
+ * one-way slots of every receiver's inbox in this process (up to 528 per receiver), in its first
+ * calls. They are side by side (rt_inbox_slot): mapped in one call per receiver
+ * (hal_ops.mem_prefault), then read once a page. On the 2-CPU VM (a PVM guest) a mapped page
+ * still costs about 7 us at its first use in a process, which the guest does not count as a fault
+ * (likely the hypervisor filling its shadow page table): with the prefault alone the first 1000
+ * 8 B Broadcasts at 4 ranks took 11-15 us a call, with half the pages read 6.5, with all 0.6-1.0.
+ * Reads, because the slots' headers are the inbox owner's to clear (rt_inbox_acquire) and any
+ * root may write them once this rank's peers are past init. */
 void rt_oneway_warm(rt_comm *c)
 {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = c->ow_slots * RT_OW_BOX_STRIDE;
     for (uint32_t q = 0; c->oneway && c->eager_hdr && q < c->nranks; q++) {
         if (q == c->rank || c->peers[q].remote)
             continue;
+        volatile const char *slots = rt_inbox_slot(c, c->peers[q].inbox, ALGO_EAGER_SLOTS);
         if (c->hal->mem_prefault)
-            (void)c->hal->mem_prefault(rt_inbox_box(c, c->peers[q].inbox, ALGO_EAGER_SLOTS, c->rank),
-                                       ALGO_ONEWAY_SLOTS * RT_OW_BOX_STRIDE);
-        for (uint32_t s = ALGO_EAGER_SLOTS; s < RT_INBOX_SLOTS; s++)
-            memset(rt_inbox_box(c, c->peers[q].inbox, s, c->rank), 0, sizeof(rt_sig));
+            (void)c->hal->mem_prefault((void *)slots, bytes);
+        for (size_t off = 0; off < bytes; off += page)
+            (void)slots[off];
     }
 }
 
@@ -170,7 +182,7 @@ static uint32_t credits_owed(const rt_comm *c, uint32_t q, uint32_t ndrain)
     if (!c->hal->notify_count)
         return ndrain;
     uint32_t back = c->hal->notify_count(c->peers[q].from_peer[ALGO_SLOT_CREDIT]);
-    uint32_t owed = back < ALGO_ONEWAY_SLOTS ? ALGO_ONEWAY_SLOTS - back : 0;
+    uint32_t owed = back < c->ow_slots ? c->ow_slots - back : 0;
     return owed < ndrain ? owed : ndrain;
 }
 
@@ -211,12 +223,12 @@ static bool view_settled(const rt_comm *c, uint32_t q, uint64_t seq)
  * rt_ctrl_wait_fetched). */
 void rt_oneway_destroy_check(rt_comm *c)
 {
-    uint32_t n = c->oneway_run < ALGO_ONEWAY_SLOTS ? c->oneway_run : ALGO_ONEWAY_SLOTS;
+    uint32_t n = c->oneway_run < c->ow_slots ? c->oneway_run : c->ow_slots;
     struct timespec nap = {0, 200000};
     uint64_t waited_us = 0, limit_us = (uint64_t)(c->exec_timeout_s > 0 ? c->exec_timeout_s : 0) * 1000000u;
     char msg[RT_MSG_LEN];
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t seq = c->oneway_seq[(c->oneway_run - 1 - i) % ALGO_ONEWAY_SLOTS];
+        uint64_t seq = c->oneway_seq[(c->oneway_run - 1 - i) % c->ow_slots];
         for (uint32_t q = 0; q < c->nranks; q++) {
             while (!view_settled(c, q, seq) && !(limit_us && waited_us >= limit_us)) {
                 nanosleep(&nap, NULL); /* peers are inside the same calls */

@@ -119,7 +119,7 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
  * not, rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
 static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
 {
-    for (uint32_t s = 0; s < RT_INBOX_SLOTS; s++) {
+    for (uint32_t s = 0; s < rt_inbox_slots(c); s++) {
         memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
         if (theirs->seq == seq)
             return true;
@@ -131,7 +131,7 @@ static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *thei
  * header is still in my one-way slots, and my view of that call is my record. */
 static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs, const rt_sig **mine)
 {
-    for (uint32_t s = ALGO_EAGER_SLOTS; s < RT_INBOX_SLOTS; s++) {
+    for (uint32_t s = ALGO_EAGER_SLOTS; s < rt_inbox_slots(c); s++) {
         memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
         const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, theirs->seq);
         if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq &&

@@ -16,7 +16,7 @@ HcclResult rt_notify_setup_local(rt_comm *c)
             CHECK_MAP(c->hal->notify_export(c->peers[s].from_peer[k], &row[k]), rt_from_hal);
         }
         /* A one-way root's credits from s (algos/plan.h, INBOX): s has read nothing yet. */
-        for (uint32_t k = 0; c->oneway && k < ALGO_ONEWAY_SLOTS; k++)
+        for (uint32_t k = 0; c->oneway && k < c->ow_slots; k++)
             CHECK_MAP(c->hal->notify_host_record(c->peers[s].from_peer[ALGO_SLOT_CREDIT]), rt_from_hal);
     }
     return HCCL_SUCCESS;

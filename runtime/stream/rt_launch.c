@@ -66,13 +66,18 @@ static rt_launch_ctx *pending_leaving(rt_comm *c, uint32_t left)
     return ctx;
 }
 
+bool rt_ranks_fit_cpus(uint32_t ranks)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && ranks <= (uint64_t)cpus;
+}
+
 void rt_launch_help_setup(rt_comm *c)
 {
     uint32_t local = 0;
     for (uint32_t q = 0; q < c->nranks; q++)
         local += !c->peers[q].remote;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->ranks_fit_cpus = cpus > 0 && local <= (uint64_t)cpus;
+    c->ranks_fit_cpus = rt_ranks_fit_cpus(local);
 }
 
 /* Launches in flight from which the host helps. Early (all but the newest) where a helped

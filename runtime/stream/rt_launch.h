@@ -83,7 +83,7 @@ struct rt_launch_ctx {
     void **inbox;              /* [nranks]: this op's slot of every rank's eager inbox (rt_oneway_slot) */
     uint64_t credit_seq;       /* one-way root: the call whose credits this one takes (0: credits given at
                                   init, nothing to check); rt_oneway.c */
-    uint64_t drain_seq[ALGO_ONEWAY_SLOTS]; /* the one-way calls this rank rooted whose credits the launch */
+    uint64_t drain_seq[ALGO_ONEWAY_SLOTS_MAX]; /* the one-way calls this rank rooted whose credits the launch */
     uint32_t ndrain;           /* takes back before its plan (0: no drain); rt_oneway.c */
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
@@ -227,6 +227,8 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 void rt_launch_reclaim(rt_comm *c, bool wait_all);
 /* At init, once the peers are known: do this server's ranks fit its CPUs (rt_launch_help_from)? */
 void rt_launch_help_setup(rt_comm *c);
+/* Are `ranks` ranks on this server no more than its online CPUs? */
+bool rt_ranks_fit_cpus(uint32_t ranks);
 /* Launches in flight from which the next call's host helps: RT_LAUNCH_HELP_EARLY or _AT. */
 uint32_t rt_launch_help_from(const rt_comm *c);
 

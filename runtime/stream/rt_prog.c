@@ -420,7 +420,7 @@ static hal_result build_drain(prog_builder *b)
     CHECK(push_fn(ctx, 0, 0, rt_oneway_drain_check_task, ctx));
     for (uint32_t q = 0; q < c->nranks; q++)
         if (q != c->rank)
-            CHECK(push_count_wait(ctx, c->peers[q].from_peer[ALGO_SLOT_CREDIT], ALGO_ONEWAY_SLOTS));
+            CHECK(push_count_wait(ctx, c->peers[q].from_peer[ALGO_SLOT_CREDIT], c->ow_slots));
     return close_prog(b, 0, &first);
 }
 

@@ -5,6 +5,8 @@
  * every output checked against a host reference. */
 #include "coll_misc.h"
 
+#include "algos/plan.h" /* algo_oneway_slots: the runs go around the real depth */
+
 #include <string.h>
 #include <unistd.h>
 
@@ -209,16 +211,25 @@ int misc_eagerseq(prog_env *e)
 
 /* coll_misc onewayseq: eager Broadcasts and Scatters in runs go one-way (docs/runtime.md, "One-way
  * calls"): a root writes its receivers' inboxes and goes on, taking a credit per receiver once it
- * is OW_SLOTS calls ahead. Issued back to back, then checked after one synchronize: runs of one
+ * is S (ow_slots) calls ahead. Issued back to back, then checked after one synchronize: runs of one
  * root shorter than, as long as and longer than the slots (1, S - 1, S, S + 1, 3S + 2 calls; a run
- * goes one-way from its first call when the run before was longer than one, else from its
- * second), some ended by an AllReduce or a Broadcast too large to go one-way (the root drains its
- * credits before it), roots changing every call, and a run at the very end (the destroy checks
- * it). The 3S + 2-call run starts while its receivers' streams stall 30 ms, so its root writes as
- * far as its credits let it (a root that overran its slots would overwrite calls not read yet).
+ * goes one-way from its first call when the run before was longer than one and ended with a call
+ * that could not go one-way, else from its second), some ended by an AllReduce or a Broadcast too
+ * large to go one-way (the root drains its credits before it), roots changing every call (a call
+ * of another root goes full), and a run at the very end (the destroy checks it). The receivers of
+ * the 3S + 2-call run stall 30 ms after its first call, so its root writes as far as its credits
+ * let it (a root that overran its slots would overwrite calls not read yet).
  * Sizes (4 B to 2 KiB) and dtypes vary per call, each call its own buffers. */
-#define OW_SLOTS 128 /* algos/plan.h, ALGO_ONEWAY_SLOTS */
-#define OW_OPS (9 * OW_SLOTS + 13) /* what oneway_schedule makes */
+static int ow_slots(uint32_t n) /* the runtime's (rt_comm.c): every rank of the test on this machine */
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return (int)algo_oneway_slots(cpus > 0 && n <= (uint64_t)cpus);
+}
+
+static int ow_ops(uint32_t n) /* what oneway_schedule makes */
+{
+    return 9 * ow_slots(n) + 13;
+}
 
 static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
 {
@@ -235,13 +246,15 @@ static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
 
 static int oneway_schedule(eop *ops, uint32_t n)
 {
-    static const int runs[] = {1, OW_SLOTS - 1, OW_SLOTS, OW_SLOTS + 1, 3 * OW_SLOTS + 2};
+    const int S = ow_slots(n);
+    const int runs[] = {1, S - 1, S, S + 1, 3 * S + 2};
     int k = 0;
     for (int r = 0; r < 5; r++) {
         for (int j = 0; j < runs[r]; j++, k++)
             plan_oneway(&ops[k], k, j % 3 == 2 ? E_SC : E_BC, (uint32_t)r * 3 + 1, n);
-        if (r == 4) /* the longest run starts while its receivers stall: its root runs up to its credits */
-            ops[k - runs[r]].hold = true;
+        if (r == 4) /* the longest run's receivers stall after its first call (full if the root changed):
+                       its root runs up to its credits */
+            ops[k - runs[r] + 1].hold = true;
         if (r % 2 == 1 || r == 4)
             plan_oneway(&ops[k], k, E_AR, 0, n), k++;
         if (r == 2) { /* past the one-way size: a Broadcast that exchanges with every rank */
@@ -250,19 +263,19 @@ static int oneway_schedule(eop *ops, uint32_t n)
             layout(&ops[k++], n);
         }
     }
-    for (int j = 0; j < 2 * OW_SLOTS + 3; j++, k++) /* a new root every call */
+    for (int j = 0; j < 2 * S + 3; j++, k++) /* a new root every call */
         plan_oneway(&ops[k], k, j % 2 ? E_SC : E_BC, (uint32_t)j, n);
-    for (int j = 0; j < OW_SLOTS + 3; j++, k++) /* the last run: nothing drains it but the destroy */
+    for (int j = 0; j < S + 3; j++, k++) /* the last run: nothing drains it but the destroy */
         plan_oneway(&ops[k], k, E_BC, n - 1, n);
     return k;
 }
 
 int misc_onewayseq(prog_env *e)
 {
-    eop *ops = xmalloc(OW_OPS * sizeof *ops);
+    eop *ops = xmalloc((size_t)ow_ops(e->n) * sizeof *ops);
     int nops = oneway_schedule(ops, e->n);
-    if (nops != OW_OPS) {
-        fprintf(stderr, "onewayseq: the schedule made %d calls, OW_OPS says %d\n", nops, OW_OPS);
+    if (nops != ow_ops(e->n)) {
+        fprintf(stderr, "onewayseq: the schedule made %d calls, ow_ops says %d\n", nops, ow_ops(e->n));
         return 1;
     }
     return run_back_to_back(e, ops, nops, "one-way and other collectives");

@@ -9,8 +9,8 @@
  *   barrier    no rank leaves HcclBarrier before rank 0, held back by a host function, enters it
  *   twostreams one communicator's collectives alternating between two streams (coll_streams.c)
  *   eagerseq   42 collectives back to back across the eager crossover, checked after (coll_eager.c)
- *   onewayseq  157 one-way Broadcasts/Scatters (runs of one root, changing roots) and AllReduces
- *              back to back, checked after (coll_eager.c)
+ *   onewayseq  9S + 13 one-way Broadcasts/Scatters (runs of one root around the S one-way slots,
+ *              changing roots) and AllReduces back to back, checked after (coll_eager.c)
  *   eagerchain eager calls whose IN the call or copy before them writes, between calls that may
  *              run ahead, checked after (coll_eager.c)
  *   deepqueue  1000 AllReduces issued without a synchronize: more than the runtime queues (coll_eager.c)

@@ -1,10 +1,11 @@
 /* Which calls go one-way (runtime/rt_oneway.c, rt_oneway_expect_run): an eager Broadcast or Scatter
  * goes one-way only in a run of such calls, from its second call, or from its first when the run
  * before was longer than one call; anything else (an AllReduce, a Broadcast too large to go
- * one-way) ends the run. A lone Broadcast between AllReduces stays the full exchange, as its drain
- * would cost a round trip more. At 2 and 3 ranks, threads of this process (HcclCommInitAll); each call is
- * synchronized and checked, and whether it went one-way is read off the root's count of one-way
- * calls (rt_comm.oneway_calls) on every rank. */
+ * one-way) ends the run, and a call of another root goes full and starts a new run (the roots
+ * share the inboxes' one-way slots). A lone Broadcast between AllReduces stays the full exchange,
+ * as its drain would cost a round trip more. At 2 and 3 ranks, threads of this process
+ * (HcclCommInitAll); each call is synchronized and checked, and whether it went one-way is read
+ * off the count of one-way calls (rt_comm.oneway_calls) on every rank. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,13 +24,18 @@ typedef enum { BC, SC, BC_BIG, AR } call_kind;
 typedef struct step {
     call_kind kind;
     int oneway; /* expected: 1 one-way, 0 full, -1 not a rooted call */
+    uint32_t root;
 } step;
 
-/* Runs of 1, 1, 3 (one-way from the second), then 1 (first, after a run of 3), 1, then 2 mixed
- * (Broadcast then Scatter) ended by a Broadcast too large, then 2 again (from the first). */
+/* Root 0: runs of 1, 1, 3 (one-way from the second), then 1 (first, after a run of 3), 1, then 2
+ * mixed (Broadcast then Scatter) ended by a Broadcast too large, then 2 again (from the first).
+ * Then roots change: a run of root 1 from its first call (after a run of 2), a call of root 0
+ * (full) that starts a run of 2, one of root 1 (full) that ends it, and after a run of 1 a lone
+ * call of root 1 stays full. */
 static const step k_steps[] = {
-    {BC, 0}, {AR, -1}, {BC, 0}, {AR, -1}, {BC, 0}, {BC, 1}, {BC, 1}, {AR, -1}, {BC, 1}, {AR, -1},
-    {BC, 0}, {SC, 1},  {BC_BIG, 0}, {BC, 1}, {SC, 1}, {AR, -1},
+    {BC, 0, 0}, {AR, -1, 0}, {BC, 0, 0}, {AR, -1, 0}, {BC, 0, 0}, {BC, 1, 0}, {BC, 1, 0}, {AR, -1, 0},
+    {BC, 1, 0}, {AR, -1, 0}, {BC, 0, 0}, {SC, 1, 0}, {BC_BIG, 0, 0}, {BC, 1, 0}, {SC, 1, 0}, {AR, -1, 0},
+    {BC, 1, 1}, {BC, 1, 1}, {BC, 0, 0}, {SC, 1, 0}, {BC, 0, 1}, {AR, -1, 0}, {BC, 0, 1}, {SC, 1, 1},
 };
 #define NSTEPS (sizeof k_steps / sizeof k_steps[0])
 
@@ -51,7 +57,7 @@ static int32_t value(size_t call, uint64_t j)
 static void put(rank_t *r, size_t call, uint64_t count)
 {
     for (uint64_t j = 0; j < count; j++)
-        r->host[j] = r->rank == 0 ? value(call, j) : -1;
+        r->host[j] = r->rank == k_steps[call].root ? value(call, j) : -1;
     cr_assert_eq(aclrtMemcpy(r->buf, count * 4, r->host, count * 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
 }
 
@@ -65,10 +71,11 @@ static void check(rank_t *r, size_t call, const int32_t *dev, uint64_t count, ui
 
 static HcclResult issue(rank_t *r, size_t i)
 {
+    uint32_t root = k_steps[i].root;
     switch (k_steps[i].kind) {
-    case BC: put(r, i, 2); return HcclBroadcast(r->buf, 2, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
-    case BC_BIG: put(r, i, BIG); return HcclBroadcast(r->buf, BIG, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
-    case SC: put(r, i, 2 * r->n); return HcclScatter(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s);
+    case BC: put(r, i, 2); return HcclBroadcast(r->buf, 2, HCCL_DATA_TYPE_INT32, root, r->comm, r->s);
+    case BC_BIG: put(r, i, BIG); return HcclBroadcast(r->buf, BIG, HCCL_DATA_TYPE_INT32, root, r->comm, r->s);
+    case SC: put(r, i, 2 * r->n); return HcclScatter(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, root, r->comm, r->s);
     case AR: put(r, i, 2); return HcclAllReduce(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, r->comm, r->s);
     }
     return HCCL_E_PARA;
@@ -81,10 +88,10 @@ static void *rank_main(void *arg)
     rt_comm *c;
     cr_assert_eq(rt_comm_get(r->comm, "test", &c), HCCL_SUCCESS);
     for (size_t i = 0; i < NSTEPS; i++) {
-        uint64_t before = c->oneway_calls[0];
+        uint64_t before = c->oneway_calls;
         cr_assert_eq(issue(r, i), HCCL_SUCCESS, "call %zu", i);
         cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS, "call %zu", i);
-        r->went[i] = k_steps[i].kind == AR ? -1 : (int)(c->oneway_calls[0] - before);
+        r->went[i] = k_steps[i].kind == AR ? -1 : (int)(c->oneway_calls - before);
         if (k_steps[i].kind == BC || k_steps[i].kind == BC_BIG)
             check(r, i, r->buf, k_steps[i].kind == BC ? 2 : BIG, 0);
         else if (k_steps[i].kind == SC)
