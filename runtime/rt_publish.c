@@ -115,13 +115,20 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
     return HAL_E_ABORTED;
 }
 
+/* Did `peer` write this header? A one-way slot has one box that every root writes in turn, and a
+ * rank writes one only as the root its header names. */
+static bool written_by(const rt_sig *hdr, uint32_t slot, uint32_t peer)
+{
+    return !rt_slot_oneway(slot) || hdr->root == peer;
+}
+
 /* Did peer publish call seq in a box header of my inbox? Its slot depends on its plan (one-way or
  * not, rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
 static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
 {
     for (uint32_t s = 0; s < rt_inbox_slots(c); s++) {
         memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
-        if (theirs->seq == seq)
+        if (theirs->seq == seq && written_by(theirs, s, peer))
             return true;
     }
     return false;
@@ -134,7 +141,7 @@ static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs
     for (uint32_t s = ALGO_EAGER_SLOTS; s < rt_inbox_slots(c); s++) {
         memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
         const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, theirs->seq);
-        if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq &&
+        if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq && written_by(theirs, s, peer) &&
             atomic_load_explicit(&rec->ready, memory_order_acquire) == theirs->seq && !rt_sig_equal(theirs, &rec->sig)) {
             *mine = &rec->sig;
             return true;
