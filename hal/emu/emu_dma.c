@@ -1,6 +1,7 @@
 /* DMA engines: per device a few threads that execute pieces of DMA batches. A batch is cut into
  * pieces (one per descriptor, large descriptors split into chunks); the stream worker posts the
  * job, runs pieces itself too, and returns when all are done. Small batches run inline. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ typedef enum { P_COPY, P_MOVE, P_REDUCE, P_SET } piece_kind;
 typedef struct dma_piece {
     piece_kind kind;
     char *dst;
+    char *dst2; /* copy: a second destination of the same bytes (emu_dma_run_pair) */
     const char *src;
     const char *src2; /* reduce: dst = src op src2 when set */
     size_t n; /* bytes (copy, move, set) or elements (reduce) */
@@ -42,7 +44,9 @@ static hal_result piece_run(const dma_piece *p, char *msg, size_t len)
 {
     switch (p->kind) {
     case P_COPY:
-        if (p->nt)
+        if (p->dst2)
+            emu_copy2(p->dst, p->dst2, p->src, p->n, p->nt);
+        else if (p->nt)
             emu_copy_nt(p->dst, p->src, p->n);
         else
             memcpy(p->dst, p->src, p->n);
@@ -216,6 +220,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece 
     p->dst = hal_ref_resolve(d->dst);
     p->src = hal_ref_resolve(d->src);
     p->src2 = NULL;
+    p->dst2 = NULL;
     p->desc = i;
     p->nt = false;
     if (d->kind == HAL_DMA_COPY) {
@@ -251,6 +256,8 @@ static uint32_t split(const dma_piece *p, size_t chunk, dma_piece *out)
         out[k] = *p;
         out[k].n = p->n - at < per ? p->n - at : per;
         out[k].dst = p->dst + at * es;
+        if (p->dst2)
+            out[k].dst2 = p->dst2 + at * es;
         if (p->src)
             out[k].src = p->src + at * es;
         if (p->src2)
@@ -380,6 +387,57 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
     if (k.timed && rc == HAL_OK)
         emu_copy_pick_record(k.pick, k.nt, k.bytes, emu_now_ns() - t0);
     return rc;
+}
+
+/* Two copies of one source (an AllGather's own block into its output and into the peer's): one
+ * piece with two destinations reads the source once instead of twice. The result is the two
+ * copies' in either order only if neither destination overlaps the source or the other. */
+static bool pair_fuses(const hal_dma_desc *a, const hal_dma_desc *b)
+{
+    if (a->kind != HAL_DMA_COPY || b->kind != HAL_DMA_COPY || a->bytes != b->bytes)
+        return false;
+    const char *src = hal_ref_resolve(a->src), *d1 = hal_ref_resolve(a->dst), *d2 = hal_ref_resolve(b->dst);
+    size_t n = a->bytes;
+    return src && d1 && d2 && src == hal_ref_resolve(b->src) && !overlap(d1, src, n) && !overlap(d2, src, n) &&
+           !overlap(d1, d2, n);
+}
+
+static _Atomic uint64_t g_pairs; /* pairs run as one: for tests */
+
+uint64_t emu_dma_test_pairs(void)
+{
+    return atomic_load(&g_pairs);
+}
+
+bool emu_dma_run_pair(emu_dma *d, const hal_dma_desc *a, const hal_dma_desc *b, uint32_t n, hal_result *rc, char *msg,
+                      size_t len)
+{
+    if (n == 0 || n > DMA_STACK_PIECES)
+        return false;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        bytes += a[i].kind == HAL_DMA_COPY ? a[i].bytes : 0;
+    if (bytes < emu_cfg()->dma_split_bytes) /* small copies: the source stays cached between them */
+        return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (!pair_fuses(&a[i], &b[i]))
+            return false;
+    hal_dma_desc both[2 * DMA_STACK_PIECES];
+    memcpy(both, a, n * sizeof *a);
+    memcpy(both + n, b, n * sizeof *b);
+    batch_kernel k = batch_kernel_for(both, 2 * n); /* chosen and timed as the copies it replaces */
+    uint64_t t0 = k.timed ? emu_now_ns() : 0;
+    dma_piece p[DMA_STACK_PIECES];
+    for (uint32_t i = 0; i < n; i++) {
+        if ((*rc = resolve(&a[i], i, k.nt, &p[i], msg, len)) != HAL_OK)
+            return true;
+        p[i].dst2 = hal_ref_resolve(b[i].dst);
+    }
+    atomic_fetch_add_explicit(&g_pairs, 1, memory_order_relaxed);
+    *rc = run_split(d, p, n, true, msg, len);
+    if (k.timed && *rc == HAL_OK)
+        emu_copy_pick_record(k.pick, k.nt, k.bytes, emu_now_ns() - t0);
+    return true;
 }
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)

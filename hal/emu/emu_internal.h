@@ -181,6 +181,13 @@ void emu_dma_stop(emu_dma *d);
  * caller that did that since it last learned anything from a peer (a stream program). */
 hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
 hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
+/* Runs batches a and b (n descriptors each), in either order, as one batch reading each source
+ * once, if they allow it: a[i] and b[i] copies of the same source and size, no destination
+ * overlapping the source or the other, together large enough to split. Then true, the result in
+ * *rc; else false and nothing ran. Peers' mappings must be synced, as for emu_dma_run_synced. */
+bool emu_dma_run_pair(emu_dma *d, const hal_dma_desc *a, const hal_dma_desc *b, uint32_t n, hal_result *rc, char *msg,
+                      size_t len);
+uint64_t emu_dma_test_pairs(void); /* pairs emu_dma_run_pair ran as one, since the process started */
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len);
 
 /* --- the device --- */

@@ -103,17 +103,40 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in);
 /* Peers map memory and then tell us (a signal, a publication): the mirror of their VMM tables is
  * brought up to date before the program's first DMA and before the first after anything that may
  * carry such news (a wait, a task function), not before every DMA (a scan of every region). */
-static bool run_dma(prog_run *r, const hal_insn *in)
+static void sync_imports(prog_run *r)
 {
     if (!r->synced) {
         emu_vmm_sync_imports();
         r->synced = true;
     }
+}
+
+static bool run_dma(prog_run *r, const hal_insn *in)
+{
+    sync_imports(r);
     char msg[EMU_MSG_LEN] = "";
     hal_result rc = emu_dma_run_synced(&r->s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
     if (rc != HAL_OK)
         emu_stream_fail(r->s, rc, "%s", msg);
     return rc == HAL_OK;
+}
+
+/* Instructions a and b when they are two DMAs that copy one source twice (a mesh
+ * AllGather's own block into its output and the peer's): run as one (emu_dma_run_pair), reading
+ * the source once. False: not such a pair, nothing ran. */
+static bool run_dma_pair(prog_run *r, const hal_insn *a, const hal_insn *b, emu_wait_end *end)
+{
+    if (a->kind != HAL_INSN_DMA || b->kind != HAL_INSN_DMA || a->u.dma.n != b->u.dma.n)
+        return false;
+    sync_imports(r);
+    char msg[EMU_MSG_LEN] = "";
+    hal_result rc;
+    if (!emu_dma_run_pair(&r->s->dev->dma, a->u.dma.descs, b->u.dma.descs, a->u.dma.n, &rc, msg, sizeof msg))
+        return false;
+    if (rc != HAL_OK)
+        emu_stream_fail(r->s, rc, "%s", msg);
+    *end = rc == HAL_OK ? EMU_WAIT_MET : EMU_WAIT_FAILED;
+    return true;
 }
 
 static _Atomic uint64_t g_ahead_runs; /* prefixes run ahead: for tests */
@@ -213,7 +236,12 @@ emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
         if (t->u.prog.insns[i].kind == HAL_INSN_AHEAD)
             r.ahead = t->u.prog.insns[i].u.ahead.group;
     for (uint32_t i = t->u.prog.pc; i < t->u.prog.n; i++) {
-        emu_wait_end end = run_insn(&r, &t->u.prog.insns[i]);
+        const hal_insn *in = &t->u.prog.insns[i];
+        emu_wait_end end;
+        if (i + 1 < t->u.prog.n && run_dma_pair(&r, in, in + 1, &end))
+            i++; /* both ran (a pair never waits) */
+        else
+            end = run_insn(&r, in);
         if (end == EMU_WAIT_LATER) {
             t->u.prog.pc = i; /* the next run resumes at this wait */
             return EMU_PROG_SUSPENDED;
