@@ -158,12 +158,19 @@ typedef struct hal_phys_mem hal_phys_mem;
  * about to stop being the memory it was (freed, or other pages mapped at those addresses). */
 typedef void (*hal_mem_free_fn)(void *arg, void *base, size_t size);
 
+#define HAL_FANOUT_MIN_BYTES (1u << 20) /* hal_ops.prog_fans_out_copies */
+
 typedef struct hal_ops {
     const char *name; /* "emu", "ascend" */
     /* Device memory of this process's devices and of imported peers is plain host memory at the
      * device address: a task function (task_async, HAL_INSN_FN) may read and write it directly.
      * True on the emulator only; hardware needs DMA for device memory. */
     bool host_mapped_mem;
+    /* DMA instructions in a row of a program that copy the same sources, each at least
+     * HAL_FANOUT_MIN_BYTES, to other destinations run as one pass over the sources (the emulator:
+     * a fan-out reads each source once for all its destinations). The runtime then puts a mesh
+     * fan-out's copies (one source into every peer) in a row instead of on slave streams. */
+    bool prog_fans_out_copies;
 
     /* --- devices --- */
     hal_result (*device_count)(uint32_t *count);
@@ -335,9 +342,9 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 12u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+#define HAL_ABI_VERSION 13u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
                              * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
-                             * 12: HAL_INSN_AHEAD */
+                             * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -12,67 +12,65 @@
 #include <emmintrin.h>
 #include <xmmintrin.h>
 
-/* Streams whole 64-byte lines from s to d and, when set, to d2 (both 16-byte aligned): one read of
- * the source for both destinations. */
-static inline void stream_lines(char *d, char *d2, const char *s, size_t lines)
+/* Streams whole 64-byte lines from s to d[j] + at for each of the k destinations (all 16-byte
+ * aligned there): one read of the source for all of them. */
+static inline void stream_lines(char *const *d, uint32_t k, size_t at, const char *s, size_t lines)
 {
-    for (; lines; d += 64, s += 64, lines--) {
+    for (; lines; at += 64, s += 64, lines--) {
         _mm_prefetch(s + 512, _MM_HINT_T0); /* a prefetch past the end is harmless (no fault) */
         __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
         __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
-        _mm_stream_si128((__m128i *)d, a);
-        _mm_stream_si128((__m128i *)(d + 16), b);
-        _mm_stream_si128((__m128i *)(d + 32), c);
-        _mm_stream_si128((__m128i *)(d + 48), e);
-        if (d2) {
-            _mm_stream_si128((__m128i *)d2, a);
-            _mm_stream_si128((__m128i *)(d2 + 16), b);
-            _mm_stream_si128((__m128i *)(d2 + 32), c);
-            _mm_stream_si128((__m128i *)(d2 + 48), e);
-            d2 += 64;
+        for (uint32_t j = 0; j < k; j++) {
+            char *p = d[j] + at;
+            _mm_stream_si128((__m128i *)p, a);
+            _mm_stream_si128((__m128i *)(p + 16), b);
+            _mm_stream_si128((__m128i *)(p + 32), c);
+            _mm_stream_si128((__m128i *)(p + 48), e);
         }
     }
 }
 
-/* The copy to d (and d2, at the same alignment): plain head and tail around whole streamed lines. */
-static void copy_nt(char *d, char *d2, const char *s, size_t n)
+static void copy_each(char *const *d, uint32_t k, size_t at, const char *s, size_t n)
 {
-    size_t head = (size_t)(-(uintptr_t)d & 63u); /* to a cache line: whole-line streaming stores */
+    for (uint32_t j = 0; j < k; j++)
+        memcpy(d[j] + at, s, n);
+}
+
+/* The copy to the k destinations (sharing d[0]'s 16-byte phase): plain head and tail around
+ * whole streamed lines. */
+static void copy_nt(char *const *d, uint32_t k, const char *s, size_t n)
+{
+    size_t head = (size_t)(-(uintptr_t)d[0] & 63u); /* to a cache line: whole-line streaming stores */
     if (n < head + 64) {
-        memcpy(d, s, n);
-        if (d2)
-            memcpy(d2, s, n);
+        copy_each(d, k, 0, s, n);
         return;
     }
-    memcpy(d, s, head);
-    if (d2)
-        memcpy(d2, s, head), d2 += head;
-    d += head, s += head, n -= head;
-    stream_lines(d, d2, s, n / 64);
-    size_t done = n / 64 * 64;
-    memcpy(d + done, s + done, n - done);
-    if (d2)
-        memcpy(d2 + done, s + done, n - done);
+    copy_each(d, k, 0, s, head);
+    size_t lines = (n - head) / 64, done = head + lines * 64;
+    stream_lines(d, k, head, s + head, lines);
+    copy_each(d, k, done, s + done, n - done);
     _mm_sfence(); /* streaming stores are weakly ordered: fence before whatever signals them */
 }
 
-static bool same_alignment(const void *a, const void *b)
+static bool same_phase(char *const *d, uint32_t k)
 {
-    return (((uintptr_t)a ^ (uintptr_t)b) & 15u) == 0;
+    for (uint32_t j = 1; j < k; j++)
+        if ((((uintptr_t)d[j] ^ (uintptr_t)d[0]) & 15u) != 0)
+            return false;
+    return true;
 }
 
 #else
 
-static void copy_nt(char *d, char *d2, const char *s, size_t n)
+static void copy_nt(char *const *d, uint32_t k, const char *s, size_t n)
 {
-    memcpy(d, s, n);
-    if (d2)
-        memcpy(d2, s, n);
+    for (uint32_t j = 0; j < k; j++)
+        memcpy(d[j], s, n);
 }
 
-static bool same_alignment(const void *a, const void *b)
+static bool same_phase(char *const *d, uint32_t k)
 {
-    (void)a, (void)b;
+    (void)d, (void)k;
     return true;
 }
 
@@ -80,26 +78,24 @@ static bool same_alignment(const void *a, const void *b)
 
 void emu_copy_nt(void *dst, const void *src, size_t n)
 {
-    copy_nt(dst, NULL, src, n);
+    char *d[1] = {dst};
+    copy_nt(d, 1, src, n);
 }
 
-static void *copy_nt_ret(void *dst, const void *src, size_t n) /* memcpy's signature */
+void emu_copy_fanout(char *const *dst, uint32_t k, const void *src, size_t n, bool nt)
 {
-    copy_nt(dst, NULL, src, n);
-    return dst;
-}
-
-void emu_copy2(void *dst, void *dst2, const void *src, size_t n, bool nt)
-{
-    if (nt && same_alignment(dst, dst2)) {
-        copy_nt(dst, dst2, src, n);
+    if (nt && same_phase(dst, k)) {
+        copy_nt(dst, k, src, n);
         return;
     }
-    /* Block by block: the second copy reads the block from the cache the first brought it into. */
-    void *(*copy)(void *, const void *, size_t) = nt ? copy_nt_ret : memcpy;
-    for (size_t at = 0; at < n; at += EMU_COPY2_BLOCK) {
-        size_t b = n - at < EMU_COPY2_BLOCK ? n - at : EMU_COPY2_BLOCK;
-        copy((char *)dst + at, (const char *)src + at, b);
-        copy((char *)dst2 + at, (const char *)src + at, b);
+    /* Block by block: the later copies read the block from the cache the first brought it into. */
+    for (size_t at = 0; at < n; at += EMU_COPY_FANOUT_BLOCK) {
+        size_t b = n - at < EMU_COPY_FANOUT_BLOCK ? n - at : EMU_COPY_FANOUT_BLOCK;
+        for (uint32_t j = 0; j < k; j++) {
+            if (nt)
+                emu_copy_nt(dst[j] + at, (const char *)src + at, b);
+            else
+                memcpy(dst[j] + at, (const char *)src + at, b);
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Copies n bytes (no overlap) with non-temporal stores where the CPU has them (x86-64 SSE2):
  * the destination is written around the caches, so a copy larger than the caches costs one read
@@ -11,10 +12,12 @@
  * elsewhere. Ends with a store fence: the bytes are visible before any later store (a notify). */
 void emu_copy_nt(void *dst, const void *src, size_t n);
 
-/* Copies n bytes of src to both dst and dst2 (no two of the three ranges overlap), reading src
- * once: streamed to both with nt where the destinations share their alignment in a 16-byte line,
- * else block by block (EMU_COPY2_BLOCK bytes to one, then to the other, the block still cached). */
-#define EMU_COPY2_BLOCK (32u << 10)
-void emu_copy2(void *dst, void *dst2, const void *src, size_t n, bool nt);
+/* Copies n bytes of src to each of the k destinations dst[0..k) (no two of the k + 1 ranges
+ * overlap), reading src once: streamed to all with nt where the destinations share dst[0]'s phase
+ * in a 16-byte line, else block by block (EMU_COPY_FANOUT_BLOCK bytes to each in turn, the block
+ * still cached). */
+#define EMU_COPY_FANOUT_MAX 8u
+#define EMU_COPY_FANOUT_BLOCK (32u << 10)
+void emu_copy_fanout(char *const *dst, uint32_t k, const void *src, size_t n, bool nt);
 
 #endif

@@ -21,7 +21,6 @@ typedef enum { P_COPY, P_MOVE, P_REDUCE, P_SET } piece_kind;
 typedef struct dma_piece {
     piece_kind kind;
     char *dst;
-    char *dst2; /* copy: a second destination of the same bytes (emu_dma_run_pair) */
     const char *src;
     const char *src2; /* reduce: dst = src op src2 when set */
     size_t n; /* bytes (copy, move, set) or elements (reduce) */
@@ -30,6 +29,8 @@ typedef struct dma_piece {
     int value;
     bool nt; /* copy: non-temporal stores (the whole descriptor is larger than the caches) */
     uint32_t desc; /* descriptor index, for messages */
+    uint32_t nfan; /* copy: > 1 when the same bytes go to fan[0..nfan), fan[0] == dst (emu_dma_run_fanout) */
+    char *fan[EMU_COPY_FANOUT_MAX];
 } dma_piece;
 
 struct emu_dma_job {
@@ -44,8 +45,8 @@ static hal_result piece_run(const dma_piece *p, char *msg, size_t len)
 {
     switch (p->kind) {
     case P_COPY:
-        if (p->dst2)
-            emu_copy2(p->dst, p->dst2, p->src, p->n, p->nt);
+        if (p->nfan > 1)
+            emu_copy_fanout(p->fan, p->nfan, p->src, p->n, p->nt);
         else if (p->nt)
             emu_copy_nt(p->dst, p->src, p->n);
         else
@@ -220,7 +221,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece 
     p->dst = hal_ref_resolve(d->dst);
     p->src = hal_ref_resolve(d->src);
     p->src2 = NULL;
-    p->dst2 = NULL;
+    p->nfan = 0;
     p->desc = i;
     p->nt = false;
     if (d->kind == HAL_DMA_COPY) {
@@ -256,8 +257,8 @@ static uint32_t split(const dma_piece *p, size_t chunk, dma_piece *out)
         out[k] = *p;
         out[k].n = p->n - at < per ? p->n - at : per;
         out[k].dst = p->dst + at * es;
-        if (p->dst2)
-            out[k].dst2 = p->dst2 + at * es;
+        for (uint32_t j = 0; j < p->nfan; j++)
+            out[k].fan[j] = p->fan[j] + at * es;
         if (p->src)
             out[k].src = p->src + at * es;
         if (p->src2)
@@ -331,16 +332,11 @@ static emu_copy_pick *pick_for(uint64_t bytes, uint64_t nt_min)
     return &g_pick[c];
 }
 
-static batch_kernel batch_kernel_for(const hal_dma_desc *descs, uint32_t n)
+/* The kernel of a batch whose large copies (each at least copy_nt_bytes) move `bytes`. */
+static batch_kernel kernel_for(uint64_t bytes, bool copies_only)
 {
     const emu_config *cfg = emu_cfg();
-    batch_kernel k = {false, false, 0, NULL};
-    bool copies_only = true;
-    for (uint32_t i = 0; cfg->copy_nt_bytes && i < n; i++) {
-        copies_only &= descs[i].kind == HAL_DMA_COPY;
-        if (descs[i].kind == HAL_DMA_COPY && descs[i].bytes >= cfg->copy_nt_bytes)
-            k.bytes += descs[i].bytes;
-    }
+    batch_kernel k = {false, false, bytes, NULL};
     if (!k.bytes)
         return k;
     if (!cfg->copy_nt_auto) {
@@ -351,6 +347,18 @@ static batch_kernel batch_kernel_for(const hal_dma_desc *descs, uint32_t n)
     }
     k.timed &= copies_only; /* a batch that also reduces would time the reductions */
     return k;
+}
+
+static batch_kernel batch_kernel_for(const hal_dma_desc *descs, uint32_t n)
+{
+    uint64_t nt_min = emu_cfg()->copy_nt_bytes, bytes = 0;
+    bool copies_only = true;
+    for (uint32_t i = 0; nt_min && i < n; i++) {
+        copies_only &= descs[i].kind == HAL_DMA_COPY;
+        if (descs[i].kind == HAL_DMA_COPY && descs[i].bytes >= nt_min)
+            bytes += descs[i].bytes;
+    }
+    return kernel_for(bytes, copies_only);
 }
 
 static hal_result run_batch(emu_dma *d, const hal_dma_desc *descs, uint32_t n, bool nt, char *msg, size_t len)
@@ -389,55 +397,97 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
     return rc;
 }
 
-/* Two copies of one source (an AllGather's own block into its output and into the peer's): one
- * piece with two destinations reads the source once instead of twice. The result is the two
- * copies' in either order only if neither destination overlaps the source or the other. */
-static bool pair_fuses(const hal_dma_desc *a, const hal_dma_desc *b)
+/* Fan-outs (emu_dma_run_fanout): batch j's descriptor i copies piece i's source to one more
+ * destination. The batches give the same bytes in any order only if no destination overlaps a
+ * source or another destination (a batch's own descriptors run in parallel anyway). */
+static bool ranges_meet(const char *a, size_t an, const char *b, size_t bn)
 {
-    if (a->kind != HAL_DMA_COPY || b->kind != HAL_DMA_COPY || a->bytes != b->bytes)
-        return false;
-    const char *src = hal_ref_resolve(a->src), *d1 = hal_ref_resolve(a->dst), *d2 = hal_ref_resolve(b->dst);
-    size_t n = a->bytes;
-    return src && d1 && d2 && src == hal_ref_resolve(b->src) && !overlap(d1, src, n) && !overlap(d2, src, n) &&
-           !overlap(d1, d2, n);
+    return an && bn && a < b + bn && b < a + an;
 }
 
-static _Atomic uint64_t g_pairs; /* pairs run as one: for tests */
-
-uint64_t emu_dma_test_pairs(void)
+static bool disjoint_from_pieces(const char *dst, size_t n, const dma_piece *p, uint32_t npieces)
 {
-    return atomic_load(&g_pairs);
+    for (uint32_t i = 0; i < npieces; i++) {
+        if (ranges_meet(dst, n, p[i].src, p[i].n))
+            return false;
+        for (uint32_t j = 0; j < p[i].nfan; j++)
+            if (ranges_meet(dst, n, p[i].fan[j], p[i].n))
+                return false;
+    }
+    return true;
 }
 
-bool emu_dma_run_pair(emu_dma *d, const hal_dma_desc *a, const hal_dma_desc *b, uint32_t n, hal_result *rc, char *msg,
-                      size_t len)
+/* Adds batch b (n descriptors) to the fan-out of pieces p, if it copies their sources and its
+ * destinations are clear of every source and destination so far; false (p unchanged) if not. */
+static bool fan_add(dma_piece *p, uint32_t n, const hal_dma_desc *b)
 {
-    if (n == 0 || n > DMA_STACK_PIECES)
-        return false;
+    char *dst[DMA_STACK_PIECES];
+    for (uint32_t i = 0; i < n; i++) {
+        dst[i] = hal_ref_resolve(b[i].dst);
+        if (b[i].kind != HAL_DMA_COPY || b[i].bytes != p[i].n || hal_ref_resolve(b[i].src) != p[i].src || !dst[i] ||
+            !disjoint_from_pieces(dst[i], p[i].n, p, n))
+            return false;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        p[i].fan[p[i].nfan++] = dst[i];
+    return true;
+}
+
+/* Piece i of batch a as the start of a fan-out: a copy whose destination is clear of every source. */
+static bool fan_start(dma_piece *p, uint32_t n, const hal_dma_desc *a)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        p[i] = (dma_piece){.kind = P_COPY, .src = hal_ref_resolve(a[i].src), .n = a[i].bytes, .desc = i};
+        if (a[i].kind != HAL_DMA_COPY || !p[i].src)
+            return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char *dst = hal_ref_resolve(a[i].dst);
+        if (!dst || !disjoint_from_pieces(dst, p[i].n, p, n))
+            return false;
+        p[i].dst = p[i].fan[0] = dst;
+        p[i].nfan = 1;
+    }
+    return true;
+}
+
+static _Atomic uint64_t g_fanouts; /* fan-outs run: for tests */
+
+uint64_t emu_dma_test_fanouts(void)
+{
+    return atomic_load(&g_fanouts);
+}
+
+uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32_t k, uint32_t n, hal_result *rc,
+                            char *msg, size_t len)
+{
+    if (k < 2 || n == 0 || n > DMA_STACK_PIECES)
+        return 0;
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++)
-        bytes += a[i].kind == HAL_DMA_COPY ? a[i].bytes : 0;
-    if (bytes < emu_cfg()->dma_split_bytes) /* small copies: the source stays cached between them */
-        return false;
-    for (uint32_t i = 0; i < n; i++)
-        if (!pair_fuses(&a[i], &b[i]))
-            return false;
-    hal_dma_desc both[2 * DMA_STACK_PIECES];
-    memcpy(both, a, n * sizeof *a);
-    memcpy(both + n, b, n * sizeof *b);
-    batch_kernel k = batch_kernel_for(both, 2 * n); /* chosen and timed as the copies it replaces */
-    uint64_t t0 = k.timed ? emu_now_ns() : 0;
+        bytes += batch[0][i].kind == HAL_DMA_COPY ? batch[0][i].bytes : 0;
+    if (bytes < HAL_FANOUT_MIN_BYTES) /* small copies: the source stays cached between them */
+        return 0;
     dma_piece p[DMA_STACK_PIECES];
-    for (uint32_t i = 0; i < n; i++) {
-        if ((*rc = resolve(&a[i], i, k.nt, &p[i], msg, len)) != HAL_OK)
-            return true;
-        p[i].dst2 = hal_ref_resolve(b[i].dst);
-    }
-    atomic_fetch_add_explicit(&g_pairs, 1, memory_order_relaxed);
+    if (!fan_start(p, n, batch[0]))
+        return 0;
+    uint32_t m = 1;
+    while (m < k && m < EMU_COPY_FANOUT_MAX && fan_add(p, n, batch[m]))
+        m++;
+    if (m < 2)
+        return 0;
+    uint64_t nt_min = emu_cfg()->copy_nt_bytes, large = 0;
+    for (uint32_t i = 0; nt_min && i < n; i++)
+        large += p[i].n >= nt_min ? p[i].n * m : 0;
+    batch_kernel kern = kernel_for(large, true); /* chosen and timed as the copies it replaces */
+    for (uint32_t i = 0; i < n; i++)
+        p[i].nt = kern.nt && nt_min && p[i].n >= nt_min;
+    atomic_fetch_add_explicit(&g_fanouts, 1, memory_order_relaxed);
+    uint64_t t0 = kern.timed ? emu_now_ns() : 0;
     *rc = run_split(d, p, n, true, msg, len);
-    if (k.timed && *rc == HAL_OK)
-        emu_copy_pick_record(k.pick, k.nt, k.bytes, emu_now_ns() - t0);
-    return true;
+    if (kern.timed && *rc == HAL_OK)
+        emu_copy_pick_record(kern.pick, kern.nt, kern.bytes, emu_now_ns() - t0);
+    return m;
 }
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)

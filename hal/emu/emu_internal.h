@@ -181,13 +181,16 @@ void emu_dma_stop(emu_dma *d);
  * caller that did that since it last learned anything from a peer (a stream program). */
 hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
 hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
-/* Runs batches a and b (n descriptors each), in either order, as one batch reading each source
- * once, if they allow it: a[i] and b[i] copies of the same source and size, no destination
- * overlapping the source or the other, together large enough to split. Then true, the result in
- * *rc; else false and nothing ran. Peers' mappings must be synced, as for emu_dma_run_synced. */
-bool emu_dma_run_pair(emu_dma *d, const hal_dma_desc *a, const hal_dma_desc *b, uint32_t n, hal_result *rc, char *msg,
-                      size_t len);
-uint64_t emu_dma_test_pairs(void); /* pairs emu_dma_run_pair ran as one, since the process started */
+/* Runs the longest run (2 or more) of batch[0..k) that copies one set of sources: batch j has
+ * n descriptors, its descriptor i a COPY of the same source and size as batch 0's (each batch a
+ * DMA instruction of a program: a mesh AllGather's own block into its output and then into each
+ * peer's), no destination overlapping a source or another destination, together at least
+ * HAL_FANOUT_MIN_BYTES. Those batches run as one whose pieces read each source once for all their
+ * destinations, which is the batches in order. Returns how many ran (their result in *rc), 0 if
+ * none (nothing ran). Peers' mappings must be synced, as for emu_dma_run_synced. */
+uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32_t k, uint32_t n, hal_result *rc,
+                            char *msg, size_t len);
+uint64_t emu_dma_test_fanouts(void); /* fan-outs emu_dma_run_fanout ran, since the process started */
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len);
 
 /* --- the device --- */

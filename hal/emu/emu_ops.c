@@ -4,6 +4,7 @@
 const hal_ops emu_hal_ops = {
     .name = "emu",
     .host_mapped_mem = true,
+    .prog_fans_out_copies = true,
     .device_count = emu_device_count,
     .device_open = emu_device_open,
     .device_close = emu_device_close,

@@ -5,6 +5,7 @@
  * the task; the first failure fails the stream (sticky, as a failing task) and ends the program,
  * and a stream that failed before the program skips it whole (emu_tasks.c). */
 #include "common/oh_log.h"
+#include "hal/emu/emu_copy.h"
 #include "hal/emu/emu_internal.h"
 
 static hal_result insn_check(const hal_insn *in, uint32_t i)
@@ -121,22 +122,27 @@ static bool run_dma(prog_run *r, const hal_insn *in)
     return rc == HAL_OK;
 }
 
-/* Instructions a and b when they are two DMAs that copy one source twice (a mesh
- * AllGather's own block into its output and the peer's): run as one (emu_dma_run_pair), reading
- * the source once. False: not such a pair, nothing ran. */
-static bool run_dma_pair(prog_run *r, const hal_insn *a, const hal_insn *b, emu_wait_end *end)
+/* The DMA instructions from ins[0] on (up to the end, n of them) that copy one set of sources, if
+ * two or more do (a mesh AllGather's own block into its output and then into every peer's): run
+ * as one (emu_dma_run_fanout), reading each source once. Returns how many ran, 0 if none. */
+static uint32_t run_dma_fanout(prog_run *r, const hal_insn *ins, uint32_t n, emu_wait_end *end)
 {
-    if (a->kind != HAL_INSN_DMA || b->kind != HAL_INSN_DMA || a->u.dma.n != b->u.dma.n)
-        return false;
+    const hal_dma_desc *batch[EMU_COPY_FANOUT_MAX];
+    uint32_t k = 0;
+    while (k < n && k < EMU_COPY_FANOUT_MAX && ins[k].kind == HAL_INSN_DMA && ins[k].u.dma.n == ins[0].u.dma.n)
+        batch[k] = ins[k].u.dma.descs, k++;
+    if (k < 2)
+        return 0;
     sync_imports(r);
     char msg[EMU_MSG_LEN] = "";
     hal_result rc;
-    if (!emu_dma_run_pair(&r->s->dev->dma, a->u.dma.descs, b->u.dma.descs, a->u.dma.n, &rc, msg, sizeof msg))
-        return false;
+    uint32_t ran = emu_dma_run_fanout(&r->s->dev->dma, batch, k, ins[0].u.dma.n, &rc, msg, sizeof msg);
+    if (!ran)
+        return 0;
     if (rc != HAL_OK)
         emu_stream_fail(r->s, rc, "%s", msg);
     *end = rc == HAL_OK ? EMU_WAIT_MET : EMU_WAIT_FAILED;
-    return true;
+    return ran;
 }
 
 static _Atomic uint64_t g_ahead_runs; /* prefixes run ahead: for tests */
@@ -238,8 +244,9 @@ emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
     for (uint32_t i = t->u.prog.pc; i < t->u.prog.n; i++) {
         const hal_insn *in = &t->u.prog.insns[i];
         emu_wait_end end;
-        if (i + 1 < t->u.prog.n && run_dma_pair(&r, in, in + 1, &end))
-            i++; /* both ran (a pair never waits) */
+        uint32_t fanned = run_dma_fanout(&r, in, t->u.prog.n - i, &end);
+        if (fanned)
+            i += fanned - 1; /* all ran (a fan-out never waits) */
         else
             end = run_insn(&r, in);
         if (end == EMU_WAIT_LATER) {

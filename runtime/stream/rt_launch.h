@@ -202,6 +202,17 @@ int rt_p2p_recv_task(void *arg, char *msg, size_t len);
 /* runtime/dma: a p2p ref (vdispl = item index): the item's own buffer or the peer's for it. */
 hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 
+/* Whether r is a buffer of a peer on another server (only the network reaches it). */
+static inline bool rt_ref_remote(const rt_launch_ctx *ctx, const algo_ref *r)
+{
+    return r->owner != ALGO_SELF && (uint32_t)r->owner < ctx->c->nranks && ctx->c->peers[r->owner].remote;
+}
+
+/* rt_fanout.c: how many FORKs from stream 0's step `step` on start a fan-out the backend runs as
+ * one pass over its source (hal_ops.prog_fans_out_copies): two or more slave lists, each one large
+ * COPY of the same source followed only by signals; 0 if they do not. */
+uint32_t rt_fanout_forks(const rt_launch_ctx *ctx, uint32_t step);
+
 /* runtime/dma: turns a COPY/REDUCE step into DMA descriptors bound to this launch, written to d
  * (room for RT_DMA_MAX_PIECES); returns how many (0: nothing to move). */
 #define RT_DMA_MAX_PIECES 8

@@ -24,7 +24,7 @@
 typedef struct prog_builder {
     rt_launch_ctx *ctx;
     hal_event *mark;  /* an event recorded on stream 0 with nothing queued there since (FORK reuses it) */
-    uint32_t inlined; /* bit k: slave k's list ran inline at its FORK; its JOIN is then a no-op */
+    uint32_t inlined; /* bit k: slave k's list ran inline (at its FORK or in a fan-out); its JOIN is a no-op */
 } prog_builder;
 
 static uint32_t wait_timeout_ms(const rt_comm *c)
@@ -107,18 +107,12 @@ static rt_net_op *push_netop(rt_launch_ctx *ctx, uint32_t peer)
     return op;
 }
 
-static bool ref_remote(const rt_launch_ctx *ctx, const algo_ref *r)
-{
-    return r->owner != ALGO_SELF && (uint32_t)r->owner < ctx->c->nranks &&
-           ctx->c->peers[r->owner].remote;
-}
-
 /* A COPY into a remote peer's buffer: its pieces become writes on the link (rt_net_write_task).
  * Nothing else may touch another server's memory. */
 static hal_result build_net_copy(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
     const algo_ref *dst = &st->u.copy.dst;
-    if (st->kind != ALGO_STEP_COPY || ref_remote(ctx, &st->u.copy.src) || dst->buf == ALGO_BUF_IN) {
+    if (st->kind != ALGO_STEP_COPY || rt_ref_remote(ctx, &st->u.copy.src) || dst->buf == ALGO_BUF_IN) {
         OH_ERR("launch", "rank %u: step %u of stream %u of %s/%s %s rank %u's memory on another server: only copies "
                "into its SCRATCH/OUT/INBOX can cross servers", ctx->c->rank, step, stream,
                algo_coll_name(ctx->plan->op.coll), ctx->plan->name,
@@ -163,9 +157,9 @@ static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + RT_DMA_MAX_PIECES, sizeof *ctx->descs))
         return HAL_E_NOMEM;
     bool is_copy = st->kind == ALGO_STEP_COPY;
-    if (ref_remote(ctx, is_copy ? &st->u.copy.dst : &st->u.reduce.dst) ||
-        ref_remote(ctx, is_copy ? &st->u.copy.src : &st->u.reduce.src) ||
-        (!is_copy && st->u.reduce.has_src2 && ref_remote(ctx, &st->u.reduce.src2)))
+    if (rt_ref_remote(ctx, is_copy ? &st->u.copy.dst : &st->u.reduce.dst) ||
+        rt_ref_remote(ctx, is_copy ? &st->u.copy.src : &st->u.reduce.src) ||
+        (!is_copy && st->u.reduce.has_src2 && rt_ref_remote(ctx, &st->u.reduce.src2)))
         return build_net_copy(ctx, stream, step, st);
     uint32_t n = rt_dma_build(ctx, st, &ctx->descs[ctx->ndescs]);
     if (n == 0)
@@ -326,6 +320,25 @@ static bool inlinable(const rt_launch_ctx *ctx, uint32_t k)
     return true;
 }
 
+/* The `forks` FORKs from stream 0's step `step` on start a fan-out (rt_fanout_forks): their lists
+ * run inline, every list's COPY first and then the signals, so that the copies (and the one of
+ * stream 0 just before them, if it copies the same source) are DMA instructions in a row. Any
+ * interleaving of the lists is an order the plan allows, as for a list inlined at its FORK. */
+static hal_result build_fanout(prog_builder *b, uint32_t step, uint32_t forks)
+{
+    rt_launch_ctx *ctx = b->ctx;
+    const algo_step *fork = &ctx->plan->streams[0].steps[step];
+    for (uint32_t pass = 0; pass < 2; pass++)
+        for (uint32_t j = 0; j < forks; j++) {
+            uint32_t k = fork[j].u.fork.stream;
+            const algo_step_list *l = &ctx->plan->streams[k];
+            b->inlined |= 1u << k;
+            for (uint32_t i = pass ? 1 : 0; i < (pass ? l->nsteps : 1); i++)
+                CHECK(build_step(ctx, k, i, &l->steps[i]));
+        }
+    return HAL_OK;
+}
+
 /* FORK/JOIN of stream 0; *first: the start of stream 0's open program. */
 static hal_result build_fork_join(prog_builder *b, uint32_t stream, uint32_t step, const algo_step *st,
                                   uint32_t *first)
@@ -335,6 +348,14 @@ static hal_result build_fork_join(prog_builder *b, uint32_t stream, uint32_t ste
     if (stream != 0 || k == 0 || k >= ctx->plan->nstreams)
         return HAL_E_PARAM; /* only stream 0 forks and joins (plan.h) */
     bool fork = st->kind == ALGO_STEP_FORK;
+    if (b->inlined & (1u << k)) { /* its list ran inline: at its FORK, or in a fan-out of an earlier FORK */
+        if (!fork)
+            b->inlined &= ~(1u << k); /* a later FORK of k starts afresh */
+        return HAL_OK;
+    }
+    uint32_t fan = fork ? rt_fanout_forks(ctx, step) : 0;
+    if (fan)
+        return build_fanout(b, step, fan);
     if (fork && inlinable(ctx, k)) {
         b->inlined |= 1u << k;
         const algo_step_list *l = &ctx->plan->streams[k];
@@ -342,8 +363,6 @@ static hal_result build_fork_join(prog_builder *b, uint32_t stream, uint32_t ste
             CHECK(build_step(ctx, k, i, &l->steps[i]));
         return HAL_OK;
     }
-    if (!fork && (b->inlined & (1u << k)))
-        return HAL_OK;
     CHECK(close_prog(b, stream, first));
     if (fork) {
         CHECK(build_fork(b, k, step));

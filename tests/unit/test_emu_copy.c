@@ -1,7 +1,7 @@
 /* The emulated DMA's copy kernels (hal/emu/emu_copy.c): every byte copied, nothing written outside
  * [dst, dst + n), for every alignment of source and destination, sizes around the 64-byte streaming
- * loop's edges, and a copy larger than the caches; the two-destination copy (emu_copy2) the same
- * way, with destinations aligned alike (streamed together) and not (block by block). */
+ * loop's edges, and a copy larger than the caches; the copy to several destinations (emu_copy_fanout)
+ * the same way, with destinations aligned alike (streamed together) and not (block by block). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,46 +58,64 @@ Test(emu_copy, larger_than_the_caches)
     free(dst);
 }
 
-/* emu_copy2 of n bytes from src + so to dst + d1 and dst + d2 (d2 past d1's copy and guards). */
-static void check_two(unsigned char *src, unsigned char *dst, size_t so, size_t d1, size_t d2, size_t n, bool nt)
+/* emu_copy_fanout of n bytes from src + so to k destinations in dst: destination j at phase
+ * off[j] past the end of destination j - 1's copy and guards. */
+static void check_fanout(unsigned char *src, unsigned char *dst, size_t so, const size_t *off, uint32_t k, size_t n,
+                         bool nt)
 {
-    size_t second = d1 + n + 2 * GUARD + d2; /* where the second destination starts */
-    memset(dst, 0xa5, second + n + 2 * GUARD);
-    emu_copy2(dst + GUARD + d1, dst + GUARD + second, src + so, n, nt);
-    for (size_t i = 0; i < second + n + 2 * GUARD; i++) {
-        bool in1 = i >= GUARD + d1 && i < GUARD + d1 + n, in2 = i >= GUARD + second && i < GUARD + second + n;
-        unsigned char want = in1 ? src[so + i - GUARD - d1] : in2 ? src[so + i - GUARD - second] : 0xa5;
-        cr_assert_eq(dst[i], want, "byte %zu (src off %zu, dst offs %zu and %zu, n %zu, nt %d)", i, so, d1, d2, n, nt);
+    char *d[EMU_COPY_FANOUT_MAX];
+    size_t at[EMU_COPY_FANOUT_MAX], end = 0;
+    for (uint32_t j = 0; j < k; j++) {
+        at[j] = end + GUARD + off[j];
+        d[j] = (char *)dst + at[j];
+        end = at[j] + n + GUARD;
+    }
+    memset(dst, 0xa5, end);
+    emu_copy_fanout(d, k, src + so, n, nt);
+    for (size_t i = 0, j = 0; i < end; i++) {
+        while (j + 1 < k && i >= at[j + 1])
+            j++;
+        bool in = i >= at[j] && i < at[j] + n;
+        unsigned char want = in ? src[so + i - at[j]] : 0xa5;
+        cr_assert_eq(dst[i], want, "byte %zu (destination %zu of %u, src off %zu, n %zu, nt %d)", i, j, k, so, n, nt);
     }
 }
 
-Test(emu_copy, two_destinations_every_alignment)
+Test(emu_copy, fanout_every_alignment)
 {
     static const size_t sizes[] = {0, 1, 63, 64, 65, 129, 1000, 4096 + 17};
-    unsigned char *src = malloc(8192), *dst = malloc(3 * 8192);
+    unsigned char *src = malloc(8192), *dst = malloc(EMU_COPY_FANOUT_MAX * (8192 + 256));
     cr_assert(src && dst);
     fill(src, 8192, 23);
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
         for (size_t so = 0; so < 64; so += 13)
             for (size_t d1 = 0; d1 < 64; d1 += 5)
-                for (size_t d2 = 0; d2 < 64; d2 += 8) /* 0 / 16 / 32 / 48: the same 16-byte phase if d1 is */
-                    for (int nt = 0; nt < 2; nt++)
-                        check_two(src, dst, so, d1, d2 + d1 % 16, sizes[si], nt);
-    for (size_t d2 = 1; d2 < 16; d2++) /* a different phase */
-        check_two(src, dst, 3, 0, d2, 4096 + 17, true);
+                for (uint32_t k = 2; k <= EMU_COPY_FANOUT_MAX; k += 3)
+                    for (int nt = 0; nt < 2; nt++) {
+                        size_t off[EMU_COPY_FANOUT_MAX];
+                        for (uint32_t j = 0; j < k; j++) /* the same 16-byte phase as the first */
+                            off[j] = (d1 + 16 * j) % 64;
+                        check_fanout(src, dst, so, off, k, sizes[si], nt);
+                    }
+    for (size_t ph = 1; ph < 16; ph++) { /* one destination at another phase: block by block */
+        size_t off[3] = {0, ph, 0};
+        check_fanout(src, dst, 3, off, 3, 4096 + 17, true);
+    }
     free(src);
     free(dst);
 }
 
-Test(emu_copy, two_destinations_over_several_blocks)
+Test(emu_copy, fanout_over_several_blocks)
 {
-    size_t n = 3 * EMU_COPY2_BLOCK + 77, span = 2 * n + 8 * GUARD;
-    unsigned char *src = malloc(n + 64), *dst = malloc(span);
+    size_t n = 3 * EMU_COPY_FANOUT_BLOCK + 77;
+    unsigned char *src = malloc(n + 64), *dst = malloc(EMU_COPY_FANOUT_MAX * (n + 256));
     cr_assert(src && dst);
     fill(src, n + 64, 5);
+    size_t alike[EMU_COPY_FANOUT_MAX] = {0}, unlike[4] = {0, 8, 0, 4};
     for (int nt = 0; nt < 2; nt++) {
-        check_two(src, dst, 1, 0, 0, n, nt); /* alike: streamed together */
-        check_two(src, dst, 1, 0, 8, n, nt); /* not alike: block by block */
+        check_fanout(src, dst, 1, alike, 2, n, nt);
+        check_fanout(src, dst, 1, alike, EMU_COPY_FANOUT_MAX, n, nt);
+        check_fanout(src, dst, 1, unlike, 4, n, nt);
     }
     free(src);
     free(dst);
