@@ -63,8 +63,8 @@ Test(emu_copy, larger_than_the_caches)
 static void check_fanout(unsigned char *src, unsigned char *dst, size_t so, const size_t *off, uint32_t k, size_t n,
                          bool nt)
 {
-    char *d[EMU_COPY_FANOUT_MAX];
-    size_t at[EMU_COPY_FANOUT_MAX], end = 0;
+    char *d[EMU_COPY_FANOUT_MAX] = {0};
+    size_t at[EMU_COPY_FANOUT_MAX] = {0}, end = 0;
     for (uint32_t j = 0; j < k; j++) {
         at[j] = end + GUARD + off[j];
         d[j] = (char *)dst + at[j];
