@@ -1,6 +1,7 @@
 /* DMA engines: per device a few threads that execute pieces of DMA batches. A batch is cut into
  * pieces (one per descriptor, large descriptors split into chunks); the stream worker posts the
- * job, runs pieces itself too, and returns when all are done. Small batches run inline. */
+ * job, runs pieces itself too, and returns when all are done. Small batches run inline. Batches in
+ * a row that copy one source run as one whose pieces write every destination (fan-outs, below). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -458,15 +459,18 @@ uint64_t emu_dma_test_fanouts(void)
     return atomic_load(&g_fanouts);
 }
 
+bool emu_dma_fanout_worth(const hal_dma_desc *descs, uint32_t n)
+{
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        bytes += descs[i].kind == HAL_DMA_COPY ? descs[i].bytes : 0;
+    return n && n <= DMA_STACK_PIECES && bytes >= HAL_FANOUT_MIN_BYTES; /* small: the source stays cached */
+}
+
 uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32_t k, uint32_t n, hal_result *rc,
                             char *msg, size_t len)
 {
-    if (k < 2 || n == 0 || n > DMA_STACK_PIECES)
-        return 0;
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < n; i++)
-        bytes += batch[0][i].kind == HAL_DMA_COPY ? batch[0][i].bytes : 0;
-    if (bytes < HAL_FANOUT_MIN_BYTES) /* small copies: the source stays cached between them */
+    if (k < 2 || !emu_dma_fanout_worth(batch[0], n))
         return 0;
     dma_piece p[DMA_STACK_PIECES];
     if (!fan_start(p, n, batch[0]))

@@ -190,6 +190,8 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
  * none (nothing ran). Peers' mappings must be synced, as for emu_dma_run_synced. */
 uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32_t k, uint32_t n, hal_result *rc,
                             char *msg, size_t len);
+/* Whether a batch of n descriptors is large enough to start a fan-out (a cheap first check). */
+bool emu_dma_fanout_worth(const hal_dma_desc *descs, uint32_t n);
 uint64_t emu_dma_test_fanouts(void); /* fan-outs emu_dma_run_fanout ran, since the process started */
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len);
 

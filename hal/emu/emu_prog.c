@@ -127,6 +127,9 @@ static bool run_dma(prog_run *r, const hal_insn *in)
  * as one (emu_dma_run_fanout), reading each source once. Returns how many ran, 0 if none. */
 static uint32_t run_dma_fanout(prog_run *r, const hal_insn *ins, uint32_t n, emu_wait_end *end)
 {
+    if (n < 2 || ins[0].kind != HAL_INSN_DMA || ins[1].kind != HAL_INSN_DMA ||
+        !emu_dma_fanout_worth(ins[0].u.dma.descs, ins[0].u.dma.n))
+        return 0; /* the common case (small copies, or a single one): nothing to scan */
     const hal_dma_desc *batch[EMU_COPY_FANOUT_MAX];
     uint32_t k = 0;
     while (k < n && k < EMU_COPY_FANOUT_MAX && ins[k].kind == HAL_INSN_DMA && ins[k].u.dma.n == ins[0].u.dma.n)
