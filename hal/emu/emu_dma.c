@@ -211,9 +211,9 @@ static size_t chunk_bytes(uint64_t total, uint32_t par)
     return (c + 4095) & ~(size_t)4095;
 }
 
-static bool overlap(const char *a, const char *b, size_t n)
+static bool ranges_meet(const char *a, size_t an, const char *b, size_t bn)
 {
-    return n && a < b + n && b < a + n;
+    return an && bn && a < b + bn && b < a + an;
 }
 
 /* Resolves descriptor i into p (unsplit); nt: the batch's large copies stream (batch_kernel). */
@@ -228,7 +228,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece 
     if (d->kind == HAL_DMA_COPY) {
         uint64_t nt_min = emu_cfg()->copy_nt_bytes;
         p->n = d->bytes;
-        p->kind = overlap(p->dst, p->src, p->n) ? P_MOVE : P_COPY;
+        p->kind = ranges_meet(p->dst, p->n, p->src, p->n) ? P_MOVE : P_COPY;
         p->nt = nt && nt_min && p->n >= nt_min; /* decided on the whole descriptor, kept by its chunks */
     } else {
         p->kind = P_REDUCE;
@@ -401,11 +401,6 @@ hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n,
 /* Fan-outs (emu_dma_run_fanout): batch j's descriptor i copies piece i's source to one more
  * destination. The batches give the same bytes in any order only if no destination overlaps a
  * source or another destination (a batch's own descriptors run in parallel anyway). */
-static bool ranges_meet(const char *a, size_t an, const char *b, size_t bn)
-{
-    return an && bn && a < b + bn && b < a + an;
-}
-
 static bool disjoint_from_pieces(const char *dst, size_t n, const dma_piece *p, uint32_t npieces)
 {
     for (uint32_t i = 0; i < npieces; i++) {
