@@ -1,14 +1,11 @@
 /* A launch as device instructions. rt_prog_build turns the plan's steps into hal_insn entries
  * (one code path) and cuts them into segments: consecutive steps of one plan stream up to a FORK
  * or JOIN form one program; FORK/JOIN stay event records and waits between programs, and a slave
- * stream's list becomes its own program. rt_prog_submit then submits each program either as ONE
- * task (hal prog_launch) or, where the backend has no program executor (or while the timeline
- * trace records, so that every step stays its own timed task, docs/tracing.md), one task per
- * instruction, with the same semantics. Arrays live in the launch context until it is reclaimed. */
+ * stream's list becomes its own program, submitted by rt_prog_submit.c. Arrays live in the launch
+ * context until it is reclaimed. */
 #include <stdatomic.h>
 
 #include "runtime/net/rt_net.h"
-#include "runtime/rt_trace.h"
 #include "runtime/stream/rt_launch.h"
 
 /* A slave list that only copies, reduces and signals, moving at most this much, runs inline in
@@ -541,69 +538,4 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
     bool reads_prev = prev && prev->stream == call->stream &&
                       ranges_meet((uintptr_t)call->in, in_elems * ctx->esize, prev->out_at, prev->out_bytes);
     mark->u.ahead.group = reads_prev ? 0 : (uint64_t)(uintptr_t)ctx->c->handle;
-}
-
-/* One instruction as a task of its own (the same semantics as inside a program). */
-static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
-{
-    switch (in->kind) {
-    case HAL_INSN_DMA:
-        return c->hal->dma_batch(s, in->u.dma.descs, in->u.dma.n);
-    case HAL_INSN_NOTIFY_RECORD:
-        return c->hal->notify_record(in->u.notify.n, s);
-    case HAL_INSN_NOTIFY_WAIT:
-        if (in->u.notify.at_least)
-            return c->hal->notify_wait_count(in->u.notify.n, s, in->u.notify.at_least, in->u.notify.timeout_ms,
-                                             in->u.notify.abort_flag);
-        return c->hal->notify_wait(in->u.notify.n, s, in->u.notify.timeout_ms, in->u.notify.abort_flag);
-    case HAL_INSN_FN:
-        return c->hal->task_async(s, in->u.fn.fn, in->u.fn.arg);
-    case HAL_INSN_AHEAD:
-        return HAL_OK; /* one task per instruction: nothing runs ahead */
-    default:
-        return HAL_E_PARAM;
-    }
-}
-
-/* `done`: also record it after the program, in the same task (NULL: no record). */
-static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g, bool unroll, hal_event *done)
-{
-    rt_comm *c = ctx->c;
-    if (done)
-        return c->hal->prog_launch_record(s, &ctx->insns[g->first], g->n, done);
-    if (!unroll)
-        return c->hal->prog_launch(s, &ctx->insns[g->first], g->n);
-    for (uint32_t i = g->first; i < g->first + g->n; i++) {
-        rt_trace_step(ctx, ctx->isrc[i].stream, ctx->isrc[i].step);
-        CHECK(submit_insn(c, s, &ctx->insns[i]));
-    }
-    return HAL_OK;
-}
-
-hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded)
-{
-    rt_comm *c = ctx->c;
-    bool unroll = !c->hal->prog_launch || ctx->trace_op;
-    *recorded = false;
-    for (uint32_t i = 0; i < ctx->nsegs; i++) {
-        const rt_seg *g = &ctx->segs[i];
-        hal_stream *s = g->stream ? c->slaves[g->stream] : ctx->stream;
-        hal_result rc;
-        if (g->kind == RT_SEG_PROG) {
-            /* The launch's completion rides on its last program when that one ends it on its stream. */
-            bool last = i + 1 == ctx->nsegs && !g->stream && !unroll && c->hal->prog_launch_record;
-            rc = submit_prog(ctx, s, g, unroll, last ? ctx->done : NULL);
-            *recorded = last && rc == HAL_OK;
-        } else {
-            rt_trace_step(ctx, 0, g->step);
-            rc = g->kind == RT_SEG_RECORD ? c->hal->event_record(g->ev, s) : c->hal->stream_wait_event(s, g->ev);
-        }
-        if (rc != HAL_OK) {
-            OH_ERR("launch", "rank %u: submitting part %u of %u (kind %u, plan stream %u) of %s/%s failed: %s",
-                   c->rank, i, ctx->nsegs, g->kind, g->stream, algo_coll_name(ctx->plan->op.coll), ctx->plan->name,
-                   hal_result_name(rc));
-            return rc;
-        }
-    }
-    return HAL_OK;
 }

@@ -10,13 +10,14 @@
 #   OpenHCCL against the best peer of each row:
 #     small / 64 KiB: latency (us) of OpenHCCL and of the fastest peer, ratio OpenHCCL / peer (lower
 #                     is better), and the spread (slowest / fastest trial) of both
-#     1 MiB / 64 MiB: busbw (GB/s, nccl-tests factors), ratio OpenHCCL / best peer (higher is better)
+#     1 MiB / large (64 MiB, -L): busbw (GB/s, nccl-tests factors), ratio OpenHCCL / best peer (higher is better)
 #   every library's medians, side by side.
 # "small" is the smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank
 # (16*N B) for allgather, reducescatter and alltoall (nccl-tests rounds per-rank blocks down to
 # 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB
 # (and 2 threads of the emulator's non-temporal copy kernel, memcpy_bw -k nt),
-# measured at the start and at the end of the same run.
+# measured at the start and at the end of the same run; at N = 2 a third table sets Broadcast,
+# AllGather and AlltoAll at the large size against the 2-thread memcpy.
 #
 # The peers are optional (tools/bench/compare_peers.sh: how each is built and launched); one that
 # is missing is skipped with the command that installs it. Open MPI runs on shared memory only
@@ -31,6 +32,8 @@
 #
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
 #                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-i iters] [-B build]
+#                               [-L large_size]
+# -L: the large size (default 64M; the issue's range is 64-256 MiB: -L 256M), K/M/G suffix.
 # -i: timed calls per launch at the small size (default 1000, after 10 warm-up calls), the same for
 #     every library. As OSU's benchmarks do: 1000 calls up to 8 KiB, 100 above (64 KiB); a loop of
 #     100 calls of ~1 us is shorter than the scheduling stalls of a shared 2-core VM and the skew
@@ -47,17 +50,18 @@ TIMEOUT=300
 YIELD=1
 PEERS_WANTED="ompi mpich gloo"
 MPICH_MAX_N=$(nproc)
-# Sizes and iterations per launch: small, 64 KiB, 1 MiB, 64 MiB (rows 1-4 of a trial's file).
+# Sizes and iterations per launch: small, 64 KiB, 1 MiB, large (rows 1-4 of a trial's file).
 ITERS=1000
 RANGES=("-b SMALL -e SMALL -w 10 -n ITERS" "-b 64K -e 64K -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50"
-        "-b 64M -e 64M -w 2 -n 5")
+        "-b LARGE -e LARGE -w 2 -n 5")
+LARGE=64M
 
 usage() {
     sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
     exit 2
 }
 
-while getopts "n:c:t:y:p:M:i:B:h" opt; do
+while getopts "n:c:t:y:p:M:i:B:L:h" opt; do
     case $opt in
     n) NS=$OPTARG ;;
     c) COLLS=$OPTARG ;;
@@ -67,12 +71,14 @@ while getopts "n:c:t:y:p:M:i:B:h" opt; do
     M) MPICH_MAX_N=$OPTARG ;;
     i) ITERS=$OPTARG ;;
     B) BUILD=$OPTARG ;;
+    L) LARGE=$OPTARG ;;
     *) usage ;;
     esac
 done
 [[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
 [[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || { echo "compare.sh: -M must be a number, got '$MPICH_MAX_N'" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -i must be a number >= 1, got '$ITERS'" >&2; exit 2; }
+[[ $LARGE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "compare.sh: -L must be a size like 256M, got '$LARGE'" >&2; exit 2; }
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
 for n in $NS; do
     [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
@@ -115,7 +121,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # ---- one trial ----------------------------------------------------------------------------------
-# Writes "<size> <time_us> <busbw>" rows to $out for small, 64 KiB, 1 MiB and 64 MiB (RANGES).
+# Writes "<size> <time_us> <busbw>" rows to $out for small, 64 KiB, 1 MiB and large (RANGES).
 # OpenHCCL: the out-of-place half; in place for broadcast (its only form).
 small_size() { # coll n
     case $1 in allreduce | broadcast) echo 8 ;; *) echo $((16 * $2)) ;; esac
@@ -124,7 +130,7 @@ small_size() { # coll n
 range_args() { # index coll n
     local s
     s=$(small_size "$2" "$3")
-    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/g" -e "s/ITERS/$ITERS/"
+    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/g" -e "s/ITERS/$ITERS/" -e "s/LARGE/$LARGE/g"
 }
 
 run_oh() { # coll n out
@@ -211,7 +217,7 @@ MEM_END=$(memcpy_ref)
 
 echo
 echo "| coll | N | small B | small us OpenHCCL | best peer | ratio | spread OpenHCCL / peer | 64 KiB us OpenHCCL | best peer | ratio | spread OpenHCCL / peer |" \
-     "1 MiB busbw OpenHCCL | best peer | ratio | 64 MiB busbw OpenHCCL | best peer | ratio |"
+     "1 MiB busbw OpenHCCL | best peer | ratio | $LARGE busbw OpenHCCL | best peer | ratio |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $COLLS; do
     for n in $NS; do
@@ -229,7 +235,7 @@ for c in $COLLS; do
 done
 
 echo
-echo "| coll | N | small us | 64 KiB us | 1 MiB busbw | 64 MiB busbw |"
+echo "| coll | N | small us | 64 KiB us | 1 MiB busbw | $LARGE busbw |"
 echo "|---|---|---|---|---|---|"
 for c in $COLLS; do
     for n in $NS; do
@@ -243,6 +249,28 @@ for c in $COLLS; do
     done
 done
 echo "# each cell: OpenHCCL${PEERS[*]:+$(printf ' / %s' "${PEERS[@]}")}, medians of the trials; - where a library did not run"
+
+# Copy-bound collectives at 2 ranks against the 2-thread memcpy (issue #8: busbw >= 0.7x). Per
+# busbw byte they must move as much memory (reads plus writes) as memcpy copying: Broadcast (in
+# place) 1 byte; AllGather out of place 3 (each rank reads its block once and writes it into both
+# outputs); AlltoAll 4 (each rank reads both its blocks and writes them into the two outputs). The
+# last column is that traffic as a share of memcpy's.
+copy_table() {
+    local m1 m2 mem c bw per
+    m1=$(echo "$MEM_START" | awk -F';' '{ n = split($2, f, " "); print f[n] }')
+    m2=$(echo "$MEM_END" | awk -F';' '{ n = split($2, f, " "); print f[n] }')
+    mem=$(awk -v a="$m1" -v b="$m2" 'BEGIN { printf "%.2f", (a + b) / 2 }')
+    echo
+    echo "| coll at 2 ranks, $LARGE | busbw | 2-thread memcpy GB/s (start, end: mean) | busbw / memcpy | memcpy bytes per busbw byte | traffic / memcpy's |"
+    echo "|---|---|---|---|---|---|"
+    for c in broadcast allgather alltoall; do
+        [[ " $COLLS " == *" $c "* ]] || continue
+        bw=$(median_of "$WORK/oh.$c.2.*" 4 3)
+        case $c in broadcast) per=1 ;; allgather) per=3 ;; alltoall) per=4 ;; esac
+        echo "| $c | $bw | $m1, $m2: $mem | $(ratio "$bw" "$mem") | $per | $(ratio "$(awk -v b="$bw" -v p=$per 'BEGIN { print (b == "-") ? "-" : b * p }')" "$mem") |"
+    done
+}
+[[ " $NS " == *" 2 "* ]] && copy_table
 echo
 echo "# latency ratio = OpenHCCL / best peer's time (lower is better); busbw ratio = OpenHCCL / best peer's (higher is better)"
 echo "# spread = slowest / fastest trial at that size, OpenHCCL / the best peer (issue #8: OpenHCCL's within 2x)"
