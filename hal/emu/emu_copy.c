@@ -13,11 +13,11 @@
 #include <xmmintrin.h>
 
 /* Streams whole 64-byte lines from s to d[j] + at for each of the k destinations (all 16-byte
- * aligned there): one read of the source for all of them. */
+ * aligned there): one read of the source for all of them. No software prefetch: the hardware's
+ * follows a linear read, and one 512 B ahead made 64 MiB copies 1.2x slower (docs/emulator.md). */
 static inline void stream_lines(char *const *d, uint32_t k, size_t at, const char *s, size_t lines)
 {
     for (; lines; at += 64, s += 64, lines--) {
-        _mm_prefetch(s + 512, _MM_HINT_T0); /* a prefetch past the end is harmless (no fault) */
         __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
         __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
         for (uint32_t j = 0; j < k; j++) {
