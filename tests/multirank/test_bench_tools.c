@@ -3,6 +3,7 @@
  * them. enqueue_bench once issued more calls behind its held stream than the runtime lets be in
  * flight, and hung. Numbers are not checked (speed is shown by benchmarks, not tests). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <unistd.h>
 
 #include "multirank/mr_run.h"
@@ -73,5 +74,58 @@ Test(bench_tools, gloo_run_times_out)
     mr_result r = mr_run_cmd(GLOO_RUN " -n 2 -t 1 sleep 600 2>&1");
     cr_expect_eq(r.status, 124, "a run past its timeout exited with %d, not 124", r.status);
     cr_expect(strstr(r.out, "timeout after 1 s") != NULL, "no word of the timeout");
+    free(r.out);
+}
+
+/* tools/bench/compare.sh with no peer (they are optional and not installed in CI): OpenHCCL's
+ * rows, the -L size in the headers, and at 2 ranks the table against memcpy with each
+ * collective's traffic per busbw byte. */
+#define COMPARE OH_SOURCE_DIR "/tools/bench/compare.sh -B " OH_BUILD_DIR
+
+Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
+{
+    mr_result r = mr_run_cmd(COMPARE " -n 2 -c 'broadcast alltoall' -t 1 -p '' -i 20 -L 2M 2>&1");
+    cr_expect_eq(r.status, 0, "compare.sh exited with %d:\n%s", r.status, r.out);
+    static const char *const want[] = {
+        "| 2M busbw OpenHCCL | best peer | ratio |", /* -L names the large column */
+        "| broadcast | 2 | 8 |",
+        "| alltoall | 2 | 32 |",
+        "| coll at 2 ranks, 2M | busbw |",
+        "# host memcpy 64 MiB at start: memcpy threads 1",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(r.out, want[i]) != NULL, "no '%s' in:\n%s", want[i], r.out);
+    /* Per busbw byte Broadcast moves 1 memcpy byte of traffic and AlltoAll 4: the rows say so and
+     * their last column is busbw / memcpy times that. */
+    static const struct {
+        const char *coll;
+        double per;
+    } rows[] = {{"broadcast", 1}, {"alltoall", 4}};
+    for (size_t i = 0; i < 2; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "| %s | ", rows[i].coll);
+        const char *t = strstr(r.out, "| coll at 2 ranks");
+        const char *row = t ? strstr(t, head) : NULL;
+        cr_assert(row != NULL, "no %s row in the memcpy table:\n%s", rows[i].coll, r.out);
+        double bw, m1, m2, mean, frac, per, traffic;
+        int got = sscanf(row + strlen(head), "%lf | %lf, %lf: %lf | %lf | %lf | %lf", &bw, &m1, &m2, &mean, &frac,
+                         &per, &traffic);
+        cr_assert_eq(got, 7, "the %s row does not parse (%d fields): %.200s", rows[i].coll, got, row);
+        cr_expect(bw > 0 && mean > 0, "%s: busbw %g, memcpy %g", rows[i].coll, bw, mean);
+        cr_expect_eq(per, rows[i].per, "%s moves %g memcpy bytes per busbw byte, not %g", rows[i].coll,
+                     per, rows[i].per);
+        cr_expect(fabs(mean - (m1 + m2) / 2) < 0.011, "%s: mean %g of %g and %g", rows[i].coll, mean, m1, m2);
+        cr_expect(fabs(frac - bw / mean) < 0.011 && fabs(traffic - bw * per / mean) < 0.011,
+                  "%s: %g / %g gives %g and %g, not %g and %g", rows[i].coll, bw, mean, bw / mean,
+                  bw * per / mean, frac, traffic);
+    }
+    free(r.out);
+}
+
+Test(bench_tools, compare_sh_refuses_a_bad_large_size)
+{
+    mr_result r = mr_run_cmd(COMPARE " -L 2X -p '' 2>&1");
+    cr_expect_eq(r.status, 2, "compare.sh -L 2X exited with %d, not 2", r.status);
+    cr_expect(strstr(r.out, "-L must be a size like 256M") != NULL, "no word of the bad size:\n%s", r.out);
     free(r.out);
 }

@@ -10,7 +10,8 @@
 #   OpenHCCL against the best peer of each row:
 #     small / 64 KiB: latency (us) of OpenHCCL and of the fastest peer, ratio OpenHCCL / peer (lower
 #                     is better), and the spread (slowest / fastest trial) of both
-#     1 MiB / large (64 MiB, -L): busbw (GB/s, nccl-tests factors), ratio OpenHCCL / best peer (higher is better)
+#     1 MiB / large (64 MiB, -L): busbw (GB/s, nccl-tests factors), ratio OpenHCCL / best peer
+#                     (higher is better)
 #   every library's medians, side by side.
 # "small" is the smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank
 # (16*N B) for allgather, reducescatter and alltoall (nccl-tests rounds per-rank blocks down to
