@@ -278,6 +278,7 @@ HcclResult rt_comm_destroy(rt_comm *c)
     if (c->ctrl && c->last_eager)
         rt_ctrl_wait_fetched(c); /* peers may still read the last eager call's record */
     rt_launch_pool_free(c);
+    rt_pending_free(c);
     rt_streams_teardown(c);
     rt_net_teardown(c); /* links first: nothing lands in our memory or records our notifies after it */
     rt_notify_teardown(c);

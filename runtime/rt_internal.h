@@ -157,7 +157,9 @@ typedef struct rt_comm {
     hal_stream *slaves[RT_MAX_STREAMS];
     hal_event *fork_ev[RT_MAX_STREAMS];
     hal_event *join_ev[RT_MAX_STREAMS];
-    struct rt_launch_ctx *pending_head, *pending_tail; /* launches not yet reclaimed (FIFO) */
+    struct rt_launch_ctx **pending; /* launches not yet reclaimed, a ring (rt_launch_pending.c) */
+    uint32_t pending_cap;     /* its size, a power of two */
+    uint32_t pending_first;   /* where the oldest is */
     uint32_t npending;
     uint32_t help_at;         /* npending from which the host helps again (rt_launch.c; 0: rt_launch_help_from) */
     bool ranks_fit_cpus;      /* this server's ranks are no more than its CPUs (rt_launch_help_setup): the

@@ -241,8 +241,10 @@ static bool still_used(HcclComm user, uint64_t seq)
     pthread_mutex_lock(&u->lock);
     rt_launch_reclaim(u, false);
     bool busy = false;
-    for (rt_launch_ctx *x = u->pending_head; x && !busy; x = x->next)
+    for (uint32_t i = 0; i < u->npending && !busy; i++) {
+        const rt_launch_ctx *x = rt_pending_at(u, i);
         busy = x->seq == 0 || x->seq <= seq;
+    }
     pthread_mutex_unlock(&u->lock);
     return busy;
 }

@@ -8,16 +8,6 @@
 #include "runtime/stream/rt_launch.h"
 #include "runtime/rt_trace.h"
 
-static void pending_push(rt_comm *c, rt_launch_ctx *ctx)
-{
-    c->npending++;
-    if (c->pending_tail)
-        c->pending_tail->next = ctx;
-    else
-        c->pending_head = ctx;
-    c->pending_tail = ctx;
-}
-
 /* A launch that ended in a failed stream (a wait timed out, a peer aborted the op) poisons the
  * communicator: HcclGetCommAsyncError reports it here and the peers' pending waits end too. */
 static void note_failure(rt_comm *c, const rt_launch_ctx *ctx, hal_result rc)
@@ -36,34 +26,28 @@ static void note_failure(rt_comm *c, const rt_launch_ctx *ctx, hal_result rc)
  * returns its context to the pool. */
 static void reclaim_oldest(rt_comm *c)
 {
-    rt_launch_ctx *ctx = c->pending_head;
+    rt_launch_ctx *ctx = rt_pending_at(c, 0);
     /* The sync returns the error a failed stream carried. */
     hal_result rc = c->hal->event_sync(ctx->done, -1);
     if (rc != HAL_OK)
         note_failure(c, ctx, rc);
-    c->pending_head = ctx->next;
-    if (!c->pending_head)
-        c->pending_tail = NULL;
-    c->npending--;
+    (void)rt_pending_pop(c);
     rt_launch_ctx_put(ctx);
 }
 
 void rt_launch_reclaim(rt_comm *c, bool wait_all)
 {
-    while (c->pending_head) {
-        if (!wait_all && c->hal->event_query(c->pending_head->done) == HAL_E_NOT_READY)
+    while (c->npending) {
+        if (!wait_all && c->hal->event_query(rt_pending_at(c, 0)->done) == HAL_E_NOT_READY)
             break;
         reclaim_oldest(c);
     }
 }
 
-/* The pending launch after which `left` are younger. */
+/* The pending launch after which `left` are younger (the oldest if fewer are older). */
 static rt_launch_ctx *pending_leaving(rt_comm *c, uint32_t left)
 {
-    rt_launch_ctx *ctx = c->pending_head;
-    for (uint32_t i = 1; i < c->npending - left; i++)
-        ctx = ctx->next;
-    return ctx;
+    return rt_pending_at(c, c->npending > left ? c->npending - left - 1 : 0);
 }
 
 bool rt_ranks_fit_cpus(uint32_t ranks)
@@ -88,7 +72,7 @@ void rt_launch_help_setup(rt_comm *c)
  * twice as long): it lets a batch of calls build up first. */
 uint32_t rt_launch_help_from(const rt_comm *c)
 {
-    const rt_launch_ctx *newest = c->pending_tail;
+    const rt_launch_ctx *newest = rt_pending_newest(c);
     return c->ranks_fit_cpus || (newest && newest->plan->oneway) ? RT_LAUNCH_HELP_EARLY : RT_LAUNCH_HELP_AT;
 }
 
@@ -156,7 +140,7 @@ HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
  * tail; once reclaimed it has completed and there is nothing to wait for. */
 static hal_result order_after_previous(rt_comm *c, hal_stream *s)
 {
-    const rt_launch_ctx *prev = c->pending_tail;
+    const rt_launch_ctx *prev = rt_pending_newest(c);
     if (!prev || prev->stream == s)
         return HAL_OK;
     return c->hal->stream_wait_event(s, prev->done);
@@ -190,7 +174,7 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
         rt_launch_ctx_put(ctx);
         return rt_from_hal(rc);
     }
-    pending_push(c, ctx);
+    rt_pending_push(c, ctx);
     return HCCL_SUCCESS;
 }
 
@@ -239,7 +223,9 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
     throttle(c);
     const algo_plan *plan = NULL;
     call->op.oneway_run = rt_oneway_expect_run(c, &call->op);
-    HcclResult rc = rt_plan_get(c, &call->op, &plan);
+    HcclResult rc = rt_pending_reserve(c); /* before the seq is taken: the push cannot fail */
+    if (rc == HCCL_SUCCESS)
+        rc = rt_plan_get(c, &call->op, &plan);
     rt_launch_ctx *ctx = rc == HCCL_SUCCESS ? rt_launch_ctx_get(c, plan) : NULL;
     if (rc == HCCL_SUCCESS && !ctx) {
         rt_plan_put(c, plan);

@@ -236,6 +236,46 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 
 /* Pending launches: reclaim the finished ones; wait for all (destroy). */
 void rt_launch_reclaim(rt_comm *c, bool wait_all);
+/* The ring of pending launches (rt_launch_pending.c; what is used on every launch is inline):
+ * grow it by doubling (HCCL_E_MEMORY if it cannot); free it (destroy, after the last reclaim). */
+HcclResult rt_pending_grow(rt_comm *c);
+void rt_pending_free(rt_comm *c);
+
+/* Room for one more, made before a launch takes its seq, so that its push cannot fail. */
+static inline HcclResult rt_pending_reserve(rt_comm *c)
+{
+    return c->npending < c->pending_cap ? HCCL_SUCCESS : rt_pending_grow(c);
+}
+
+/* The i-th oldest pending launch, NULL past the newest. */
+static inline rt_launch_ctx *rt_pending_at(const rt_comm *c, uint32_t i)
+{
+    return i < c->npending ? c->pending[(c->pending_first + i) & (c->pending_cap - 1)] : NULL;
+}
+
+/* The newest pending launch, NULL if none. */
+static inline rt_launch_ctx *rt_pending_newest(const rt_comm *c)
+{
+    return c->npending ? rt_pending_at(c, c->npending - 1) : NULL;
+}
+
+/* Appends ctx as the newest (after rt_pending_reserve). */
+static inline void rt_pending_push(rt_comm *c, rt_launch_ctx *ctx)
+{
+    c->pending[(c->pending_first + c->npending) & (c->pending_cap - 1)] = ctx;
+    c->npending++;
+}
+
+/* Removes and returns the oldest, NULL if none. */
+static inline rt_launch_ctx *rt_pending_pop(rt_comm *c)
+{
+    rt_launch_ctx *ctx = rt_pending_at(c, 0);
+    if (ctx) {
+        c->pending_first = (c->pending_first + 1) & (c->pending_cap - 1);
+        c->npending--;
+    }
+    return ctx;
+}
 /* At init, once the peers are known: do this server's ranks fit its CPUs (rt_launch_help_from)? */
 void rt_launch_help_setup(rt_comm *c);
 /* Are `ranks` ranks on this server no more than its online CPUs? */

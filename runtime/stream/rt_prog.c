@@ -477,7 +477,7 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
         rebind(ctx); /* this context's program for the same plan */
         return HAL_OK;
     }
-    const rt_launch_ctx *donor = ctx->c->pending_tail; /* the launch before, often the same plan */
+    const rt_launch_ctx *donor = rt_pending_newest(ctx->c); /* the launch before, often the same plan */
     if (reusable(ctx) && donor && donor->built == ctx->plan && donor->built_evictions == evictions &&
         rt_prog_clone(ctx, donor)) {
         ctx->built = ctx->plan;
@@ -534,7 +534,7 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
     if (!mark)
         return;
     /* The previous launch, if on this stream, may still write its OUT after its own mark. */
-    const rt_launch_ctx *prev = ctx->c->pending_tail;
+    const rt_launch_ctx *prev = rt_pending_newest(ctx->c);
     bool reads_prev = prev && prev->stream == call->stream &&
                       ranges_meet((uintptr_t)call->in, in_elems * ctx->esize, prev->out_at, prev->out_bytes);
     mark->u.ahead.group = reads_prev ? 0 : (uint64_t)(uintptr_t)ctx->c->handle;

@@ -50,10 +50,11 @@ static uint32_t help_from(policy_comm *p, uint32_t n, uint32_t remote, int newes
     if (newest_oneway >= 0) {
         p->plan.oneway = newest_oneway;
         p->newest.plan = &p->plan;
-        p->c.pending_head = p->c.pending_tail = &p->newest;
-        p->c.npending = 1;
+        cr_assert_eq(rt_pending_reserve(&p->c), HCCL_SUCCESS);
+        rt_pending_push(&p->c, &p->newest);
     }
     uint32_t from = rt_launch_help_from(&p->c);
+    rt_pending_free(&p->c);
     free(p->c.peers);
     return from;
 }
