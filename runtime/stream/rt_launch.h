@@ -276,6 +276,7 @@ static inline rt_launch_ctx *rt_pending_pop(rt_comm *c)
     }
     return ctx;
 }
+
 /* At init, once the peers are known: do this server's ranks fit its CPUs (rt_launch_help_from)? */
 void rt_launch_help_setup(rt_comm *c);
 /* Are `ranks` ranks on this server no more than its online CPUs? */
