@@ -84,7 +84,7 @@ Test(bench_tools, gloo_run_times_out)
 
 Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
 {
-    mr_result r = mr_run_cmd(COMPARE " -n 2 -c 'broadcast alltoall' -t 1 -p '' -i 20 -L 2M 2>&1");
+    mr_result r = mr_run_cmd(COMPARE " -n 2 -c 'broadcast allgather alltoall' -t 1 -p '' -i 20 -L 2M 2>&1");
     cr_expect_eq(r.status, 0, "compare.sh exited with %d:\n%s", r.status, r.out);
     static const char *const want[] = {
         "| 2M busbw OpenHCCL | best peer | ratio |", /* -L names the large column */
@@ -95,13 +95,13 @@ Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(r.out, want[i]) != NULL, "no '%s' in:\n%s", want[i], r.out);
-    /* Per busbw byte Broadcast moves 1 memcpy byte of traffic and AlltoAll 4: the rows say so and
-     * their last column is busbw / memcpy times that. */
+    /* Per busbw byte Broadcast moves 1 memcpy byte of traffic, AllGather 3 (2 in place) and
+     * AlltoAll 4: the rows say so and their last column is busbw / memcpy times that. */
     static const struct {
         const char *coll;
         double per;
-    } rows[] = {{"broadcast", 1}, {"alltoall", 4}};
-    for (size_t i = 0; i < 2; i++) {
+    } rows[] = {{"broadcast", 1}, {"allgather", 3}, {"allgather in place", 2}, {"alltoall", 4}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         char head[64];
         snprintf(head, sizeof head, "| %s | ", rows[i].coll);
         const char *t = strstr(r.out, "| coll at 2 ranks");

@@ -18,7 +18,7 @@
 # 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB
 # (and 2 threads of the emulator's non-temporal copy kernel, memcpy_bw -k nt),
 # measured at the start and at the end of the same run; at N = 2 a third table sets Broadcast,
-# AllGather and AlltoAll at the large size against the 2-thread memcpy.
+# AllGather (out of place and in place) and AlltoAll at the large size against the 2-thread memcpy.
 #
 # The peers are optional (tools/bench/compare_peers.sh: how each is built and launched); one that
 # is missing is skipped with the command that installs it. Open MPI runs on shared memory only
@@ -123,7 +123,8 @@ trap 'rm -rf "$WORK"' EXIT
 
 # ---- one trial ----------------------------------------------------------------------------------
 # Writes "<size> <time_us> <busbw>" rows to $out for small, 64 KiB, 1 MiB and large (RANGES).
-# OpenHCCL: the out-of-place half; in place for broadcast (its only form).
+# OpenHCCL: the out-of-place half; in place for broadcast (its only form); a fourth field, the
+# in-place busbw (N/A for alltoall), for the memcpy table's in-place AllGather.
 small_size() { # coll n
     case $1 in allreduce | broadcast) echo 8 ;; *) echo $((16 * $2)) ;; esac
 }
@@ -143,7 +144,7 @@ run_oh() { # coll n out
         timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $(range_args "$i" "$1" "$2") -a 3 -c 0 -m 0 \
             2>>"$WORK/errors" |
             sed -n 's/^\[rank 0\] //p' | awk '!/^#/ { t = $6; b = $8; if (t == "N/A") { t = $10; b = $12 }
-                                                print $1, t, b }' >>"$3"
+                                                print $1, t, b, $12 }' >>"$3"
     done
 }
 
@@ -254,20 +255,26 @@ echo "# each cell: OpenHCCL${PEERS[*]:+$(printf ' / %s' "${PEERS[@]}")}, medians
 # Copy-bound collectives at 2 ranks against the 2-thread memcpy (issue #8: busbw >= 0.7x). Per
 # busbw byte they must move as much memory (reads plus writes) as memcpy copying: Broadcast (in
 # place) 1 byte; AllGather out of place 3 (each rank reads its block once and writes it into both
-# outputs); AlltoAll 4 (each rank reads both its blocks and writes them into the two outputs). The
-# last column is that traffic as a share of memcpy's.
+# outputs), in place 2 (each rank's block is in its output already: only the other's is copied);
+# AlltoAll 4 (each rank reads both its blocks and writes them into the two outputs). The last
+# column is that traffic as a share of memcpy's.
 copy_table() {
-    local m1 m2 mem c bw per
+    local m1 m2 mem c bw per field
     m1=$(echo "$MEM_START" | awk -F';' '{ n = split($2, f, " "); print f[n] }')
     m2=$(echo "$MEM_END" | awk -F';' '{ n = split($2, f, " "); print f[n] }')
     mem=$(awk -v a="$m1" -v b="$m2" 'BEGIN { printf "%.2f", (a + b) / 2 }')
     echo
     echo "| coll at 2 ranks, $LARGE | busbw | 2-thread memcpy GB/s (start, end: mean) | busbw / memcpy | memcpy bytes per busbw byte | traffic / memcpy's |"
     echo "|---|---|---|---|---|---|"
-    for c in broadcast allgather alltoall; do
-        [[ " $COLLS " == *" $c "* ]] || continue
-        bw=$(median_of "$WORK/oh.$c.2.*" 4 3)
-        case $c in broadcast) per=1 ;; allgather) per=3 ;; alltoall) per=4 ;; esac
+    for c in broadcast allgather "allgather in place" alltoall; do
+        [[ " $COLLS " == *" ${c%% *} "* ]] || continue
+        case $c in
+        broadcast) per=1 field=3 ;;
+        allgather) per=3 field=3 ;;
+        "allgather in place") per=2 field=4 ;;
+        alltoall) per=4 field=3 ;;
+        esac
+        bw=$(median_of "$WORK/oh.${c%% *}.2.*" 4 $field)
         echo "| $c | $bw | $m1, $m2: $mem | $(ratio "$bw" "$mem") | $per | $(ratio "$(awk -v b="$bw" -v p=$per 'BEGIN { print (b == "-") ? "-" : b * p }')" "$mem") |"
     done
 }
