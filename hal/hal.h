@@ -169,7 +169,8 @@ typedef struct hal_ops {
     /* DMA instructions in a row of a program that copy the same sources, each at least
      * HAL_FANOUT_MIN_BYTES, to other destinations run as one pass over the sources (the emulator:
      * a fan-out reads each source once for all its destinations). The runtime then puts a mesh
-     * fan-out's copies (one source into every peer) in a row instead of on slave streams. */
+     * fan-out's copies (one source into every peer) in a row instead of on slave streams. False
+     * where prog_launch is NULL (no program, no row: hal.c clears it for HCCL_EMU_NO_PROG). */
     bool prog_fans_out_copies;
 
     /* --- devices --- */

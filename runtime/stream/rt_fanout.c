@@ -30,8 +30,7 @@ static const algo_step *fan_copy(const rt_launch_ctx *ctx, uint32_t k)
 
 uint32_t rt_fanout_forks(const rt_launch_ctx *ctx, uint32_t step)
 {
-    const hal_ops *hal = ctx->c->hal;
-    if (!hal->prog_fans_out_copies || !hal->prog_launch || ctx->trace_op) /* else one task per step */
+    if (!ctx->c->hal->prog_fans_out_copies || ctx->trace_op) /* traced: one task per step, nothing fuses */
         return 0;
     const algo_step_list *s0 = &ctx->plan->streams[0];
     const algo_step *first = NULL;
