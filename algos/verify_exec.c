@@ -257,18 +257,36 @@ static int do_fork_join(vsim *s, vthr *th, const algo_step *st)
     return 1;
 }
 
-/* An INBOX ref (plan.h): within the box the plan declared; a peer's inbox only written, and only
- * in this rank's own box (what makes it need no FETCH). */
+/* Is this rank's FETCH of rank o ordered before the step (a peer's buffers are touched only after
+ * it)? Reported, naming `what` of o's, when not. */
+static bool fetched(vsim *s, vthr *th, uint32_t o, const char *what)
+{
+    uint32_t r = th->rank;
+    const vfetch *f = &s->fetch[(size_t)r * s->n + o];
+    if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(s, r, th->stream)))) {
+        vsim_step_error(s, th, "touches rank %u's %s without an ordered FETCH of rank %u", o, what, o);
+        return false;
+    }
+    return true;
+}
+
+/* An INBOX ref (plan.h): within the box the plan declared; a peer's inbox only written, in this
+ * rank's own box (what makes it need no FETCH), or, by a one-way receiver, only read, in the
+ * owner's own box and after an ordered FETCH of the owner (its root). */
 static bool resolve_inbox(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, bool write, uint32_t o,
                           uint64_t *lo)
 {
     uint32_t r = th->rank;
     uint64_t box = ref->offset / ALGO_EAGER_BOX, in = ref->offset % ALGO_EAGER_BOX;
-    if (o != r && (!write || box != r)) {
-        vsim_step_error(s, th, "%s box %llu of rank %u's INBOX: a peer's inbox is only written, in the writer's box",
+    bool pull = o != r && !write && box == o && s->plans[r]->oneway;
+    if (o != r && !pull && (!write || box != r)) {
+        vsim_step_error(s, th, "%s box %llu of rank %u's INBOX: a peer's inbox is only written, in the writer's box, "
+                        "or read by a one-way receiver in its root's box",
                         write ? "writes" : "reads", (unsigned long long)box, o);
         return false;
     }
+    if (pull && !fetched(s, th, o, "INBOX"))
+        return false;
     if (box >= s->n || in % s->esz || bytes % s->esz || in + bytes > s->plans[r]->inbox_bytes ||
         s->plans[r]->inbox_bytes > ALGO_EAGER_BOX) {
         vsim_step_error(s, th, "INBOX of rank %u bytes [%llu, +%llu) outside box %llu's %llu declared bytes", o,
@@ -294,14 +312,8 @@ static bool resolve(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, bool
     *owner = o;
     if (ref->buf == ALGO_BUF_INBOX)
         return resolve_inbox(s, th, ref, bytes, write, o, lo);
-    if (o != r && ref->buf != ALGO_BUF_SCRATCH) {
-        const vfetch *f = &s->fetch[(size_t)r * s->n + o];
-        if (!f->clk || (s->data && !hb(s, f->tid, f->clk, tid_of(s, r, th->stream)))) {
-            vsim_step_error(s, th, "touches rank %u's %s without an ordered FETCH of rank %u", o,
-                       ref->buf == ALGO_BUF_IN ? "IN" : "OUT", o);
-            return false;
-        }
-    }
+    if (o != r && ref->buf != ALGO_BUF_SCRATCH && !fetched(s, th, o, ref->buf == ALGO_BUF_IN ? "IN" : "OUT"))
+        return false;
     if (!s->data)
         return true;
     int ok = 1;

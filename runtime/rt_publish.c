@@ -115,33 +115,26 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
     return HAL_E_ABORTED;
 }
 
-/* Did `peer` write this header? A one-way slot has one box that every root writes in turn, and a
- * rank writes one only as the root its header names. */
-static bool written_by(const rt_sig *hdr, uint32_t slot, uint32_t peer)
-{
-    return !rt_slot_oneway(slot) || hdr->root == peer;
-}
-
-/* Did peer publish call seq in a box header of my inbox? Its slot depends on its plan (one-way or
- * not, rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
+/* Did peer publish call seq in a box header I read (rt_box_seen)? Its slot depends on its plan
+ * (one-way or not, rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
 static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
 {
     for (uint32_t s = 0; s < rt_inbox_slots(c); s++) {
-        memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
-        if (theirs->seq == seq && written_by(theirs, s, peer))
+        memcpy(theirs, rt_box_seen(c, s, peer, c->rank), sizeof *theirs);
+        if (theirs->seq == seq)
             return true;
     }
     return false;
 }
 
 /* A signal left over from a one-way call of peer's that this rank ran differently (rt_oneway.c): its
- * header is still in my one-way slots, and my view of that call is my record. */
+ * header is still in peer's one-way slots, and my view of that call is my record. */
 static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs, const rt_sig **mine)
 {
     for (uint32_t s = ALGO_EAGER_SLOTS; s < rt_inbox_slots(c); s++) {
-        memcpy(theirs, rt_inbox_box(c, c->inbox, s, peer), sizeof *theirs);
+        memcpy(theirs, rt_box_seen(c, s, peer, c->rank), sizeof *theirs);
         const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, theirs->seq);
-        if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq && written_by(theirs, s, peer) &&
+        if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq &&
             atomic_load_explicit(&rec->ready, memory_order_acquire) == theirs->seq && !rt_sig_equal(theirs, &rec->sig)) {
             *mine = &rec->sig;
             return true;
@@ -203,19 +196,21 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
 
 /* Header mode (docs/runtime.md, "Eager header mode"), where task functions reach peers' memory
  * (the emulator): an eager call publishes no record. Its writer puts the call's signature into
- * the header of its own box in every peer's inbox slot, next to the data it copies there, before
- * the PUB signals; the peer's FETCH reads the header from its own inbox instead of the record in
- * the writer's control block: one cache line it reads anyway instead of two it would miss. */
+ * the header of its own box in every peer's inbox slot (a one-way root: in its own slot, which
+ * its receivers read), next to the data it copies there, before the PUB signals; the reader's
+ * FETCH reads the header where it reads the data instead of the record in the writer's control
+ * block: one cache line it reads anyway instead of two it would miss. */
 int rt_eager_post_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     rt_sig sig = ctx->sig;
     sig.seq = ctx->seq;
+    bool oneway = ctx->plan->oneway;
     for (uint32_t q = 0; q < c->nranks; q++)
-        if (q != c->rank)
-            memcpy(rt_box_hdr(ctx->inbox[q], c->rank, ctx->plan->oneway), &sig, sizeof sig);
-    if (!ctx->plan->oneway)
+        if (oneway ? q == c->rank : q != c->rank)
+            memcpy(rt_box_hdr(ctx->inbox[q], c->rank, oneway), &sig, sizeof sig);
+    if (!oneway)
         return 0;
     mark_fetched(ctx, c->rank); /* a one-way root reads nobody's record */
     return rt_publish_task(ctx, msg, len); /* and writes its view (rt_oneway.c) */
@@ -253,7 +248,8 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     rt_launch_ctx *ctx = fa->ctx;
     rt_comm *c = ctx->c;
     rt_sig theirs;
-    memcpy(&theirs, rt_box_hdr(ctx->inbox[c->rank], fa->peer, ctx->plan->oneway), sizeof theirs);
+    bool oneway = ctx->plan->oneway; /* a one-way receiver reads its root's own box */
+    memcpy(&theirs, rt_box_hdr(ctx->inbox[oneway ? fa->peer : c->rank], fa->peer, oneway), sizeof theirs);
     if (theirs.seq != ctx->seq)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))

@@ -1,9 +1,12 @@
 /* One-way rooted eager plans (plan.h, INBOX; algos/eager.c): Broadcast and Scatter where the
- * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES. Verified with the
- * root's credits given before the call, at 3..8 ranks, every root, counts 0/1/97/the most, in and
- * out of place; their shape (the root fetches nobody, receivers signal no PUB and write no inbox);
- * that nothing else goes one-way, nor a call that does not continue a run; and that the verifier refuses a root that skips its credit
- * waits or publishes after its first copy. */
+ * runtime allows it (topo.oneway) and the root's box holds at most ALGO_ONEWAY_MAX_BYTES (a
+ * Scatter's every block). Verified with the root's credits given before the call, at 2..8 ranks,
+ * every root, counts 0/1/97/the most, in and out of place; their shape (the root fetches nobody
+ * and writes only its own box, receivers read the root's box, signal no PUB and write no inbox);
+ * that nothing else goes one-way, nor a call that does not continue a run or whose box would not
+ * hold it; and that the verifier refuses a root that skips its credit waits or publishes after its
+ * first copy, and a receiver that reads the root's box before it fetched the root or reads
+ * another box. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -25,7 +28,8 @@ Test(algo_oneway, broadcast_and_scatter_verify)
     const algo_coll colls[] = {ALGO_COLL_BROADCAST, ALGO_COLL_SCATTER};
     for (size_t i = 0; i < 2; i++)
         for (uint32_t n = ALGO_ONEWAY_MIN_RANKS; n <= ALGO_MESH_MAX_RANKS; n++) {
-            uint64_t counts[4] = {0, 1, 97, ALGO_ONEWAY_MAX_BYTES / 4};
+            uint64_t most = ALGO_ONEWAY_MAX_BYTES / 4 / (colls[i] == ALGO_COLL_SCATTER ? n : 1);
+            uint64_t counts[4] = {0, 1, 97 < most ? 97 : most, most};
             for (uint32_t root = 0; root < n; root++)
                 for (size_t ci = 0; ci < 4; ci++)
                     for (int inp = 0; inp < 2; inp++) {
@@ -49,6 +53,26 @@ static uint32_t count_kind(const algo_plan *p, algo_step_kind kind, uint32_t slo
     return k;
 }
 
+/* The plan's one COPY on stream 0, NULL if it has none or more. */
+static const algo_step *only_copy(const algo_plan *p)
+{
+    const algo_step *found = NULL;
+    for (uint32_t i = 0; i < p->streams[0].nsteps; i++) {
+        const algo_step *st = &p->streams[0].steps[i];
+        if (st->kind == ALGO_STEP_COPY && found)
+            return NULL;
+        found = st->kind == ALGO_STEP_COPY ? st : found;
+    }
+    return found;
+}
+
+/* Box `owner` of owner's inbox (ALGO_SELF: the plan's own), from its start. */
+static bool is_root_box(algo_ref ref, int32_t owner)
+{
+    uint32_t box = owner == ALGO_SELF ? 1u : (uint32_t)owner; /* the shape test's root is rank 1 */
+    return ref.buf == ALGO_BUF_INBOX && ref.owner == owner && ref.offset == (uint64_t)box * ALGO_EAGER_BOX;
+}
+
 Test(algo_oneway, shape)
 {
     algo_topo topo = k_oneway;
@@ -61,16 +85,22 @@ Test(algo_oneway, shape)
         cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
         cr_expect(p->oneway);
         cr_expect_eq(p->nstreams, 1u);
+        const algo_step *copy = only_copy(p);
+        cr_assert(copy, "rank %u: one COPY", r);
         if (r == 1) {
             cr_expect_eq(count_kind(p, ALGO_STEP_WAIT, ALGO_SLOT_CREDIT), 3u, "a credit from every receiver");
             cr_expect_eq(p->streams[0].steps[3].kind, ALGO_STEP_PUBLISH, "after the credits");
             cr_expect_eq(count_kind(p, ALGO_STEP_FETCH, 0), 0u, "the root fetches nobody");
             cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_PUB), 3u);
+            cr_expect(is_root_box(copy->u.copy.dst, ALGO_SELF), "the root writes its own box, once");
+            cr_expect_eq(copy->u.copy.bytes, 8u);
         } else {
             cr_expect_eq(p->streams[0].steps[0].kind, ALGO_STEP_PUBLISH, "a receiver publishes its view first");
             cr_expect_eq(count_kind(p, ALGO_STEP_FETCH, 0), 1u, "a receiver fetches the root only");
             cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_CREDIT), 1u, "and gives its credit back");
             cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_PUB), 0u);
+            cr_expect(is_root_box(copy->u.copy.src, 1), "rank %u reads the root's box", r);
+            cr_expect_eq(copy->u.copy.dst.buf, ALGO_BUF_OUT);
         }
         algo_plan_free(p);
     }
@@ -95,6 +125,13 @@ Test(algo_oneway, only_rooted_distribution)
     algo_verify_report rep;
     cr_expect_eq(algo_verify(&bc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
     cr_expect(rep.full_end, "past ALGO_ONEWAY_MAX_BYTES a Broadcast is the full exchange");
+    algo_op sc = {.coll = ALGO_COLL_SCATTER, .nranks = 3, .count = ALGO_ONEWAY_MAX_BYTES / 4 / 3 + 1,
+                  .dtype = HAL_DT_FP32, .oneway_run = true};
+    cr_expect_eq(algo_verify(&sc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
+    cr_expect(rep.full_end, "a Scatter whose blocks do not fit the root's box together is the full exchange");
+    sc.count--;
+    cr_expect_eq(algo_verify(&sc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
+    cr_expect_not(rep.full_end, "a Scatter whose blocks fit the root's box goes one-way");
     bc.count = 5;
     topo.oneway = false;
     cr_expect_eq(algo_verify(&bc, &topo, ALGO_EAGER, &rep), 0, "%s", rep.msg);
@@ -134,8 +171,8 @@ Test(algo_oneway, needs_a_run)
     algo_plan_free(p);
 }
 
-/* Compiles the 3-rank one-way Broadcast (root 0) and lets `edit` break the root's plan. */
-static int verify_edited(void (*edit)(algo_plan *root), algo_verify_report *rep)
+/* Compiles the 3-rank one-way Broadcast (root 0) and lets `edit` break rank `victim`'s plan. */
+static int verify_edited(uint32_t victim, void (*edit)(algo_plan *), algo_verify_report *rep)
 {
     algo_topo topo = k_oneway;
     topo.nranks = 3;
@@ -145,7 +182,7 @@ static int verify_edited(void (*edit)(algo_plan *root), algo_verify_report *rep)
                       .oneway_run = true};
         cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &plans[r]), 0);
     }
-    edit(plans[0]);
+    edit(plans[victim]);
     int rc = algo_verify_plans(plans, 3, &topo, NULL, rep);
     for (uint32_t r = 0; r < 3; r++)
         algo_plan_free(plans[r]);
@@ -166,11 +203,32 @@ static void publish_after_copy(algo_plan *p)
     s[2] = s[3], s[3] = pub;
 }
 
+/* A receiver's steps: PUBLISH FETCH COPY SIGNAL. */
+static void copy_before_fetch(algo_plan *p)
+{
+    algo_step *s = p->streams[0].steps, fetch = s[1];
+    s[1] = s[2], s[2] = fetch;
+}
+
+static void read_other_box(algo_plan *p)
+{
+    p->streams[0].steps[2].u.copy.src.offset += ALGO_EAGER_BOX; /* box 1 of the root's inbox */
+}
+
 Test(algo_oneway, verifier_refuses_broken_roots)
 {
     algo_verify_report rep;
-    cr_expect_eq(verify_edited(drop_credit_waits, &rep), ALGO_VERIFY_FAILED, "credits never taken");
+    cr_expect_eq(verify_edited(0, drop_credit_waits, &rep), ALGO_VERIFY_FAILED, "credits never taken");
     cr_expect(strstr(rep.msg, "slot 6"), "names the credit slot: %s", rep.msg);
-    cr_expect_eq(verify_edited(publish_after_copy, &rep), ALGO_VERIFY_FAILED);
+    cr_expect_eq(verify_edited(0, publish_after_copy, &rep), ALGO_VERIFY_FAILED);
     cr_expect(strstr(rep.msg, "PUBLISH must be the first step"), "%s", rep.msg);
+}
+
+Test(algo_oneway, verifier_refuses_broken_receivers)
+{
+    algo_verify_report rep;
+    cr_expect_eq(verify_edited(2, copy_before_fetch, &rep), ALGO_VERIFY_FAILED, "the root's box read unordered");
+    cr_expect(strstr(rep.msg, "rank 0's INBOX without an ordered FETCH of rank 0"), "%s", rep.msg);
+    cr_expect_eq(verify_edited(2, read_other_box, &rep), ALGO_VERIFY_FAILED, "a box the root does not write");
+    cr_expect(strstr(rep.msg, "read by a one-way receiver in its root's box"), "%s", rep.msg);
 }
