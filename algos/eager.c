@@ -132,48 +132,48 @@ static void take_from_root(algo_b *b)
 /* One-way rooted distribution (plan.h, INBOX): Broadcast and Scatter where the runtime allows it
  * and expects a run of them (op->oneway_run). The root takes one credit from every receiver (the
  * one-way slot it is about to write was read S of its calls ago, algo_oneway_slots), then PUBLISHes
- * (the header goes with the data), copies its IN into its own box, once, and signals PUB: it waits
- * for nobody's data and writes nobody's memory, so a loop of calls runs ahead and its receivers
- * drain several per wake-up. A receiver PUBLISHes (its own record, for the checks only a root
- * could make: runtime/rt_oneway.c), FETCHes the root, copies its part out of the root's box and
- * gives the credit back; it signals no PUB and writes no one's inbox. One write by the root
- * instead of one into every receiver's inbox: 8 B Broadcast at 4 ranks on 2 CPUs took 0.43 us a
- * call instead of 0.78 (docs/perf.md, "One-way roots write their own box"). */
-static uint64_t oneway_box_bytes(const algo_b *b)
-{
-    uint64_t blocks = b->op->coll == ALGO_COLL_SCATTER ? b->n : 1; /* a Scatter's box holds every block */
-    return algo_eager_bytes(b->op) * blocks;
-}
-
+ * (the header goes with the data), writes the data and signals PUB: it waits for nobody's data, so
+ * a loop of calls runs ahead and its receivers drain several per wake-up. A Broadcast root writes
+ * its IN once, into its own box (oneway_pull): every receiver reads the same bytes, and its own
+ * memory is what a root writes fastest (8 B Broadcast at 4 ranks on 2 CPUs, loops of 1000 calls:
+ * 0.41 us a call instead of 0.79, and at 8 ranks 1.20 instead of 2.10, where the root wrote into
+ * every receiver's box; docs/perf.md, "One-way Broadcast roots write their own box"). A Scatter
+ * root writes each receiver's block into its box of that receiver's slot: all blocks in the root's
+ * box would make one-way Scatters n times smaller. A receiver PUBLISHes (its own record, for the
+ * checks only a root could make: runtime/rt_oneway.c), FETCHes the root, copies its data out and
+ * gives the credit back; it signals no PUB and writes no one's inbox. */
 static bool oneway_able(const algo_b *b)
 {
     return b->topo && b->topo->oneway && b->n >= ALGO_ONEWAY_MIN_RANKS && algo_coll_rooted_put(b->op->coll) &&
-           oneway_box_bytes(b) <= ALGO_ONEWAY_MAX_BYTES;
+           algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
 }
 
 static void oneway_build(algo_b *b)
 {
     const algo_op *op = b->op;
     uint32_t n = b->n, r = b->r, root = op->root;
-    bool scatter = op->coll == ALGO_COLL_SCATTER;
+    bool pull = op->coll == ALGO_COLL_BROADCAST;
     b->p->oneway = true;
+    b->p->oneway_pull = pull;
     b->p->nslots = ALGO_SLOT_CREDIT + 1;
-    b->p->inbox_bytes = oneway_box_bytes(b);
     algo_step pub = {.kind = ALGO_STEP_PUBLISH};
-    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, r, 0);
     if (r != root) {
         algo_b_push(b, 0, pub);
         algo_step st = {.kind = ALGO_STEP_FETCH};
         st.u.fetch.peer = root;
         algo_b_push(b, 0, st);
-        algo_b_copy(b, 0, out, box_ref(b, root, root, scatter ? algo_blk_off(op, r) : 0), op->count);
+        uint32_t inbox = pull ? root : r; /* the root's box in the root's slot, or in mine */
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), box_ref(b, inbox, root, 0), op->count);
         algo_b_signal(b, 0, root, ALGO_SLOT_CREDIT);
         return;
     }
     for (uint32_t k = 1; k < n; k++)
         algo_b_wait(b, 0, (r + k) % n, ALGO_SLOT_CREDIT);
     algo_b_push(b, 0, pub);
-    algo_b_copy(b, 0, box_ref(b, r, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), scatter ? op->count * n : op->count);
+    if (pull)
+        algo_b_copy(b, 0, box_ref(b, r, r, 0), send_src(b, r), op->count);
+    for (uint32_t k = 1; k < n && !pull; k++)
+        algo_b_copy(b, 0, box_ref(b, (r + k) % n, r, 0), send_src(b, (r + k) % n), op->count);
     for (uint32_t k = 1; k < n; k++)
         algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_PUB);
     take_from_root(b);

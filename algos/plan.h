@@ -46,15 +46,17 @@
  *     forced).
  *   . One-way calls (topo->oneway: eager Broadcast and Scatter in a run of such calls, which the
  *     runtime says with op.oneway_run: a lone call stays full, as its end would cost a drain) do
- *     not end full: the root writes its own box of its own slot (a Scatter's every block) once and
- *     signals PUB, receivers FETCH the root, copy their part out of the root's box (the one read
- *     of a peer's inbox plans make, ordered by that FETCH) and SIGNAL{root, ALGO_SLOT_CREDIT}. A
- *     run has one root. Its calls take S (the runtime's algo_oneway_slots) more slots in turn,
- *     and the root WAITs one credit per receiver before it writes, of which the runtime gave S at
- *     init: the k-th wait is met by the receiver's credit of the root's call k - S, the last
- *     reader of that slot. So receivers read the root's box after the root's plan ended, which
- *     the credits, not the plan end, make safe. The verifier gives each receiver's credit queue
- *     one signal before the call and requires one left after it.
+ *     not end full: a Broadcast root writes its data once, into its own box of its own slot, and
+ *     its receivers copy it out of there after they FETCH the root (the one read of a peer's
+ *     inbox plans make: `oneway_pull`); a Scatter root writes each receiver's block into its box
+ *     of that receiver's slot. The root signals PUB and is done; receivers FETCH it, copy out and
+ *     SIGNAL{root, ALGO_SLOT_CREDIT}. A run has one root. Its calls take S (the runtime's
+ *     algo_oneway_slots) more slots in turn, and the root WAITs one credit per receiver before it
+ *     writes, of which the runtime gave S at init: the k-th wait is met by the receiver's credit
+ *     of the root's call k - S, the last reader of that slot. So a Broadcast's receivers read the
+ *     root's box after the root's plan ended, which the credits, not the plan end, make safe. The
+ *     verifier gives each receiver's credit queue one signal before the call and requires one
+ *     left after it.
  */
 #ifndef ALGOS_PLAN_H
 #define ALGOS_PLAN_H
@@ -119,18 +121,18 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
  * has a CPU, receivers keep up and a deeper queue only spreads the root's writes over more pages:
  * 2 ranks on 2 CPUs, 0.26 us with 128 and 0.48 with 1024 in loops of 20 000. So 128 where the
  * ranks fit the CPUs (the runtime's `ranks_fit_cpus`), else 1024. A run has one root (a call with
- * another root ends it, runtime/rt_oneway.c), and a root writes only the slots of its own inbox. */
+ * another root ends it, runtime/rt_oneway.c), so every root shares one set of slots in an inbox. */
 #define ALGO_ONEWAY_SLOTS_FIT 128u
 #define ALGO_ONEWAY_SLOTS_MAX 1024u
 static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
 {
     return ranks_fit_cpus ? ALGO_ONEWAY_SLOTS_FIT : ALGO_ONEWAY_SLOTS_MAX;
 }
-/* One-way calls carry at most this many bytes in the root's box (a Scatter's every block): up to
- * 2 KiB they beat the full exchange at 4 and 8 ranks and tie at 2; from 8 KiB the slots' pages and
- * cache footprint cost more than the round trip they save (docs/perf.md, "One-way Broadcast").
- * One-way boxes are this size (runtime: RT_OW_BOX_STRIDE), and the runtime maps every peer's
- * one-way boxes in a receiver's process at init. */
+/* One-way calls carry at most this many bytes per box: up to 2 KiB they beat the full exchange at
+ * 4 and 8 ranks and tie at 2; from 8 KiB the slots' pages and cache footprint cost more than the
+ * round trip they save (docs/perf.md, "One-way Broadcast"). One-way boxes are this size
+ * (runtime: RT_OW_BOX_STRIDE), and the runtime maps every peer's one-way boxes in each process at
+ * init (a Scatter root writes its receivers', a Broadcast's receivers read their root's). */
 #define ALGO_ONEWAY_MAX_BYTES 2048u
 /* ... and need a receiver. From 3 ranks when one-way calls came with 16 credits: at 2 the root
  * then waited for its receiver (docs/perf.md, "One-way Broadcast"); with 128 they gain there too
@@ -295,6 +297,8 @@ typedef struct algo_plan {
     uint32_t nslots;         /* notify slots per peer used, incl. ALGO_SLOT_PUB */
     uint64_t inbox_bytes;    /* bytes used of each inbox box (<= ALGO_EAGER_BOX); 0: no INBOX refs */
     bool oneway;             /* a one-way rooted eager plan (INBOX above): it does not end full */
+    bool oneway_pull;        /* ... whose receivers read the root's own box (Broadcast: the same
+                              * bytes for all); else the root writes every receiver's (Scatter) */
     bool oneway_able;        /* goes one-way when op.oneway_run says the call is in a run */
 } algo_plan;
 

@@ -193,8 +193,8 @@ static void report_unmatched(vsim *s)
 }
 
 /* Plan-end rule: every access to rank p's memory and every FETCH of p happens before p's end
- * (FETCHes of an eager plan's record excepted, see below, and reads of a one-way root's box, which
- * its receivers make after it ended: plan.h, INBOX). */
+ * (FETCHes of an eager plan's record excepted, see below, and reads of a one-way Broadcast root's
+ * box, which its receivers make after it ended: plan.h, INBOX). */
 static void check_end_rule(vsim *s)
 {
     for (uint32_t p = 0; p < s->n; p++) {
@@ -202,8 +202,8 @@ static void check_end_rule(vsim *s)
         const vspace *sp = &s->sp[p];
         for (uint32_t i = 0; i < sp->nrec; i++) {
             const vrec *a = &sp->recs[i];
-            /* A one-way root's box is read after its end: the root's credits bound its reuse. */
-            bool oneway_box = s->plans[p]->oneway && a->lo >= sp->ibx_base;
+            /* A one-way Broadcast root's box is read after its end: its credits bound its reuse. */
+            bool oneway_box = s->plans[p]->oneway_pull && a->lo >= sp->ibx_base;
             if (end[a->tid] >= a->clk || oneway_box)
                 continue;
             vthr other = s->thr[a->tid];

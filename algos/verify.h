@@ -16,10 +16,10 @@
  *      happens before that rank's stream 0 ends;
  *  (d) a peer's IN/OUT is touched only after an ordered FETCH of that peer, at most one FETCH per
  *      peer, PUB signals only after PUBLISH, PUBLISH first on stream 0; refs in bounds; a peer's
- *      INBOX only written, in the writer's own box (or read by a one-way receiver, in its root's
- *      own box, after an ordered FETCH of the root), within the plan's inbox_bytes; eager plans
- *      end full (every rank's end after every rank's PUBLISH; reported for all plans), one-way
- *      plans aside, whose root may take its credits before PUBLISH;
+ *      INBOX only written, in the writer's own box (or read by a one-way Broadcast's receiver,
+ *      in its root's own box, after an ordered FETCH of the root), within the plan's
+ *      inbox_bytes; eager plans end full (every rank's end after every rank's PUBLISH; reported
+ *      for all plans), one-way plans aside, whose root may take its credits before PUBLISH;
  *  (e) counts steps, bytes and transfers per link class, per-rank maxima, and times the critical
  *      path with the alpha-beta cost model.
  * The simulation runs one schedule; (b) and (c) make the outcome schedule-independent. */

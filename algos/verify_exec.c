@@ -271,14 +271,14 @@ static bool fetched(vsim *s, vthr *th, uint32_t o, const char *what)
 }
 
 /* An INBOX ref (plan.h): within the box the plan declared; a peer's inbox only written, in this
- * rank's own box (what makes it need no FETCH), or, by a one-way receiver, only read, in the
- * owner's own box and after an ordered FETCH of the owner (its root). */
+ * rank's own box (what makes it need no FETCH), or, by a one-way Broadcast's receiver, only read,
+ * in the owner's own box and after an ordered FETCH of the owner (its root). */
 static bool resolve_inbox(vsim *s, vthr *th, const algo_ref *ref, uint64_t bytes, bool write, uint32_t o,
                           uint64_t *lo)
 {
     uint32_t r = th->rank;
     uint64_t box = ref->offset / ALGO_EAGER_BOX, in = ref->offset % ALGO_EAGER_BOX;
-    bool pull = o != r && !write && box == o && s->plans[r]->oneway;
+    bool pull = o != r && !write && box == o && s->plans[r]->oneway_pull;
     if (o != r && !pull && (!write || box != r)) {
         vsim_step_error(s, th, "%s box %llu of rank %u's INBOX: a peer's inbox is only written, in the writer's box, "
                         "or read by a one-way receiver in its root's box",

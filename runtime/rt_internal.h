@@ -236,8 +236,11 @@ void rt_oneway_destroy_check(rt_comm *c);
  * writer's signature of the call), then the box's bytes, which start in the header's cache line,
  * so a small message and its header travel as one line. The ALGO_EAGER_SLOTS eager slots hold
  * boxes of ALGO_EAGER_BOX bytes, RT_BOX_STRIDE apart, one per writer. The one-way slots after them
- * hold one box of ALGO_ONEWAY_MAX_BYTES each, RT_OW_BOX_STRIDE apart, which only the inbox's owner
- * writes, as the root of one-way calls; its receivers read it there (algos/plan.h, INBOX). */
+ * hold one box of ALGO_ONEWAY_MAX_BYTES each, RT_OW_BOX_STRIDE apart, which a one-way root writes:
+ * a Broadcast root its own inbox's, which its receivers read there, a Scatter root every
+ * receiver's (algos/plan.h, INBOX). A run of one-way calls has one root, and that root waits for
+ * all its credits before any call of another root (rt_oneway.c), so two roots never have a
+ * one-way slot of the same inbox in use at once. */
 #define RT_BOX_HDR 48u
 #define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
 #define RT_OW_BOX_STRIDE ((uint64_t)ALGO_ONEWAY_MAX_BYTES + 64u)
@@ -289,12 +292,7 @@ static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot,
 {
     return rt_box_hdr(rt_inbox_slot(c, inbox, slot), writer, rt_slot_oneway(slot));
 }
-/* Where `reader` finds the header of writer's box in slot `slot`: in its own inbox for an eager
- * slot, in the writer's for a one-way slot (a one-way root writes its own). */
-static inline rt_sig *rt_box_seen(const rt_comm *c, uint32_t slot, uint32_t writer, uint32_t reader)
-{
-    return rt_inbox_box(c, c->peers[rt_slot_oneway(slot) ? writer : reader].inbox, slot, writer);
-}
+
 /* Ranks drift apart by at most the one-way slots (algos/plan.h, INBOX: a run's receivers are at most
  * that many calls behind its one root) and the two calls an eager call may run ahead: records and
  * V tables of a call must still be there when the slowest rank reads them. */

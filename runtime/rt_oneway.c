@@ -1,9 +1,9 @@
 /* One-way calls, the runtime's side (algos/plan.h, INBOX; docs/runtime.md, "One-way calls").
  *
- * An eager Broadcast or Scatter in a run of such calls goes one-way: the root writes its own inbox's
- * slot, signals its receivers and goes on; it takes one credit per receiver before writing
- * (c->ow_slots of them were given at init, rt_notify.c), and a receiver gives it back once it
- * copied its part out of the root's box.
+ * An eager Broadcast or Scatter in a run of such calls goes one-way: the root writes its data (a
+ * Broadcast root into its own inbox's slot, a Scatter root into its receivers'), signals them and
+ * goes on; it takes one credit per receiver before writing (c->ow_slots of them were given at
+ * init, rt_notify.c), and a receiver gives it back once it copied its data out.
  * Bookkeeping here:
  * - runs: which calls go one-way (rt_oneway_expect_run);
  * - slots: calls that end full take the eager slots in turn, a root's one-way calls its
@@ -63,8 +63,8 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
  * only in a run: after a call of the same root that could go one-way too, or first in a run when
  * the run before it was longer than one call and ended with a call that could not. A call whose
  * root is not the run's goes full: its root and every receiver wait for the old root's drain, so
- * every call of the old run has ended on every rank before the new root's first one-way call, and
- * no rank gets more than the slots ahead of another (the publication ring). Every rank
+ * the next root never writes a one-way slot the old one still has in use (rt_internal.h, the
+ * inbox), and no rank gets more than the slots ahead of another (the publication ring). Every rank
  * that made the same calls decides the same (and the protocol is in the signature). Asked of
  * Broadcast and Scatter only, so that other ops keep one plan each in the cache. */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op)
@@ -101,15 +101,16 @@ void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
         c->oneway_run = 0;
 }
 
-/* A page fault costs ~10 us on a VM (docs/perf.md): a receiver's loop would take one per page of
- * the one-way slots of its root's inbox in this process (up to 528), in its first calls. They are
- * side by side (rt_inbox_slot): mapped in one call per peer (hal_ops.mem_prefault), then read
- * once a page. On the 2-CPU VM (a PVM guest) a mapped page still costs about 7 us at its first
+/* A page fault costs ~10 us on a VM (docs/perf.md): a loop would take one per page of the one-way
+ * slots of a peer's inbox in this process (up to 528 per peer), in its first calls: a Scatter
+ * root writes its receivers' slots, a Broadcast's receivers read their root's. They are side by
+ * side (rt_inbox_slot): mapped in one call per peer (hal_ops.mem_prefault), then read once a
+ * page. On the 2-CPU VM (a PVM guest) a mapped page still costs about 7 us at its first
  * use in a process, which the guest does not count as a fault (likely the hypervisor filling its
  * shadow page table): with the prefault alone the first 1000 8 B Broadcasts at 4 ranks took 11-15
- * us a call, with half the pages read 6.5, with all 0.6-1.0 (measured when roots wrote their
- * receivers' inboxes: the same pages, touched by the other side).
- * Reads: the slots are their owner's to clear (rt_inbox_acquire) and write. */
+ * us a call, with half the pages read 6.5, with all 0.6-1.0 (measured when Broadcast roots wrote
+ * their receivers' slots too). Reads, because the slots' headers are the inbox owner's to clear
+ * (rt_inbox_acquire) and any root may write them once this rank's peers are past init. */
 void rt_oneway_warm(rt_comm *c)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = c->ow_slots * RT_OW_BOX_STRIDE;

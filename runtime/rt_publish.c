@@ -115,31 +115,49 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
     return HAL_E_ABORTED;
 }
 
-/* Did peer publish call seq in a box header I read (rt_box_seen)? Its slot depends on its plan
- * (one-way or not, rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
+/* The headers of peer's calls this rank may read in slot s: peer's box of my inbox (in a one-way
+ * slot, which every Scatter root writes in turn, only if it names peer as the root), and in a
+ * one-way slot peer's own box of its own inbox (a Broadcast root writes its own). */
+static uint32_t headers_seen(const rt_comm *c, uint32_t s, uint32_t peer, rt_sig hdr[2])
+{
+    uint32_t k = 0;
+    memcpy(&hdr[k], rt_inbox_box(c, c->inbox, s, peer), sizeof *hdr);
+    k += !rt_slot_oneway(s) || hdr[k].root == peer;
+    if (rt_slot_oneway(s))
+        memcpy(&hdr[k++], rt_inbox_box(c, c->peers[peer].inbox, s, peer), sizeof *hdr);
+    return k;
+}
+
+/* Did peer publish call seq in a box header I read? Its slot depends on its plan (one-way or not,
+ * rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
 static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
 {
-    for (uint32_t s = 0; s < rt_inbox_slots(c); s++) {
-        memcpy(theirs, rt_box_seen(c, s, peer, c->rank), sizeof *theirs);
-        if (theirs->seq == seq)
-            return true;
-    }
+    rt_sig hdr[2];
+    for (uint32_t s = 0; s < rt_inbox_slots(c); s++)
+        for (uint32_t k = 0, n = headers_seen(c, s, peer, hdr); k < n; k++)
+            if (hdr[k].seq == seq) {
+                *theirs = hdr[k];
+                return true;
+            }
     return false;
 }
 
 /* A signal left over from a one-way call of peer's that this rank ran differently (rt_oneway.c): its
- * header is still in peer's one-way slots, and my view of that call is my record. */
+ * header is still in a one-way slot, and my view of that call is my record. */
 static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs, const rt_sig **mine)
 {
-    for (uint32_t s = ALGO_EAGER_SLOTS; s < rt_inbox_slots(c); s++) {
-        memcpy(theirs, rt_box_seen(c, s, peer, c->rank), sizeof *theirs);
-        const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, theirs->seq);
-        if (theirs->eager == RT_SIG_ONEWAY && theirs->seq && theirs->seq < seq &&
-            atomic_load_explicit(&rec->ready, memory_order_acquire) == theirs->seq && !rt_sig_equal(theirs, &rec->sig)) {
-            *mine = &rec->sig;
-            return true;
+    rt_sig hdr[2];
+    for (uint32_t s = ALGO_EAGER_SLOTS; s < rt_inbox_slots(c); s++)
+        for (uint32_t k = 0, n = headers_seen(c, s, peer, hdr); k < n; k++) {
+            const rt_pub_record *rec = rt_ctrl_pub(c->ctrl, hdr[k].seq);
+            if (hdr[k].eager == RT_SIG_ONEWAY && hdr[k].seq && hdr[k].seq < seq &&
+                atomic_load_explicit(&rec->ready, memory_order_acquire) == hdr[k].seq &&
+                !rt_sig_equal(&hdr[k], &rec->sig)) {
+                *theirs = hdr[k];
+                *mine = &rec->sig;
+                return true;
+            }
         }
-    }
     return false;
 }
 
@@ -196,19 +214,19 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
 
 /* Header mode (docs/runtime.md, "Eager header mode"), where task functions reach peers' memory
  * (the emulator): an eager call publishes no record. Its writer puts the call's signature into
- * the header of its own box in every peer's inbox slot (a one-way root: in its own slot, which
- * its receivers read), next to the data it copies there, before the PUB signals; the reader's
- * FETCH reads the header where it reads the data instead of the record in the writer's control
- * block: one cache line it reads anyway instead of two it would miss. */
+ * the header of its own box in every peer's inbox slot (a one-way Broadcast root: in its own
+ * slot, which its receivers read), next to the data it copies there, before the PUB signals; the
+ * reader's FETCH reads the header where it reads the data instead of the record in the writer's
+ * control block: one cache line it reads anyway instead of two it would miss. */
 int rt_eager_post_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     rt_sig sig = ctx->sig;
     sig.seq = ctx->seq;
-    bool oneway = ctx->plan->oneway;
+    bool oneway = ctx->plan->oneway, own = ctx->plan->oneway_pull; /* a Broadcast root: its own box */
     for (uint32_t q = 0; q < c->nranks; q++)
-        if (oneway ? q == c->rank : q != c->rank)
+        if (own ? q == c->rank : q != c->rank)
             memcpy(rt_box_hdr(ctx->inbox[q], c->rank, oneway), &sig, sizeof sig);
     if (!oneway)
         return 0;
@@ -248,8 +266,8 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     rt_launch_ctx *ctx = fa->ctx;
     rt_comm *c = ctx->c;
     rt_sig theirs;
-    bool oneway = ctx->plan->oneway; /* a one-way receiver reads its root's own box */
-    memcpy(&theirs, rt_box_hdr(ctx->inbox[oneway ? fa->peer : c->rank], fa->peer, oneway), sizeof theirs);
+    uint32_t inbox = ctx->plan->oneway_pull ? fa->peer : c->rank; /* a Broadcast's: its root's own */
+    memcpy(&theirs, rt_box_hdr(ctx->inbox[inbox], fa->peer, ctx->plan->oneway), sizeof theirs);
     if (theirs.seq != ctx->seq)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))

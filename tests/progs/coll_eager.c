@@ -210,17 +210,17 @@ int misc_eagerseq(prog_env *e)
 }
 
 /* coll_misc onewayseq: eager Broadcasts and Scatters in runs go one-way (docs/runtime.md, "One-way
- * calls"): a root writes its own inbox and goes on, taking a credit per receiver once it is S
- * (ow_slots) calls ahead. Issued back to back, then checked after one synchronize: runs of one
- * root shorter than, as long as and longer than the slots (1, S - 1, S, S + 1, 3S + 2 calls; a run
- * goes one-way from its first call when the run before was longer than one and ended with a call
- * that could not go one-way, else from its second), some ended by an AllReduce or a Broadcast too
+ * calls"): a root writes its data (a Broadcast root into its own inbox, a Scatter root into its
+ * receivers') and goes on, taking a credit per receiver once it is S (ow_slots) calls ahead.
+ * Issued back to back, then checked after one synchronize: runs of one root shorter than, as long
+ * as and longer than the slots (1, S - 1, S, S + 1, 3S + 2 calls; a run goes one-way from its
+ * first call when the run before was longer than one and ended with a call that could not go
+ * one-way, else from its second), some ended by an AllReduce or a Broadcast too
  * large to go one-way (the root drains its credits before it), roots changing every call (a call
  * of another root goes full), and a run at the very end (the destroy checks it). The receivers of
  * the 3S + 2-call run stall 30 ms after its first call, so its root writes as far as its credits
  * let it (a root that overran its slots would overwrite calls not read yet).
- * Sizes (4 B to 2 KiB in the root's box: a Scatter's blocks together) and dtypes vary per call,
- * each call its own buffers. */
+ * Sizes (4 B to 2 KiB) and dtypes vary per call, each call its own buffers. */
 static int ow_slots(uint32_t n) /* the runtime's (rt_comm.c): every rank of the test on this machine */
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -239,7 +239,7 @@ static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
     o->coll = coll;
     int t = i % (int)(sizeof k_types / sizeof k_types[0]);
     o->dt = k_types[t].dt, o->op = k_types[t].op;
-    uint64_t b = bytes[i % 4] / (coll == E_SC ? n : 1); /* a Scatter's box holds every block */
+    uint64_t b = bytes[i % 4];
     o->count = b / dt_size(o->dt) ? b / dt_size(o->dt) : 1;
     o->root = root % n;
     layout(o, n);
