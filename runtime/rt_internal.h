@@ -230,7 +230,8 @@ void rt_ctrl_wait_fetched(rt_comm *c);
  * of every peer's inbox, so a root's first calls take no page faults. */
 void rt_oneway_warm(rt_comm *c);
 /* Destroy after one-way calls this rank rooted (rt_oneway.c): compares its receivers' views of
- * them with its own, waiting (bounded) for views not written yet. */
+ * them with its own, waiting (bounded) for views not written yet, then for every credit back (a
+ * Broadcast's receivers copy out of this rank's inbox). */
 void rt_oneway_destroy_check(rt_comm *c);
 /* A box as laid out in an inbox slot: RT_BOX_HDR bytes of header (header mode, rt_publish.c: the
  * writer's signature of the call), then the box's bytes, which start in the header's cache line,

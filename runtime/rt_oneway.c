@@ -220,9 +220,20 @@ static bool view_settled(const rt_comm *c, uint32_t q, uint64_t seq)
            atomic_load(&pc->destroyed) || peer_view(c, q, seq, &theirs);
 }
 
+/* Has q given back every credit (copied every call of the run out), or will it never? */
+static bool credits_settled(const rt_comm *c, uint32_t q)
+{
+    rt_ctrl *pc = c->peers[q].ctrl;
+    if (q == c->rank || !pc || !c->hal->notify_count || atomic_load(&c->ctrl->abort) || !rt_ctrl_peer_live(c, q) ||
+        atomic_load(&pc->destroyed))
+        return true;
+    return c->hal->notify_count(c->peers[q].from_peer[ALGO_SLOT_CREDIT]) >= c->ow_slots;
+}
+
 /* The drain a destroy cannot launch: the last one-way calls this rank rooted are compared with
- * every receiver's view, as soon as it wrote it (bounded by HCCL_EXEC_TIMEOUT, like
- * rt_ctrl_wait_fetched). */
+ * every receiver's view, as soon as it wrote it; then, since a Broadcast's receivers copy out of
+ * this rank's inbox after its call ended, the inbox goes back to the pool only once every receiver
+ * gave all its credits back (each bounded by HCCL_EXEC_TIMEOUT, like rt_ctrl_wait_fetched). */
 void rt_oneway_destroy_check(rt_comm *c)
 {
     uint32_t n = c->oneway_run < c->ow_slots ? c->oneway_run : c->ow_slots;
@@ -240,4 +251,9 @@ void rt_oneway_destroy_check(rt_comm *c)
                 return;
         }
     }
+    for (uint32_t q = 0; q < c->nranks; q++)
+        while (!credits_settled(c, q) && !(limit_us && waited_us >= limit_us)) {
+            nanosleep(&nap, NULL); /* they are past their view: a few instructions from the copy */
+            waited_us += 200;
+        }
 }
