@@ -293,7 +293,6 @@ static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot,
 {
     return rt_box_hdr(rt_inbox_slot(c, inbox, slot), writer, rt_slot_oneway(slot));
 }
-
 /* Ranks drift apart by at most the one-way slots (algos/plan.h, INBOX: a run's receivers are at most
  * that many calls behind its one root) and the two calls an eager call may run ahead: records and
  * V tables of a call must still be there when the slowest rank reads them. */
