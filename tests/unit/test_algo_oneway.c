@@ -71,16 +71,23 @@ static bool is_root_box(algo_ref ref, int32_t owner)
     return ref.buf == ALGO_BUF_INBOX && ref.owner == owner && ref.offset == (uint64_t)box * ALGO_EAGER_BOX;
 }
 
-Test(algo_oneway, shape)
+/* Rank r's one-way plan of a 2-element fp32 `coll` at 4 ranks, root 1. */
+static algo_plan *compile_rank(algo_coll coll, uint32_t r)
 {
     algo_topo topo = k_oneway;
     topo.nranks = 4;
+    algo_op op = {.coll = coll, .nranks = 4, .rank = r, .count = 2, .dtype = HAL_DT_FP32, .root = 1,
+                  .oneway_run = true};
+    cr_assert_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER);
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
+    return p;
+}
+
+Test(algo_oneway, shape)
+{
     for (uint32_t r = 0; r < 4; r++) {
-        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 4, .rank = r, .count = 2, .dtype = HAL_DT_FP32,
-                      .root = 1, .oneway_run = true};
-        cr_assert_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER);
-        algo_plan *p = NULL;
-        cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
+        algo_plan *p = compile_rank(ALGO_COLL_BROADCAST, r);
         cr_expect(p->oneway);
         cr_expect_eq(p->nstreams, 1u);
         const algo_step *copy = only_copy(p);
@@ -109,13 +116,8 @@ Test(algo_oneway, shape)
  * its own box would make one-way Scatters n times smaller); receivers read their own inbox. */
 Test(algo_oneway, scatter_root_writes_receivers)
 {
-    algo_topo topo = k_oneway;
-    topo.nranks = 4;
     for (uint32_t r = 0; r < 4; r++) {
-        algo_op op = {.coll = ALGO_COLL_SCATTER, .nranks = 4, .rank = r, .count = 2, .dtype = HAL_DT_FP32,
-                      .root = 1, .oneway_run = true};
-        algo_plan *p = NULL;
-        cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
+        algo_plan *p = compile_rank(ALGO_COLL_SCATTER, r);
         cr_expect(p->oneway);
         cr_expect_not(p->oneway_pull);
         uint32_t into_peers = 0, from_own = 0;
