@@ -170,10 +170,12 @@ static void oneway_build(algo_b *b)
     for (uint32_t k = 1; k < n; k++)
         algo_b_wait(b, 0, (r + k) % n, ALGO_SLOT_CREDIT);
     algo_b_push(b, 0, pub);
-    if (pull)
+    if (pull) {
         algo_b_copy(b, 0, box_ref(b, r, r, 0), send_src(b, r), op->count);
-    for (uint32_t k = 1; k < n && !pull; k++)
-        algo_b_copy(b, 0, box_ref(b, (r + k) % n, r, 0), send_src(b, (r + k) % n), op->count);
+    } else {
+        for (uint32_t k = 1; k < n; k++)
+            algo_b_copy(b, 0, box_ref(b, (r + k) % n, r, 0), send_src(b, (r + k) % n), op->count);
+    }
     for (uint32_t k = 1; k < n; k++)
         algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_PUB);
     take_from_root(b);
