@@ -4,9 +4,11 @@
  * flight, and hung. Numbers are not checked (speed is shown by benchmarks, not tests). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <setjmp.h>
 #include <unistd.h>
 
 #include "multirank/mr_run.h"
+#include "../../tools/common/coll_bench.h"
 
 #define BENCH OH_BUILD_DIR "/tools/bench/"
 
@@ -119,6 +121,71 @@ Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
                   "%s: %g / %g gives %g and %g, not %g and %g", rows[i].coll, bw, mean, bw / mean,
                   bw * per / mean, frac, traffic);
     }
+    free(r.out);
+}
+
+/* -a 4 (docs/perf.md): the time of a launch is the span from its first rank's start to its last
+ * rank's end. The row must carry a positive time of a plausible size (a span computed with a
+ * sign wrong is negative or the clock's whole value) and the header must say how it was taken. */
+Test(bench_tools, perf_tools_time_a_span_over_ranks)
+{
+    mr_result r = mr_run_t("", 3, 60, OH_BUILD_DIR "/tools/perf/broadcast_perf", "-b 8 -e 8 -n 50 -w 2 -a 4 -c 1 -m 0");
+    cr_expect_eq(r.status, 0, "broadcast_perf -a 4 exited with %d:\n%s", r.status, r.out);
+    cr_expect(strstr(r.out, "span (first start to last end) over ranks (-a 4)") != NULL, "no span header:\n%s", r.out);
+    const char *row = strstr(r.out, "[rank 0]            8 ");
+    cr_assert(row != NULL, "no 8 B row:\n%s", r.out);
+    char oop[8];
+    double us = -1, algbw, busbw, wrong = -1;
+    int got = sscanf(row, "[rank 0] %*s %*s %*s %*s %*s %7s %*s %*s %*s %lf %lf %lf %lf", oop, &us, &algbw, &busbw,
+                     &wrong);
+    cr_assert_eq(got, 5, "the row does not parse (%d fields): %.200s", got, row);
+    cr_expect(us > 0 && us < 1e6, "a span of %g us a call", us);
+    cr_expect_eq(wrong, 0, "%g wrong elements", wrong);
+    free(r.out);
+    r = mr_run_t("", 2, 60, OH_BUILD_DIR "/tools/perf/broadcast_perf", "-a 5");
+    cr_expect_neq(r.status, 0, "-a 5 was taken");
+    cr_expect(strstr(r.out, "bad value '5' for -a") != NULL, "no word of the bad -a:\n%s", r.out);
+    free(r.out);
+}
+
+/* The peers' benchmarks (built by compare.sh only, so their shared parser is checked here) take
+ * the same -a 3|4 and nothing else. */
+static jmp_buf g_bad_arg;
+
+static void bad_arg(const char *what, const char *val)
+{
+    (void)what, (void)val;
+    longjmp(g_bad_arg, 1);
+}
+
+static bool parse_peer_args(const char *a_value, coll_bench_args *a)
+{
+    char *argv[] = {"bench", "-c", "broadcast", "-a", (char *)a_value, NULL};
+    optind = 0; /* glibc: a full restart of getopt, also after a parse left by longjmp */
+    if (setjmp(g_bad_arg))
+        return false;
+    coll_bench_parse(a_value ? 5 : 3, argv, false, bad_arg, a);
+    return true;
+}
+
+Test(bench_tools, peer_benchmarks_take_the_slowest_rank_or_the_span)
+{
+    coll_bench_args a;
+    cr_assert(parse_peer_args(NULL, &a), "no -a refused");
+    cr_expect(!a.span, "the default is the slowest rank (-a 3)");
+    cr_assert(parse_peer_args("4", &a), "-a 4 refused");
+    cr_expect(a.span, "-a 4 is the span");
+    cr_assert(parse_peer_args("3", &a), "-a 3 refused");
+    cr_expect(!a.span, "-a 3 is the slowest rank");
+    cr_expect(!parse_peer_args("5", &a), "-a 5 taken");
+    cr_expect(!parse_peer_args("44", &a), "-a 44 taken");
+}
+
+Test(bench_tools, compare_sh_refuses_a_bad_time_mode)
+{
+    mr_result r = mr_run_cmd(COMPARE " -a 2 -p '' 2>&1");
+    cr_expect_eq(r.status, 2, "compare.sh -a 2 exited with %d, not 2", r.status);
+    cr_expect(strstr(r.out, "-a must be 3 (slowest rank) or 4 (span)") != NULL, "no word of the bad -a:\n%s", r.out);
     free(r.out);
 }
 

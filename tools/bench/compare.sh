@@ -5,7 +5,8 @@
 # For every N and collective it runs build/tools/perf/<coll>_perf under hcclrun and each peer's
 # benchmark (tools/bench/mpi_coll_bench.c, gloo_coll_bench.cc) at the same sizes, all timed as
 # nccl-tests does (after a barrier, back-to-back calls, one synchronize, host clock, the slowest
-# rank: -a 3), each launched `trials` times, interleaved, the median trial kept; then prints two
+# rank: -a 3; -a 4, the span from the first rank's start to the last rank's end, for every library
+# alike), each launched `trials` times, interleaved, the median trial kept; then prints two
 # tables:
 #   OpenHCCL against the best peer of each row:
 #     small / 64 KiB: latency (us) of OpenHCCL and of the fastest peer, ratio OpenHCCL / peer (lower
@@ -33,7 +34,12 @@
 #
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
 #                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-i iters] [-B build]
-#                               [-L large_size]
+#                               [-L large_size] [-a 3|4]
+# -a: how a launch's time is taken over its ranks, for every library: 3 (default) the slowest
+#     rank's own loop, as nccl-tests and OSU; 4 the span from the first rank's start to the last
+#     rank's end. With more ranks than cores the ranks leave the barrier one after another, and a
+#     rank that waited for a CPU starts its clock late: -a 3 then swings between launches where the
+#     ranks' loops overlapped and launches where they ran one after another (docs/perf.md).
 # -L: the large size (default 64M; the issue's range is 64-256 MiB: -L 256M), K/M/G suffix.
 # -i: timed calls per launch at the small size (default 1000, after 10 warm-up calls), the same for
 #     every library. As OSU's benchmarks do: 1000 calls up to 8 KiB, 100 above (64 KiB); a loop of
@@ -56,13 +62,14 @@ ITERS=1000
 RANGES=("-b SMALL -e SMALL -w 10 -n ITERS" "-b 64K -e 64K -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50"
         "-b LARGE -e LARGE -w 2 -n 5")
 LARGE=64M
+AGG=3
 
 usage() {
     sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
     exit 2
 }
 
-while getopts "n:c:t:y:p:M:i:B:L:h" opt; do
+while getopts "n:c:t:y:p:M:i:B:L:a:h" opt; do
     case $opt in
     n) NS=$OPTARG ;;
     c) COLLS=$OPTARG ;;
@@ -73,6 +80,7 @@ while getopts "n:c:t:y:p:M:i:B:L:h" opt; do
     i) ITERS=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     L) LARGE=$OPTARG ;;
+    a) AGG=$OPTARG ;;
     *) usage ;;
     esac
 done
@@ -80,6 +88,7 @@ done
 [[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || { echo "compare.sh: -M must be a number, got '$MPICH_MAX_N'" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -i must be a number >= 1, got '$ITERS'" >&2; exit 2; }
 [[ $LARGE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "compare.sh: -L must be a size like 256M, got '$LARGE'" >&2; exit 2; }
+[[ $AGG == 3 || $AGG == 4 ]] || { echo "compare.sh: -a must be 3 (slowest rank) or 4 (span), got '$AGG'" >&2; exit 2; }
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
 for n in $NS; do
     [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
@@ -141,7 +150,7 @@ run_oh() { # coll n out
     : >"$3"
     for i in "${!RANGES[@]}"; do
         # shellcheck disable=SC2046
-        timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $(range_args "$i" "$1" "$2") -a 3 -c 0 -m 0 \
+        timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $(range_args "$i" "$1" "$2") -a "$AGG" -c 0 -m 0 \
             2>>"$WORK/errors" |
             sed -n 's/^\[rank 0\] //p' | awk '!/^#/ { t = $6; b = $8; if (t == "N/A") { t = $10; b = $12 }
                                                 print $1, t, b, $12 }' >>"$3"
@@ -155,7 +164,7 @@ run_peer() { # peer coll n out
     peer_command "$1" "$3"
     for i in "${!RANGES[@]}"; do
         # shellcheck disable=SC2046
-        timeout $TIMEOUT "${PEER_CMD[@]}" -c "$2" $(range_args "$i" "$2" "$3") 2>>"$WORK/errors" |
+        timeout $TIMEOUT "${PEER_CMD[@]}" -c "$2" $(range_args "$i" "$2" "$3") -a "$AGG" 2>>"$WORK/errors" |
             awk '!/^#/ { print $1, $3, $5 }' >>"$4"
     done
 }
@@ -202,7 +211,7 @@ best_peer() { # coll n row
 
 # ---- run ----------------------------------------------------------------------------------------
 START=$(date +%s)
-echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept; $ITERS calls timed at small, 100 at 64 KiB"
+echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept; $ITERS calls timed at small, 100 at 64 KiB; time over ranks: $( ((AGG == 4)) && echo "span, first start to last end (-a 4)" || echo "slowest rank (-a 3)")"
 echo "# machine: $(nproc) CPUs, $(uname -srm), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 for p in "${PEERS[@]}"; do echo "# $p: ${PEER_VERSION[$p]}"; done
 for note in "${PEER_NOTES[@]}"; do echo "# $note"; done

@@ -15,8 +15,10 @@
  * ranks) from the environment; tools/bench/gloo_run.sh sets them and starts the ranks:
  *
  *   tools/bench/gloo_run.sh -n N gloo_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall
- *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-v]
+ *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4] [-v]
  *
+ * -a 3 (default): the slowest rank's loop; -a 4: the span from the first rank's start to the last
+ * rank's end (tools/common/coll_bench.h, as the perf tools' -a).
  * -v checks every size's results on every rank after the warm-up (inputs rank- and index-dependent
  * instead of zeros); a wrong value is printed and all ranks exit 1.
  * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments.
@@ -35,7 +37,6 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
-#include <chrono>
 #include <climits>
 #include <cstring>
 #include <errno.h>
@@ -285,8 +286,9 @@ static void verify(coll_kind k, const bench_point *p)
         printf("# %s count %zu: results correct on all %d ranks\n", coll_names[k], p->count, g_n);
 }
 
-/* Microseconds per call of the slowest rank: a barrier, the warm-up calls (-v: and the check), a
- * barrier, then the timed calls, so every rank's window starts as the same barrier ends. */
+/* Microseconds per call of the slowest rank (-a 4: of the span from the first start to the last
+ * end): a barrier, the warm-up calls (-v: and the check), a barrier, then the timed calls, so every
+ * rank's window starts as the same barrier ends. */
 static double time_point(const coll_bench_args *a, bench_point *p)
 {
     if (p->not_run) /* the same on all ranks: sizes do not depend on the rank */
@@ -300,11 +302,13 @@ static double time_point(const coll_bench_args *a, bench_point *p)
     if (a->verify)
         verify(a->coll, p);
     barrier();
-    auto t0 = std::chrono::steady_clock::now();
+    double t0 = coll_bench_now_us();
     for (long i = 0; i < a->iters; i++)
         call(a->coll, p);
-    std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - t0;
-    return max_over_ranks(us.count() / (double)a->iters);
+    double t1 = coll_bench_now_us();
+    if (a->span) /* -a 4: the last end minus the first start */
+        return (max_over_ranks(t1) + max_over_ranks(-t0)) / (double)a->iters;
+    return max_over_ranks((t1 - t0) / (double)a->iters);
 }
 
 int main(int argc, char **argv)

@@ -6,8 +6,10 @@
  * build (MPI is optional).
  *
  *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall
- *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]
+ *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4]
  *
+ * -a 3 (default): the slowest rank's loop; -a 4: the span from the first rank's start to the last
+ * rank's end (tools/common/coll_bench.h, as the perf tools' -a).
  * Output (rank 0): one row per size, "size count time_us algbw busbw", '#' lines are comments. */
 #include "../common/coll_bench.h"
 #include "../common/out_settle.h"
@@ -63,18 +65,20 @@ static void call(coll_kind k, const bench_point *p)
     }
 }
 
-/* Microseconds per call of the slowest rank. */
+/* Microseconds per call of the slowest rank, or (-a 4) of the span from the first start to the
+ * last end: the maximum of the ends and of the negated starts. */
 static double time_point(const coll_bench_args *a, const bench_point *p)
 {
     for (long i = 0; i < a->warmup; i++)
         call(a->coll, p);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    double t0 = coll_bench_now_us();
     for (long i = 0; i < a->iters; i++)
         call(a->coll, p);
-    double us = (MPI_Wtime() - t0) * 1e6 / (double)a->iters, slowest = 0;
-    MPI_Reduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    return slowest;
+    double t1 = coll_bench_now_us();
+    double mine[2] = {a->span ? t1 : t1 - t0, -t0}, most[2] = {0, 0};
+    MPI_Reduce(mine, most, a->span ? 2 : 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    return (a->span ? most[0] + most[1] : most[0]) / (double)a->iters;
 }
 
 int main(int argc, char **argv)

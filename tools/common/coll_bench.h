@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL } coll_kind;
@@ -22,6 +23,8 @@ typedef struct coll_bench_args {
     double factor;
     long iters, warmup;
     bool verify; /* -v, where the benchmark offers it */
+    bool span;   /* -a 4: the first rank's start to the last rank's end (-a 3, the default: the
+                    slowest rank's own loop), as the perf tools' -a */
 } coll_bench_args;
 
 /* Reports a bad argument and exits; never returns. */
@@ -54,15 +57,16 @@ static inline coll_kind coll_bench_kind(const char *s, coll_bench_fail_fn fail)
     return NCOLL;
 }
 
-/* -c coll [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup], and -v if with_verify. */
+/* -c coll [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4], and -v if
+ * with_verify. */
 static inline void coll_bench_parse(int argc, char **argv, bool with_verify, coll_bench_fail_fn fail,
                                     coll_bench_args *a)
 {
     a->coll = NCOLL, a->minb = 8, a->maxb = 64u << 20, a->factor = 2.0, a->iters = 20, a->warmup = 5;
-    a->verify = false;
+    a->verify = a->span = false;
     int c;
     opterr = 0;
-    while ((c = getopt(argc, argv, with_verify ? "c:b:e:f:n:w:v" : "c:b:e:f:n:w:")) != -1) {
+    while ((c = getopt(argc, argv, with_verify ? "c:b:e:f:n:w:a:v" : "c:b:e:f:n:w:a:")) != -1) {
         switch (c) {
         case 'c': a->coll = coll_bench_kind(optarg, fail); break;
         case 'b': a->minb = coll_bench_size("-b", optarg, fail); break;
@@ -74,8 +78,14 @@ static inline void coll_bench_parse(int argc, char **argv, bool with_verify, col
             break;
         case 'n': a->iters = coll_bench_long("-n (>= 1)", optarg, 1, fail); break;
         case 'w': a->warmup = coll_bench_long("-w (>= 0)", optarg, 0, fail); break;
+        case 'a':
+            if (strcmp(optarg, "3") && strcmp(optarg, "4"))
+                fail("-a (3: the slowest rank, 4: span)", optarg);
+            a->span = optarg[0] == '4';
+            break;
         case 'v': a->verify = true; break;
-        default: fail(with_verify ? "a flag (-c -b -e -f -n -w -v)" : "a flag (-c -b -e -f -n -w)", argv[optind - 1]);
+        default:
+            fail(with_verify ? "a flag (-c -b -e -f -n -w -a -v)" : "a flag (-c -b -e -f -n -w -a)", argv[optind - 1]);
         }
     }
     if (a->coll == NCOLL)
@@ -111,9 +121,18 @@ static inline double coll_bench_bus_factor(coll_kind k, int n)
 
 static inline void coll_bench_print_header(const char *prog, const coll_bench_args *a, int n)
 {
-    printf("# %s %s nranks %d iters %ld warmup %ld: host clock, slowest rank\n"
-           "#%11s %12s %10s %8s %8s\n", prog, coll_names[a->coll], n, a->iters, a->warmup, "size(B)", "count",
-           "time(us)", "algbw", "busbw");
+    printf("# %s %s nranks %d iters %ld warmup %ld: host clock, %s\n"
+           "#%11s %12s %10s %8s %8s\n", prog, coll_names[a->coll], n, a->iters, a->warmup,
+           a->span ? "span (first start to last end, -a 4)" : "slowest rank", "size(B)", "count", "time(us)", "algbw",
+           "busbw");
+}
+
+/* The host clock every rank of a machine shares (a span compares starts and ends across ranks). */
+static inline double coll_bench_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
 /* One row: "size count time_us algbw busbw" (size: the larger buffer, as nccl-tests prints it). */

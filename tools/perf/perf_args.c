@@ -18,8 +18,9 @@ static void usage(void)
     fprintf(stderr,
             "usage: hcclrun -n N %s [-b minbytes] [-e maxbytes] [-f factor | -i stepbytes] [-n iters]\n"
             "       [-w warmup] [-c checkiters] [-d dtype|all] [-o sum|prod|max|min|all] [-r root|all]\n"
-            "       [-a 0|1|2|3] [-z 0|1] [-p npus] [-m 0|1]\n"
-            "  -a  time over ranks: 0 rank 0, 1 average, 2 min, 3 max (default 3)\n"
+            "       [-a 0|1|2|3|4] [-z 0|1] [-p npus] [-m 0|1]\n"
+            "  -a  time over ranks: 0 rank 0, 1 average, 2 min, 3 max (default 3), 4 span: the first\n"
+            "      rank's start to the last rank's end (ranks on one machine: one clock)\n"
             "  -z  1: synchronize the stream after every call (blocking), 0: back to back (default 0)\n",
             g_prog);
     exit(2);
@@ -114,7 +115,7 @@ void perf_parse_args(int argc, char **argv, perf_args *a)
         case 'p': a->npus = parse_int('p', optarg, 1, INT_MAX, "NPUs per node >= 1"); break;
         case 'm': a->memcpy_ref = parse_int('m', optarg, 0, 1, "0 or 1"); break;
         case 'a':
-            a->average = (perf_avg)parse_int('a', optarg, 0, 3, "0 (rank 0), 1 (average), 2 (min) or 3 (max)");
+            a->average = (perf_avg)parse_int('a', optarg, 0, 4, "0 (rank 0), 1 (average), 2 (min), 3 (max) or 4 (span)");
             break;
         case 'z': a->blocking = parse_int('z', optarg, 0, 1, "0 (back to back) or 1 (synchronize every call)"); break;
         case 'r': a->root = !strcmp(optarg, "all") ? -1 : parse_int('r', optarg, 0, INT_MAX, "a rank >= 0 or all");
@@ -147,6 +148,6 @@ void perf_parse_args(int argc, char **argv, perf_args *a)
 
 const char *perf_avg_name(perf_avg m)
 {
-    static const char *const names[] = {"rank 0", "average", "min", "max"};
+    static const char *const names[] = {"rank 0", "average", "min", "max", "span (first start to last end)"};
     return names[m];
 }

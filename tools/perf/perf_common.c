@@ -41,18 +41,36 @@ static void reduce_ranks(const perf_env *e, double *v, uint64_t n, HcclReduceOp 
     PERF_OK(aclrtMemcpy(v, bytes, e->combine, bytes, ACL_MEMCPY_DEVICE_TO_HOST));
 }
 
-/* Combines this rank's times per -a; rank 0 (the printer) gets the result. */
-static void combine_ranks(const perf_env *e, perf_avg mode, double *t, uint64_t n)
+/* A timed loop of one rank: its start and end on the host clock (s), and its device time per call
+ * (us, < 0: none). */
+typedef struct perf_loop {
+    double t0, t1, dev_us;
+} perf_loop;
+
+/* The host and device time per call of `iters` calls, combined over ranks per -a; rank 0 (the
+ * printer) gets the result in t[0] (host) and t[1] (device). A span is the last end minus the
+ * first start (max of the ends and of the negated starts, one reduction); its device time is the
+ * slowest rank's, as -a 3. */
+static void combine_ranks(const perf_env *e, perf_avg mode, const perf_loop *l, int iters, double *t)
 {
+    t[0] = (l->t1 - l->t0) * 1e6 / iters;
+    t[1] = l->dev_us;
     switch (mode) {
     case PERF_AVG_RANK0: break; /* only rank 0 prints: its own value is the answer */
     case PERF_AVG_MEAN:
-        reduce_ranks(e, t, n, HCCL_REDUCE_SUM);
-        for (uint64_t i = 0; i < n; i++)
-            t[i] /= e->n;
+        reduce_ranks(e, t, 2, HCCL_REDUCE_SUM);
+        t[0] /= e->n;
+        t[1] /= e->n;
         break;
-    case PERF_AVG_MIN: reduce_ranks(e, t, n, HCCL_REDUCE_MIN); break;
-    case PERF_AVG_MAX: reduce_ranks(e, t, n, HCCL_REDUCE_MAX); break;
+    case PERF_AVG_MIN: reduce_ranks(e, t, 2, HCCL_REDUCE_MIN); break;
+    case PERF_AVG_MAX: reduce_ranks(e, t, 2, HCCL_REDUCE_MAX); break;
+    case PERF_AVG_SPAN: {
+        double v[3] = {l->t1, -l->t0, l->dev_us};
+        reduce_ranks(e, v, 3, HCCL_REDUCE_MAX);
+        t[0] = (v[0] + v[1]) * 1e6 / iters;
+        t[1] = v[2];
+        break;
+    }
     }
 }
 
@@ -63,8 +81,9 @@ static void combine_ranks(const perf_env *e, perf_avg mode, double *t, uint64_t 
 static void combine_setup(perf_env *e, const perf_args *a)
 {
     PERF_OK(aclrtMalloc((void **)&e->combine, PERF_COMBINE_MAX * sizeof(double), ACL_MEM_MALLOC_HUGE_FIRST));
+    perf_loop l = {0, 0, -1};
     double v[PERF_COMBINE_MAX] = {0};
-    combine_ranks(e, a->average, v, 2); /* time_point's */
+    combine_ranks(e, a->average, &l, 1, v); /* time_point's */
     reduce_ranks(e, v, 1, HCCL_REDUCE_SUM); /* check_point's */
 }
 
@@ -92,17 +111,18 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     }
     PERF_OK(aclrtRecordEvent(end, e->stream));
     bad |= aclrtSynchronizeEvent(end) != ACL_SUCCESS;
-    double t[2] = {(oh_now_s() - t0) * 1e6 / a->iters, -1};
+    perf_loop l = {t0, oh_now_s(), -1};
     float ms = 0;
     if (aclrtEventElapsedTime(&ms, start, end) == ACL_SUCCESS)
-        t[1] = (double)ms * 1e3 / a->iters;
+        l.dev_us = (double)ms * 1e3 / a->iters;
     PERF_OK(aclrtDestroyEvent(start));
     PERF_OK(aclrtDestroyEvent(end));
     if (bad) {
         fprintf(stderr, "rank %u: %s_perf: a call failed\n", e->rank, perf_name(p->kind));
         exit(2);
     }
-    combine_ranks(e, a->average, t, 2);
+    double t[2];
+    combine_ranks(e, a->average, &l, a->iters, t);
     return (perf_time){t[0], t[1]};
 }
 

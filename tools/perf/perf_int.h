@@ -18,10 +18,11 @@ typedef struct perf_env {
     aclrtStream stream;
     double *combine; /* device buffer of PERF_COMBINE_MAX values, for combining them over ranks */
 } perf_env;
-#define PERF_COMBINE_MAX 2
+#define PERF_COMBINE_MAX 3
 
-/* How -a combines one time per rank into the printed one (nccl-tests' values). */
-typedef enum { PERF_AVG_RANK0 = 0, PERF_AVG_MEAN = 1, PERF_AVG_MIN = 2, PERF_AVG_MAX = 3 } perf_avg;
+/* How -a combines one time per rank into the printed one: nccl-tests' values, and SPAN (ours):
+ * from the first rank's start to the last rank's end, on the one clock of the ranks' machine. */
+typedef enum { PERF_AVG_RANK0 = 0, PERF_AVG_MEAN = 1, PERF_AVG_MIN = 2, PERF_AVG_MAX = 3, PERF_AVG_SPAN = 4 } perf_avg;
 
 typedef struct perf_args {
     size_t minb, maxb, stepb;
