@@ -115,17 +115,21 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
     return HAL_E_ABORTED;
 }
 
-/* The headers of peer's calls this rank may read in slot s: peer's box of my inbox (in a one-way
- * slot, which every Scatter root writes in turn, only if it names peer as the root), and in a
- * one-way slot peer's own box of its own inbox (a Broadcast root writes its own; mapped here
- * unless peer is on another server, where no call goes one-way). */
+/* The headers of peer's calls this rank may read in slot s: peer's box of my inbox, and in a
+ * one-way slot also the box of peer's own inbox (a Broadcast root writes its own; mapped here
+ * unless peer is on another server, where no call goes one-way). A one-way slot has one box that
+ * every root writes in turn (a Scatter root its receivers', a Broadcast root its own), so a header
+ * there is peer's only if it names peer as the root. */
 static uint32_t headers_seen(const rt_comm *c, uint32_t s, uint32_t peer, rt_sig hdr[2])
 {
+    bool oneway = rt_slot_oneway(s);
     uint32_t k = 0;
     memcpy(&hdr[k], rt_inbox_box(c, c->inbox, s, peer), sizeof *hdr);
-    k += !rt_slot_oneway(s) || hdr[k].root == peer;
-    if (rt_slot_oneway(s) && !c->peers[peer].remote)
-        memcpy(&hdr[k++], rt_inbox_box(c, c->peers[peer].inbox, s, peer), sizeof *hdr);
+    k += !oneway || hdr[k].root == peer;
+    if (oneway && !c->peers[peer].remote) {
+        memcpy(&hdr[k], rt_inbox_box(c, c->peers[peer].inbox, s, peer), sizeof *hdr);
+        k += hdr[k].root == peer;
+    }
     return k;
 }
 
