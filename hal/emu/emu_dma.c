@@ -217,10 +217,20 @@ static bool ranges_meet(const char *a, size_t an, const char *b, size_t bn)
 }
 
 /* Resolves descriptor i into p (unsplit); nt: the batch's large copies stream (batch_kernel). */
+/* r's address, once what a peer changed in the VMM table of the device it lies in is mapped here
+ * too (a peer maps memory before it tells us about it, and we learn before our DMA runs). */
+static char *ref_at(hal_ref r)
+{
+    char *p = hal_ref_resolve(r);
+    if (p)
+        emu_vmm_sync_at(p);
+    return p;
+}
+
 static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece *p, char *msg, size_t len)
 {
-    p->dst = hal_ref_resolve(d->dst);
-    p->src = hal_ref_resolve(d->src);
+    p->dst = ref_at(d->dst);
+    p->src = ref_at(d->src);
     p->src2 = NULL;
     p->nfan = 0;
     p->desc = i;
@@ -235,7 +245,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece 
         p->n = d->count;
         p->dt = d->dtype;
         p->op = d->op;
-        p->src2 = hal_ref_resolve(d->src2);
+        p->src2 = ref_at(d->src2);
     }
     if (p->n && (!p->dst || !p->src)) {
         snprintf(msg, len, "DMA descriptor %u: %s address resolved to NULL", i, p->dst ? "source" : "destination");
@@ -301,14 +311,6 @@ static hal_result run_split(emu_dma *d, dma_piece *base, uint32_t n, bool on_sta
     if (!on_stack)
         free(base);
     return rc;
-}
-
-hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
-{
-    if (n == 0)
-        return HAL_OK;
-    emu_vmm_sync_imports(); /* peers' VMM mappings, before touching their memory */
-    return emu_dma_run_synced(d, descs, n, msg, len);
 }
 
 /* The copy kernel of a batch's large copies (those of at least copy_nt_bytes). */
@@ -386,7 +388,7 @@ static hal_result run_batch(emu_dma *d, const hal_dma_desc *descs, uint32_t n, b
     return run_split(d, base, n, on_stack, msg, len);
 }
 
-hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
+hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
 {
     if (n == 0)
         return HAL_OK;
@@ -419,7 +421,7 @@ static bool fan_add(dma_piece *p, uint32_t n, const hal_dma_desc *b)
 {
     char *dst[DMA_STACK_PIECES];
     for (uint32_t i = 0; i < n; i++) {
-        dst[i] = hal_ref_resolve(b[i].dst);
+        dst[i] = ref_at(b[i].dst);
         if (b[i].kind != HAL_DMA_COPY || b[i].bytes != p[i].n || hal_ref_resolve(b[i].src) != p[i].src || !dst[i] ||
             !disjoint_from_pieces(dst[i], p[i].n, p, n))
             return false;
@@ -433,12 +435,12 @@ static bool fan_add(dma_piece *p, uint32_t n, const hal_dma_desc *b)
 static bool fan_start(dma_piece *p, uint32_t n, const hal_dma_desc *a)
 {
     for (uint32_t i = 0; i < n; i++) {
-        p[i] = (dma_piece){.kind = P_COPY, .src = hal_ref_resolve(a[i].src), .n = a[i].bytes, .desc = i};
+        p[i] = (dma_piece){.kind = P_COPY, .src = ref_at(a[i].src), .n = a[i].bytes, .desc = i};
         if (a[i].kind != HAL_DMA_COPY || !p[i].src)
             return false;
     }
     for (uint32_t i = 0; i < n; i++) {
-        char *dst = hal_ref_resolve(a[i].dst);
+        char *dst = ref_at(a[i].dst);
         if (!dst || !disjoint_from_pieces(dst, p[i].n, p, n))
             return false;
         p[i].dst = p[i].fan[0] = dst;
@@ -491,6 +493,8 @@ uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)
 {
+    if (dst)
+        emu_vmm_sync_at(dst);
     if (bytes < emu_cfg()->dma_split_bytes) {
         memset(dst, value, bytes);
         return HAL_OK;

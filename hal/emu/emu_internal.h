@@ -176,18 +176,16 @@ typedef struct emu_dma {
 } emu_dma;
 hal_result emu_dma_start(emu_dma *d, uint32_t engines);
 void emu_dma_stop(emu_dma *d);
-/* Runs a batch on the engines (plus the calling worker); error message into msg. emu_dma_run first
- * maps what peers changed in their VMM tables (emu_vmm_sync_imports); emu_dma_run_synced is for a
- * caller that did that since it last learned anything from a peer (a stream program). */
+/* Runs a batch on the engines (plus the calling worker); error message into msg. Each address is
+ * resolved with what its device's owner changed in its VMM table mapped first (emu_vmm_sync_at). */
 hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
-hal_result emu_dma_run_synced(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len);
 /* Runs the longest run (2 or more) of batch[0..k) that copies one set of sources: batch j has
  * n descriptors, its descriptor i a COPY of the same source and size as batch 0's (each batch a
  * DMA instruction of a program: a mesh AllGather's own block into its output and then into each
  * peer's), no destination overlapping a source or another destination, together at least
  * HAL_FANOUT_MIN_BYTES. Those batches run as one whose pieces read each source once for all their
  * destinations, which is the batches in order. Returns how many ran (their result in *rc), 0 if
- * none (nothing ran). Peers' mappings must be synced, as for emu_dma_run_synced. */
+ * none (nothing ran). Addresses are resolved as by emu_dma_run. */
 uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32_t k, uint32_t n, hal_result *rc,
                             char *msg, size_t len);
 /* Whether a batch of n descriptors is large enough to start a fan-out (a cheap first check). */
@@ -411,11 +409,14 @@ hal_result emu_vmm_unmap(void *va);
 void emu_vmm_forget_device(hal_device *dev);
 /* VMM mappings seen by other processes (emu_vmm_share.c): the owner lists each mapping
  * {va, size, memfd offset} in its control area; a process that imported the device applies the
- * list to its own view of the region before it runs DMA, so peers' copies into a mapped range land
- * in the physical chunk, as in the owner. */
+ * list to its own view of the region before a DMA touches it, so peers' copies into a mapped
+ * range land in the physical chunk, as in the owner. */
 void emu_vmm_share_add(const emu_region *r, const void *va, size_t size, uint64_t file_off);
 void emu_vmm_share_remove(const emu_region *r, const void *va);
-void emu_vmm_sync_imports(void);
+/* Before a DMA touches p: if p lies in an imported device's region whose table moved, mirror it. */
+void emu_vmm_sync_at(const void *p);
+/* Device slot `id` was mapped, replaced or dropped (regions lock held): its table is new to us. */
+void emu_vmm_slot_changed(uint32_t id);
 /* Frees an import's mirror bookkeeping (its mappings go with the region's munmap). */
 void emu_vmm_mirror_free(emu_region *r);
 

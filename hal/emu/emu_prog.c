@@ -95,28 +95,15 @@ static bool run_fn(hal_stream *s, const hal_insn *in)
 typedef struct prog_run {
     hal_stream *s;
     uint64_t ahead; /* the group of the AHEAD mark the program passed (0: none; hal.h, "Running ahead") */
-    bool synced;    /* peers' VMM mappings mirrored since the last wait or task function */
     bool help;      /* a host thread helping: waits do not sleep (emu_prog_run) */
 } prog_run;
 
 static emu_wait_end run_insn(prog_run *r, const hal_insn *in);
 
-/* Peers map memory and then tell us (a signal, a publication): the mirror of their VMM tables is
- * brought up to date before the program's first DMA and before the first after anything that may
- * carry such news (a wait, a task function), not before every DMA (a scan of every region). */
-static void sync_imports(prog_run *r)
-{
-    if (!r->synced) {
-        emu_vmm_sync_imports();
-        r->synced = true;
-    }
-}
-
 static bool run_dma(prog_run *r, const hal_insn *in)
 {
-    sync_imports(r);
     char msg[EMU_MSG_LEN] = "";
-    hal_result rc = emu_dma_run_synced(&r->s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
+    hal_result rc = emu_dma_run(&r->s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
     if (rc != HAL_OK)
         emu_stream_fail(r->s, rc, "%s", msg);
     return rc == HAL_OK;
@@ -136,7 +123,6 @@ static uint32_t run_dma_fanout(prog_run *r, const hal_insn *ins, uint32_t n, emu
         batch[k] = ins[k].u.dma.descs, k++;
     if (k < 2)
         return 0;
-    sync_imports(r);
     char msg[EMU_MSG_LEN] = "";
     hal_result rc;
     uint32_t ran = emu_dma_run_fanout(&r->s->dev->dma, batch, k, ins[0].u.dma.n, &rc, msg, sizeof msg);
@@ -190,7 +176,7 @@ static void run_next_ahead(prog_run *r)
         return;
     r->ahead = 0; /* only the next program may run ahead: this run's later waits need not look again */
     atomic_fetch_add_explicit(&g_ahead_runs, 1, memory_order_relaxed);
-    prog_run pr = {s, 0, false, false}; /* a prefix has no waits: it never suspends */
+    prog_run pr = {s, 0, false}; /* a prefix has no waits: it never suspends */
     for (uint32_t i = 0; i < end; i++)
         if (run_insn(&pr, &nt->u.prog.insns[i]) != EMU_WAIT_MET)
             return; /* the stream failed: the program is skipped when its turn comes */
@@ -198,7 +184,6 @@ static void run_next_ahead(prog_run *r)
 
 static emu_wait_end run_wait(prog_run *r, const hal_insn *in)
 {
-    r->synced = false;
     if (r->ahead && emu_notify_pending(in->u.notify.n) == 0)
         run_next_ahead(r);
     emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest};
@@ -224,7 +209,6 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
     case HAL_INSN_NOTIFY_WAIT:
         return run_wait(r, in);
     case HAL_INSN_FN:
-        r->synced = false;
         ok = run_fn(s, in);
         break;
     case HAL_INSN_AHEAD:
@@ -240,7 +224,7 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
 
 emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
 {
-    prog_run r = {s, 0, false, help};
+    prog_run r = {s, 0, help};
     for (uint32_t i = 0; i < t->u.prog.pc; i++) /* resumed: after a help, or past a prefix run ahead */
         if (t->u.prog.insns[i].kind == HAL_INSN_AHEAD)
             r.ahead = t->u.prog.insns[i].u.ahead.group;

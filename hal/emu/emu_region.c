@@ -35,6 +35,7 @@ emu_region *emu_region_peek(uint32_t id)
 static void set_slot(uint32_t id, emu_region *r)
 {
     emu_region *old = atomic_exchange(&g_regions[id], r);
+    emu_vmm_slot_changed(id);
     if (!old != !r)
         atomic_fetch_add_explicit(&g_mapped, r ? 1u : (uint32_t)-1, memory_order_relaxed);
 }
