@@ -66,14 +66,14 @@ void rt_launch_help_setup(rt_comm *c)
 
 /* Launches in flight from which the host helps. Early (all but the newest) where a helped
  * program's waits are short: every rank of this server has a CPU, so the peers it waits for are
- * running; or the newest launch goes one-way, so its root never waits for a receiver, and a
- * receiver only for the root, which runs ahead. Otherwise a rank that ran its launches that
- * early would wait for peers that have not had the CPU yet (8 B AllReduce at N = 4 on 2 CPUs took
- * twice as long): it lets a batch of calls build up first. */
+ * running. Otherwise a rank that ran its launches that early would wait for peers that have not
+ * had the CPU yet (8 B AllReduce at N = 4 on 2 CPUs took twice as long): it lets a batch of calls
+ * build up first. One-way runs too: their waits are short, but a help per call costs more than
+ * one per 8 calls once a loop is long (8 B Broadcast on 2 CPUs, loops of 1000 and 20 000 calls: 5%
+ * at 4 and 8 ranks; docs/perf.md, twenty-first pass). */
 uint32_t rt_launch_help_from(const rt_comm *c)
 {
-    const rt_launch_ctx *newest = rt_pending_newest(c);
-    return c->ranks_fit_cpus || (newest && newest->plan->oneway) ? RT_LAUNCH_HELP_EARLY : RT_LAUNCH_HELP_AT;
+    return c->ranks_fit_cpus ? RT_LAUNCH_HELP_EARLY : RT_LAUNCH_HELP_AT;
 }
 
 /* Well before the queue is full, the host runs the older launches itself where that cannot block

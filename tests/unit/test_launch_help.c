@@ -1,5 +1,5 @@
 /* From RT_LAUNCH_HELP_AT launches in flight (RT_LAUNCH_HELP_EARLY where the ranks fit the CPUs,
- * or the newest launch went one-way: rt_launch_help_from, checked first) the host runs its older
+ * whatever the newest launch: rt_launch_help_from, checked first) the host runs its older
  * launches itself (rt_launch.c, help; hal event_help). That must never block a caller where a
  * device queue would not. One thread drives both ranks of a communicator (HcclCommInitAll), as
  * single-process programs do:
@@ -66,10 +66,11 @@ Test(launch_help, early_where_waits_are_short)
     /* As many ranks here as CPUs: early, whatever the newest launch. */
     cr_expect_eq(help_from(&p, cpus, 0, -1), RT_LAUNCH_HELP_EARLY);
     cr_expect_eq(help_from(&p, cpus, 0, 0), RT_LAUNCH_HELP_EARLY);
-    /* One more here: early only after a one-way launch. */
+    cr_expect_eq(help_from(&p, cpus, 0, 1), RT_LAUNCH_HELP_EARLY);
+    /* One more here: never early, not even after a one-way launch (batched helps cost less). */
     cr_expect_eq(help_from(&p, cpus + 1, 0, -1), RT_LAUNCH_HELP_AT);
     cr_expect_eq(help_from(&p, cpus + 1, 0, 0), RT_LAUNCH_HELP_AT);
-    cr_expect_eq(help_from(&p, cpus + 1, 0, 1), RT_LAUNCH_HELP_EARLY);
+    cr_expect_eq(help_from(&p, cpus + 1, 0, 1), RT_LAUNCH_HELP_AT);
     /* Ranks on other servers take no CPU of this one. */
     cr_expect_eq(help_from(&p, cpus + 3, 3, 0), RT_LAUNCH_HELP_EARLY);
     cr_expect_eq(help_from(&p, cpus + 3, 2, 0), RT_LAUNCH_HELP_AT);
