@@ -216,7 +216,6 @@ static bool ranges_meet(const char *a, size_t an, const char *b, size_t bn)
     return an && bn && a < b + bn && b < a + an;
 }
 
-/* Resolves descriptor i into p (unsplit); nt: the batch's large copies stream (batch_kernel). */
 /* r's address, once what a peer changed in the VMM table of the device it lies in is mapped here
  * too (a peer maps memory before it tells us about it, and we learn before our DMA runs). */
 static char *ref_at(hal_ref r)
@@ -227,6 +226,7 @@ static char *ref_at(hal_ref r)
     return p;
 }
 
+/* Resolves descriptor i into p (unsplit); nt: the batch's large copies stream (batch_kernel). */
 static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece *p, char *msg, size_t len)
 {
     p->dst = ref_at(d->dst);
