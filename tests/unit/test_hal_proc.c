@@ -122,3 +122,90 @@ Test(hal_proc, device_owned_by_one_process)
     waitpid(pid, &status, 0);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child saw wrong ownership (status %d)", status);
 }
+
+/* The VMM owner's side of vmm_remap_seen_by_a_peer: maps chunk A, then B, at one address, and
+ * tells the peer after each (as the runtime publishes a buffer only after mapping it). */
+static int vmm_owner(const hal_ops *h, int rfd, int wfd)
+{
+    const int id = 0;
+    hal_device *d;
+    SIDE_CHECK(h->device_open(0, &d) == HAL_OK, "device_open");
+    size_t g = h->vmm_granularity(d);
+    void *va;
+    hal_phys_mem *chunk[2];
+    SIDE_CHECK(h->vmm_reserve(d, g, &va) == HAL_OK, "vmm_reserve");
+    SIDE_CHECK(ht_xfer(wfd, &g, sizeof g, 1) == 0, "pipe");
+    hal_device_info info;
+    h->device_info(d, &info);
+    for (uint32_t k = 0; k < 2; k++) {
+        SIDE_CHECK(h->vmm_phys_alloc(d, g, &chunk[k]) == HAL_OK, "vmm_phys_alloc");
+        if (k)
+            SIDE_CHECK(h->vmm_unmap(va) == HAL_OK, "vmm_unmap");
+        SIDE_CHECK(h->vmm_map(va, g, 0, chunk[k]) == HAL_OK, "vmm_map");
+        ht_fill(va, g, 700u + k);
+        char read_it;
+        SIDE_CHECK(ht_xfer(wfd, &info.handle, sizeof info.handle, 1) == 0 && ht_xfer(wfd, &va, sizeof va, 1) == 0 &&
+                       ht_xfer(rfd, &read_it, 1, 0) == 0,
+                   "pipe");
+    }
+    SIDE_CHECK(h->vmm_unmap(va) == HAL_OK && h->vmm_phys_free(chunk[0]) == HAL_OK &&
+                   h->vmm_phys_free(chunk[1]) == HAL_OK && h->vmm_release(d, va) == HAL_OK,
+               "vmm cleanup");
+    SIDE_CHECK(h->device_close(d) == HAL_OK, "close");
+    return 0;
+}
+
+/* The peer's side: a DMA out of the owner's mapped address reads the chunk mapped there now. */
+static int vmm_peer(const hal_ops *h, int rfd, int wfd)
+{
+    const int id = 1;
+    hal_device *d;
+    size_t g;
+    SIDE_CHECK(h->device_open(1, &d) == HAL_OK, "device_open");
+    SIDE_CHECK(ht_xfer(rfd, &g, sizeof g, 0) == 0, "pipe");
+    hal_stream *s;
+    void *copy;
+    SIDE_CHECK(h->stream_create(d, &s) == HAL_OK && h->mem_alloc(d, g, &copy) == HAL_OK, "stream, alloc");
+    unsigned char *want = malloc(g);
+    SIDE_CHECK(want != NULL, "malloc");
+    for (uint32_t k = 0; k < 2; k++) {
+        hal_device_handle owner;
+        void *va;
+        SIDE_CHECK(ht_xfer(rfd, &owner, sizeof owner, 0) == 0 && ht_xfer(rfd, &va, sizeof va, 0) == 0, "pipe");
+        SIDE_CHECK(h->mem_import(d, &owner) == HAL_OK, "mem_import");
+        hal_dma_desc desc = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(copy), .src = hal_ref_ptr(va), .bytes = g};
+        SIDE_CHECK(h->dma_batch(s, &desc, 1) == HAL_OK && h->stream_sync(s, -1) == HAL_OK, "dma");
+        ht_fill(want, g, 700u + k);
+        SIDE_CHECK(memcmp(want, copy, g) == 0, "the DMA read other data than chunk %u mapped at %p", k, va);
+        char read_it = 1;
+        SIDE_CHECK(ht_xfer(wfd, &read_it, 1, 1) == 0, "pipe");
+    }
+    free(want);
+    SIDE_CHECK(h->stream_destroy(s) == HAL_OK && h->device_close(d) == HAL_OK, "close");
+    return 0;
+}
+
+/* A mapping the owner changes after a peer's DMA already read the address is what the peer's next
+ * DMA reads (emu_vmm_share.c: the peer mirrors the owner's table when its counter moved). */
+Test(hal_proc, vmm_remap_seen_by_a_peer, .timeout = 120)
+{
+    const hal_ops *h = ht_hal();
+    if (!strcmp(h->name, "ascend"))
+        cr_skip_test("hal/ascend does not map the HAL's VMM calls (HAL_E_NOT_SUPPORTED): nothing to share");
+    int p2c[2], c2p[2];
+    cr_assert(pipe(p2c) == 0 && pipe(c2p) == 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(p2c[1]);
+        close(c2p[0]);
+        _exit(vmm_peer(h, p2c[0], c2p[1]));
+    }
+    close(p2c[0]); /* a side that fails and exits ends the other's reads */
+    close(c2p[1]);
+    int rc = vmm_owner(h, c2p[0], p2c[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    cr_assert_eq(rc, 0, "owner side failed");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "peer side failed (status %d)", status);
+}
