@@ -221,8 +221,7 @@ static bool ranges_meet(const char *a, size_t an, const char *b, size_t bn)
 static char *ref_at(hal_ref r)
 {
     char *p = hal_ref_resolve(r);
-    if (p)
-        emu_vmm_sync_at(p);
+    emu_vmm_sync_at(p); /* NULL lies in no region */
     return p;
 }
 
@@ -493,8 +492,7 @@ uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32
 
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len)
 {
-    if (dst)
-        emu_vmm_sync_at(dst);
+    emu_vmm_sync_at(dst);
     if (bytes < emu_cfg()->dma_split_bytes) {
         memset(dst, value, bytes);
         return HAL_OK;
