@@ -100,7 +100,30 @@ typedef enum hal_insn_kind {
                                 as notify_wait_count; keep_rest: see below */
     HAL_INSN_FN,             /* u.fn: as task_async */
     HAL_INSN_AHEAD,          /* u.ahead: the end of a prefix that may run ahead (below); in order, nothing */
+    HAL_INSN_FLAG_WAIT,      /* u.flag: as flag_wait (a wait: nothing runs ahead past it) */
+    HAL_INSN_NOTIFY_WAKE,    /* u.notify (n only): as notify_wake */
 } hal_insn_kind;
+
+/* A wait for a flag (hal_ops.flag_wait, HAL_INSN_FLAG_WAIT): until the 8-byte word at `flag`, in
+ * device memory the host maps (host_mapped_mem), holds at least `at_least` (read with acquire:
+ * what its writer stored before the flag is visible after the wait). Where data and its flag
+ * travel in one cache line, the reader needs nothing else, and the writer no count on a line
+ * the reader polls. When the wait would sleep, it sleeps on `wake`, a notify of the waiting
+ * device: the writer, after storing the flag, calls notify_wake on it. The same timeout and abort
+ * rules as notify_wait. `check` (optional) runs before the wait first sleeps and after every
+ * wake-up while the flag is short: the caller's test for a writer that will never store it (it
+ * left, or runs another call); non-zero fails the stream as a task function does. Signals on
+ * `wake` are wake-ups only: the wait takes whatever is there when it wakes. The struct must stay
+ * valid until the wait has run, as a program's descriptors. */
+typedef struct hal_flag_wait {
+    const volatile uint64_t *flag;
+    uint64_t at_least;
+    hal_notify *wake;
+    uint32_t timeout_ms; /* 0: the default (HCCL_EXEC_TIMEOUT) */
+    const volatile uint32_t *abort_flag;
+    hal_task_fn check;
+    void *check_arg;
+} hal_flag_wait;
 
 /* Running ahead. A program with an AHEAD mark of group g != 0 (at most one mark, no wait before
  * it) says: the instructions before the mark may run while the program queued right before it on
@@ -124,9 +147,15 @@ typedef struct hal_insn {
             const volatile uint32_t *abort_flag;
             uint32_t at_least;
             bool keep_rest;
+            /* check (optional): as hal_flag_wait's, for a wait that may sleep on a peer that will
+             * never signal; it runs once the wait counts among the notify's sleepers, so a
+             * notify_wake after what the check reads wakes it (notify_wait_checked). */
+            hal_task_fn check;
+            void *check_arg;
         } notify;
         struct { hal_task_fn fn; void *arg; } fn;
         struct { uint64_t group; } ahead;
+        struct { const hal_flag_wait *w; } flag;
     } u;
 } hal_insn;
 
@@ -339,13 +368,24 @@ typedef struct hal_ops {
      * on fewer cores than threads, the host runs its launches instead of competing with the
      * worker, and never blocks on a hold only it would release. Optional (NULL: nothing to help). */
     hal_result (*event_help)(hal_event *e);
+    /* Enqueue: notify_wait with the check of a program's notify wait (hal_insn). Optional (NULL,
+     * with flag_wait). */
+    hal_result (*notify_wait_checked)(hal_notify *n, hal_stream *s, uint32_t timeout_ms,
+                                      const volatile uint32_t *abort_flag, hal_task_fn check, void *arg);
+    /* Enqueue: the wait of a hal_flag_wait (w stays valid until it ran). Optional (NULL). */
+    hal_result (*flag_wait)(hal_stream *s, const hal_flag_wait *w);
+    /* Enqueue: wakes the flag waits asleep on n, after the stores before it are visible; where
+     * none sleeps, nothing is recorded (no write to a line the waiter polls). Same generation rule
+     * as notify_record. Optional (NULL, with flag_wait). */
+    hal_result (*notify_wake)(hal_notify *n, hal_stream *s);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 13u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+#define HAL_ABI_VERSION 14u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
                              * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
-                             * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies */
+                             * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies; 14: flag_wait, notify_wake,
+                             * notify_wait_checked */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

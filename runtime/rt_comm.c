@@ -38,9 +38,10 @@ static HcclResult alloc_device_state(rt_comm *c)
     CHECK_MAP(c->hal->mem_alloc(c->dev, c->scratch_bytes, &c->scratch), rt_from_hal);
     /* Always allocated, whatever HCCL_EAGER_MAX_BYTES says here: a peer may run eager plans. */
     c->eager_hdr = c->hal->host_mapped_mem && !c->staging; /* docs/runtime.md, "Eager header mode" */
-    /* One-way calls need the header mode, the roots' credits (given by host records at init) and
-     * count waits (the drain). */
-    c->oneway = c->oneway_wanted && c->eager_hdr && c->hal->notify_host_record && c->hal->notify_wait_count;
+    /* One-way calls need the header mode, the roots' credits (given by host records at init),
+     * count waits (the drain) and flag waits (a receiver's wait for its root's header). */
+    c->oneway = c->oneway_wanted && c->eager_hdr && c->hal->notify_host_record && c->hal->notify_wait_count &&
+                c->hal->flag_wait && c->hal->notify_wake;
     /* The inbox's layout, one-way or not (a peer may be). Eager calls run on one server only, where
      * every rank sees the same CPUs; connect_peer checks that its peers there agree. */
     c->ow_slots = algo_oneway_slots(rt_ranks_fit_cpus(c->nranks));

@@ -194,9 +194,13 @@ static void publish_finalize(rt_comm *c)
         return;
     /* Generation-tagged notifies: a peer that destroyed its side already (and may have a new
      * communicator on the recycled slots) gets nothing; the record is dropped. */
-    for (uint32_t p = 0; p < c->nranks; p++)
-        if (p != c->rank && c->peers[p].to_peer[ALGO_SLOT_PUB]) /* remote peers: their links close */
-            c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_PUB], s);
+    for (uint32_t p = 0; p < c->nranks; p++) {
+        if (p == c->rank || !c->peers[p].to_peer[ALGO_SLOT_PUB]) /* remote peers: their links close */
+            continue;
+        c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_PUB], s);
+        if (c->oneway) /* a one-way receiver asleep in its flag wait: its check reads the record */
+            c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_OW_WAKE], s);
+    }
     c->hal->stream_sync(s, -1);
     c->hal->stream_destroy(s);
 }

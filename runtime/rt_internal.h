@@ -16,8 +16,9 @@
 #define RT_PUB_RING 2048        /* collective records and V tables kept per rank (by seq % RT_PUB_RING); ranks
                                    drift apart by up to the one-way slots (rt_comm.ow_slots) */
 #define RT_P2P_RING 64          /* p2p records kept per peer (by ordinal); the most items per peer in one call */
-#define RT_SLOTS (ALGO_MAX_SLOTS + 1) /* notify slots per sender; the last one publishes p2p */
-#define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS
+#define RT_SLOTS (ALGO_MAX_SLOTS + 2) /* notify slots per sender: the plans', then the two below */
+#define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS     /* publishes p2p */
+#define RT_SLOT_OW_WAKE (ALGO_MAX_SLOTS + 1) /* wakes a one-way receiver asleep in its flag wait (rt_oneway.c) */
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
 #define RT_CTRL_MAGIC 0x4f48434cu /* "OHCL" */
 #define RT_MSG_LEN 512

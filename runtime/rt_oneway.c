@@ -15,11 +15,17 @@
  *   every receiver gave all its credits back (rt_prog.c build_drain). After the drain every
  *   receiver has finished every call of the run, as the full end of an eager call would have
  *   guaranteed.
+ * Signals: a root's PUB signal is the call's seq, stored into the header of the box it wrote after
+ * the data (rt_oneway_flag_task); its receiver waits for that flag, in the cache line it reads
+ * the data from (hal_flag_wait), and the root wakes it only if it sleeps (notify_wake on
+ * RT_SLOT_OW_WAKE). A count per call on a notify line both sides touch cost the root a wait for
+ * that line at every call once its receivers kept up with it (docs/perf.md, "Flag waits").
  * Mismatches: a receiver checks its root's header as any eager FETCH does. What only a root could
  * see (two ranks that both think they are the root, or a receiver that waits for another root) is
- * compared from the views before each wait that may block on it: the receiver's wait for its root,
- * a root's wait for credits and its drain; since every rank writes its view before it waits, of
- * two ranks that wait on each other the later one sees the other's view. A one-way root learns of
+ * compared from the views before each wait that may block on it: the receiver's wait for its root
+ * and a root's wait for credits (where they would sleep: the waits' checks), and a root's drain;
+ * since every rank writes its view before it waits, of two ranks that wait on each other the later
+ * one sees the other's view. A one-way root learns of
  * a mismatch in its call at its next call that waits (or at HcclCommDestroy), not at the call. */
 #include <stdio.h>
 #include <time.h>
@@ -45,6 +51,8 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
     uint32_t run = c->oneway_run;
     ctx->credit_seq = 0;
     ctx->ndrain = 0;
+    /* Calls so far the same on every rank: a peer's call goes one-way only as a run allows. */
+    ctx->peer_oneway = c->oneway && (c->able_run > 0 || c->able_last_run > 1);
     if (is_root(c, plan)) { /* past the credits given at init: those of run position run - S */
         if (run >= c->ow_slots)
             ctx->credit_seq = c->oneway_seq[run % c->ow_slots];
@@ -148,29 +156,39 @@ static int check_view(rt_comm *c, uint32_t q, uint64_t seq, char *msg, size_t le
     return rt_mismatch_report(c, q, &theirs, &mine->sig, msg, len);
 }
 
-/* Would a wait on the notify q signals on `slot` block now? Only this rank's stream waits on it, so
- * a count there stays until it does: when the backend can say, views are compared only before a
- * wait that may block (a loop of calls whose signals are already there reads nobody's record). */
-static bool may_block(const rt_comm *c, uint32_t q, uint32_t slot)
+/* A FETCH's check (rt_prog.c): its peer's record of this call, where the peer wrote one (a one-way
+ * root does), must be this rank's call. A full call waits for a PUB that a peer rooting a one-way
+ * call never signals: this is where it learns of it. */
+int rt_oneway_peer_check(void *arg, char *msg, size_t len)
 {
-    return !c->hal->notify_pending || c->hal->notify_pending(c->peers[q].from_peer[slot]) == 0;
+    rt_fetch_arg *fa = arg;
+    rt_launch_ctx *ctx = fa->ctx;
+    rt_sig theirs;
+    if (!ctx->peer_oneway || !peer_view(ctx->c, fa->peer, ctx->seq, &theirs) || rt_sig_equal(&theirs, &ctx->sig))
+        return 0;
+    return rt_mismatch_report(ctx->c, fa->peer, &theirs, &ctx->sig, msg, len);
 }
 
-int rt_oneway_peek_root_task(void *arg, char *msg, size_t len)
+/* Runs only where the receiver's flag wait would sleep (hal_flag_wait.check): a loop whose root
+ * stays ahead reads nobody's record. After a wake-up it also finds a root that destroyed its
+ * communicator (HcclCommDestroy's FINALIZE record, then a wake: rt_comm_api.c). */
+int rt_oneway_root_check(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
     uint32_t root = ctx->plan->op.root;
-    return may_block(ctx->c, root, ALGO_SLOT_PUB) ? check_view(ctx->c, root, ctx->seq, msg, len) : 0;
+    if (!rt_ctrl_peer_live(ctx->c, root)) /* its block left the communicator: the fetch says so */
+        return rt_fetch_task(&ctx->fetch[root], msg, len);
+    return check_view(ctx->c, root, ctx->seq, msg, len);
 }
 
-int rt_oneway_peek_credit_task(void *arg, char *msg, size_t len)
+/* Runs only where a root's wait for q's credit would sleep (hal_insn's check): a root that waits
+ * for credits at every call reads nobody's record, and the line of the record q writes at every
+ * call stays q's. */
+int rt_oneway_credit_check(void *arg, char *msg, size_t len)
 {
-    rt_launch_ctx *ctx = arg;
-    rt_comm *c = ctx->c;
-    for (uint32_t q = 0; ctx->credit_seq && q < c->nranks; q++)
-        if (q != c->rank && may_block(c, q, ALGO_SLOT_CREDIT) && check_view(c, q, ctx->credit_seq, msg, len))
-            return HAL_E_ABORTED;
-    return 0;
+    rt_fetch_arg *fa = arg;
+    rt_launch_ctx *ctx = fa->ctx;
+    return ctx->credit_seq ? check_view(ctx->c, fa->peer, ctx->credit_seq, msg, len) : 0;
 }
 
 /* How many calls of the run q has not given its credit back for (the count the drain's wait

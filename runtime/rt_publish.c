@@ -3,6 +3,8 @@
  * record; a peer reads it, compares signature and tables with its own (before any data moves)
  * and binds the addresses for its DMA tasks. A mismatch fails the op on every rank with both
  * calls named. */
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -230,13 +232,32 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     rt_sig sig = ctx->sig;
     sig.seq = ctx->seq;
     bool oneway = ctx->plan->oneway, own = ctx->plan->oneway_pull; /* a Broadcast root: its own box */
+    size_t from = oneway ? sizeof sig.seq : 0; /* one-way: the seq is the PUB signal, stored after the data */
+    _Static_assert(offsetof(rt_sig, seq) == 0, "a header's seq comes first");
     for (uint32_t q = 0; q < c->nranks; q++)
         if (own ? q == c->rank : q != c->rank)
-            memcpy(rt_box_hdr(ctx->inbox[q], c->rank, oneway), &sig, sizeof sig);
+            memcpy((char *)rt_box_hdr(ctx->inbox[q], c->rank, oneway) + from, (char *)&sig + from, sizeof sig - from);
     if (!oneway)
         return 0;
     mark_fetched(ctx, c->rank); /* a one-way root reads nobody's record */
     return rt_publish_task(ctx, msg, len); /* and writes its view (rt_oneway.c) */
+}
+
+/* A one-way root's PUB signal (rt_oneway.c): this call's seq into the header of every box it wrote,
+ * after the data and the header's other fields (release: a receiver's flag wait acquires it). */
+int rt_oneway_flag_task(void *arg, char *msg, size_t len)
+{
+    (void)msg, (void)len;
+    rt_launch_ctx *ctx = arg;
+    rt_comm *c = ctx->c;
+    bool own = ctx->plan->oneway_pull;
+    for (uint32_t q = 0; q < c->nranks; q++) {
+        if (own ? q != c->rank : q == c->rank)
+            continue;
+        _Atomic uint64_t *seq = (_Atomic uint64_t *)(void *)&rt_box_hdr(ctx->inbox[q], c->rank, true)->seq;
+        atomic_store_explicit(seq, ctx->seq, memory_order_release);
+    }
+    return 0;
 }
 
 /* A one-way receiver's signal from its root without this call's header in the slot. Never this

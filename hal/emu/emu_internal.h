@@ -226,6 +226,8 @@ typedef enum emu_task_kind {
     EMU_T_NOTIFY_RECORD,
     EMU_T_NOTIFY_WAIT,
     EMU_T_PROG,        /* a stream program: the caller's hal_insn array (emu_prog.c) */
+    EMU_T_FLAG_WAIT,   /* hal_ops.flag_wait (emu_flag.c): u.nt.flag, sleeping on u.nt.n */
+    EMU_T_NOTIFY_WAKE, /* hal_ops.notify_wake: u.nt.n */
 } emu_task_kind;
 
 /* What a notify wait takes once it may go on: one signal; all of them (reset: notify_wait_reset);
@@ -235,6 +237,8 @@ typedef struct emu_take {
     bool reset;
     uint32_t at_least;
     bool keep_rest;
+    hal_task_fn check; /* hal_insn's: run where the wait would sleep (emu_notify.c wait_asleep) */
+    void *check_arg;
 } emu_take;
 
 typedef struct emu_task {
@@ -246,7 +250,13 @@ typedef struct emu_task {
         struct { hal_task_fn fn; void *arg; } fn;
         struct { hal_host_fn fn; void *arg; } host;
         struct { struct hal_event *e; uint64_t seq; } ev;
-        struct { struct hal_notify *n; uint64_t timeout_ms; const volatile uint32_t *abort; emu_take take; } nt;
+        struct {
+            struct hal_notify *n;
+            uint64_t timeout_ms;
+            const volatile uint32_t *abort;
+            emu_take take;
+            const hal_flag_wait *flag; /* EMU_T_FLAG_WAIT */
+        } nt;
         /* e: record after; pc: the next instruction (a program a helping host suspended resumes there) */
         struct { const hal_insn *insns; uint32_t n, pc; struct hal_event *e; uint64_t seq; } prog;
     } u;
@@ -372,6 +382,31 @@ typedef enum emu_prog_end { EMU_PROG_DONE, EMU_PROG_FAILED, EMU_PROG_SUSPENDED }
 emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help);
 bool emu_notify_do_record(hal_stream *s, const hal_notify *n);
 void emu_notify_put(struct hal_notify *n);
+/* A record only if a flag wait sleeps on n (hal_ops.notify_wake), after a full fence (fence false:
+ * the caller fenced since its last store, a wake right before this one): the flag stored before
+ * it, then n's sleepers read; false when it failed s. */
+bool emu_notify_do_wake(hal_stream *s, const hal_notify *n, bool fence);
+/* The slot and generation of n, for the flag waits that sleep on it (emu_flag.c). */
+emu_notify_slot *emu_notify_slot_of(const struct hal_notify *n, uint32_t *gen);
+/* How long a wait spins before it yields (HCCL_EMU_SPIN_US, or chosen: docs/emulator.md, "Waits"). */
+uint64_t emu_notify_spin_ns(void);
+/* A notify wait's futex slice, and the wake bit every plain wait sleeps with. */
+#define EMU_NOTIFY_SLICE_NS 200000000ull
+#define EMU_WAKE_ANY (1u << 31)
+/* Why a sleeping wait must end unmet, if it must: its abort flag is up, its device is closing, or
+ * its deadline (0: none) passed; emu_wait_fail fails s saying so (what: the wait, start: when it
+ * began). */
+typedef enum emu_wait_stop { EMU_STOP_NONE, EMU_STOP_ABORTED, EMU_STOP_CLOSING, EMU_STOP_TIMEOUT } emu_wait_stop;
+emu_wait_stop emu_wait_stopped(hal_stream *s, const volatile uint32_t *abort_flag, uint64_t deadline);
+void emu_wait_fail(hal_stream *s, emu_wait_stop why, const char *what, uint64_t start);
+/* A wait's check (hal_insn, hal_flag_wait): true if none or it passed; else s failed with its message. */
+bool emu_wait_check_ok(hal_stream *s, hal_task_fn check, void *arg);
+/* How long the next futex sleep of a wait with this deadline (0: none) may last. */
+uint64_t emu_wait_slice_ns(uint64_t deadline);
+/* A flag wait (hal_flag_wait) on stream s; help: a helping host thread's poll (emu_notify_help_wait). */
+emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, bool help);
+/* A program's instruction that may wait (nothing runs ahead past it: hal.h, "Running ahead"). */
+bool emu_insn_waits(const hal_insn *in);
 
 /* Freeing leftovers at device close. */
 void emu_events_free_all(hal_device *dev);
@@ -463,6 +498,10 @@ hal_result emu_notify_wait_count(struct hal_notify *n, hal_stream *s, uint32_t a
 hal_result emu_notify_host_record(struct hal_notify *n);
 uint32_t emu_notify_pending(struct hal_notify *n);
 uint32_t emu_notify_count(struct hal_notify *n);
+hal_result emu_flag_wait(hal_stream *s, const hal_flag_wait *w);
+hal_result emu_notify_wait_checked(struct hal_notify *n, hal_stream *s, uint32_t timeout_ms,
+                                   const volatile uint32_t *abort_flag, hal_task_fn check, void *arg);
+hal_result emu_notify_wake(struct hal_notify *n, hal_stream *s);
 /* For tests: records so far that made a futex wake call; the waits a notify's slot counts as asleep. */
 uint64_t emu_notify_test_wake_calls(void);
 /* Program prefixes run ahead so far in this process (emu_prog.c): for tests. */

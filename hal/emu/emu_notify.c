@@ -1,6 +1,6 @@
 /* Notifies: counting semaphores whose counters live in the owner device's control area, so any
  * process of the server that imported the owner's memory can record them and wait on them.
- * record = CAS increment + shared FUTEX_WAKE_BITSET if someone waits (WAKE_ANY); wait = shared
+ * record = CAS increment + shared FUTEX_WAKE_BITSET if someone waits (EMU_WAKE_ANY); wait = shared
  * futex wait in slices of at most 200 ms, re-checking the abort flag, device close and the deadline.
  *
  * Generations: a slot's word carries the generation of its current notify next to the count, and
@@ -16,13 +16,12 @@
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_sys.h"
 
-#define NOTIFY_SLICE_NS 200000000ull
-/* Who a record wakes (futex bitsets): every plain wait (WAKE_ANY), and of the count waits only those
+/* Who a record wakes (futex bitsets): every plain wait (EMU_WAKE_ANY), and of the count waits only those
  * whose target count is the new count modulo 31 (count_bit). A drain waiting for 128 credits is
  * woken by the record that brings the 128th and a few before it, not by each of them: woken at
  * each, it took a context switch per credit from the receiver it shares a core with (8 B
  * Broadcast at 4 ranks: the last receiver's 128 calls took 1.7 ms instead of 0.15). */
-#define WAKE_ANY (1u << 31)
+
 #define EMU_AUTO_SPIN_NS 5000ull /* measured at 2 ranks on 2 cores: 1.47 -> 1.25 us per 8 B AllReduce */
 
 struct hal_notify {
@@ -201,8 +200,8 @@ uint32_t emu_notify_id(hal_notify *n)
     return n ? n->index : UINT32_MAX;
 }
 
-static hal_result notify_enqueue(hal_notify *n, hal_stream *s, emu_task_kind kind, uint32_t timeout_ms,
-                                 const volatile uint32_t *abort_flag, emu_take take)
+static hal_result notify_enqueue_flag(hal_notify *n, hal_stream *s, emu_task_kind kind, uint32_t timeout_ms,
+                                      const volatile uint32_t *abort_flag, emu_take take, const hal_flag_wait *flag)
 {
     if (!n || !s)
         return HAL_E_PARAM;
@@ -214,22 +213,54 @@ static hal_result notify_enqueue(hal_notify *n, hal_stream *s, emu_task_kind kin
     t->u.nt.timeout_ms = timeout_ms ? timeout_ms : emu_cfg()->exec_timeout_ms;
     t->u.nt.abort = abort_flag;
     t->u.nt.take = take;
+    t->u.nt.flag = flag;
     return emu_stream_push(s, t);
+}
+
+static hal_result notify_enqueue(hal_notify *n, hal_stream *s, emu_task_kind kind, uint32_t timeout_ms,
+                                 const volatile uint32_t *abort_flag, emu_take take)
+{
+    return notify_enqueue_flag(n, s, kind, timeout_ms, abort_flag, take, NULL);
+}
+
+hal_result emu_notify_wait_checked(hal_notify *n, hal_stream *s, uint32_t timeout_ms,
+                                   const volatile uint32_t *abort_flag, hal_task_fn check, void *arg)
+{
+    emu_take take = {.check = check, .check_arg = arg};
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, take);
+}
+
+hal_result emu_flag_wait(hal_stream *s, const hal_flag_wait *w)
+{
+    if (!w || !w->flag || !w->wake)
+        return HAL_E_PARAM;
+    return notify_enqueue_flag(w->wake, s, EMU_T_FLAG_WAIT, w->timeout_ms, w->abort_flag, (emu_take){0}, w);
+}
+
+hal_result emu_notify_wake(hal_notify *n, hal_stream *s)
+{
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAKE, 0, NULL, (emu_take){0});
+}
+
+emu_notify_slot *emu_notify_slot_of(const hal_notify *n, uint32_t *gen)
+{
+    *gen = n->gen;
+    return n->slot;
 }
 
 hal_result emu_notify_record(hal_notify *n, hal_stream *s)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_RECORD, 0, NULL, (emu_take){false, 0, false});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_RECORD, 0, NULL, (emu_take){0});
 }
 
 hal_result emu_notify_wait(hal_notify *n, hal_stream *s, uint32_t timeout_ms, const volatile uint32_t *abort_flag)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, 0, false});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){0});
 }
 
 hal_result emu_notify_wait_reset(hal_notify *n, hal_stream *s, uint32_t timeout_ms)
 {
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, (emu_take){true, 0, false});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, NULL, (emu_take){.reset = true});
 }
 
 hal_result emu_notify_wait_count(hal_notify *n, hal_stream *s, uint32_t at_least, uint32_t timeout_ms,
@@ -237,7 +268,7 @@ hal_result emu_notify_wait_count(hal_notify *n, hal_stream *s, uint32_t at_least
 {
     if (!at_least)
         return HAL_E_PARAM;
-    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){false, at_least, false});
+    return notify_enqueue(n, s, EMU_T_NOTIFY_WAIT, timeout_ms, abort_flag, (emu_take){.at_least = at_least});
 }
 
 typedef enum { TAKE_NONE, TAKE_OK, TAKE_STALE } take_result;
@@ -302,11 +333,53 @@ static uint32_t count_bit(uint32_t count)
 static uint32_t sleep_bits(hal_notify *n, emu_take take)
 {
     uint32_t kept = atomic_load_explicit(&n->kept, memory_order_acquire);
-    return take.at_least && take.at_least > kept ? count_bit(take.at_least - kept) : WAKE_ANY;
+    return take.at_least && take.at_least > kept ? count_bit(take.at_least - kept) : EMU_WAKE_ANY;
+}
+
+emu_wait_stop emu_wait_stopped(hal_stream *s, const volatile uint32_t *abort_flag, uint64_t deadline)
+{
+    if (abort_flag && *abort_flag)
+        return EMU_STOP_ABORTED;
+    if (atomic_load(&s->dev->closing))
+        return EMU_STOP_CLOSING;
+    return deadline && emu_now_ns() >= deadline ? EMU_STOP_TIMEOUT : EMU_STOP_NONE;
+}
+
+void emu_wait_fail(hal_stream *s, emu_wait_stop why, const char *what, uint64_t start)
+{
+    if (why == EMU_STOP_ABORTED)
+        emu_stream_fail(s, HAL_E_ABORTED, "%s aborted", what);
+    else if (why == EMU_STOP_CLOSING)
+        emu_stream_fail(s, HAL_E_ABORTED, "%s aborted: device %u is closing", what, s->dev->id);
+    else
+        emu_stream_fail(s, HAL_E_TIMEOUT, "%s timed out after %.3f s (HCCL_EXEC_TIMEOUT or the wait's timeout)", what,
+                        (double)(emu_now_ns() - start) / 1e9);
+}
+
+bool emu_wait_check_ok(hal_stream *s, hal_task_fn check, void *arg)
+{
+    if (!check)
+        return true;
+    char msg[EMU_MSG_LEN] = "";
+    int rc = check(arg, msg, sizeof msg);
+    if (rc == 0)
+        return true;
+    msg[sizeof msg - 1] = 0;
+    emu_stream_fail(s, rc > 0 && rc <= HAL_E_INTERNAL ? (hal_result)rc : HAL_E_INTERNAL, "%s",
+                    msg[0] ? msg : "a wait's check failed");
+    return false;
+}
+
+uint64_t emu_wait_slice_ns(uint64_t deadline)
+{
+    uint64_t now = emu_now_ns(), slice = EMU_NOTIFY_SLICE_NS;
+    return deadline && deadline > now && deadline - now < slice ? deadline - now : slice;
 }
 
 /* After the poll window: futex waits in slices, re-checking the abort flag, the device and the
- * deadline. False when it failed the stream. */
+ * deadline. A wait with a check (hal_insn) runs it once counted among the sleepers, before each
+ * sleep: a notify_wake after what the check reads then sees this wait. False when it failed the
+ * stream. */
 static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t timeout_ms,
                         const volatile uint32_t *abort_flag, emu_take take)
 {
@@ -318,25 +391,22 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
             return fail_stale(s, n);
         if (tr != TAKE_NONE)
             return true;
-        if (abort_flag && *abort_flag) {
-            emu_stream_fail(s, HAL_E_ABORTED, "wait on notify %u (device %u) aborted", n->index, n->owner.device_id);
+        emu_wait_stop why = emu_wait_stopped(s, abort_flag, deadline);
+        if (why != EMU_STOP_NONE) {
+            char what[64];
+            snprintf(what, sizeof what, "wait on notify %u of device %u", n->index, n->owner.device_id);
+            emu_wait_fail(s, why, what, start);
             return false;
         }
-        if (atomic_load(&s->dev->closing)) {
-            emu_stream_fail(s, HAL_E_ABORTED, "wait on notify %u (device %u) aborted: device %u is closing",
-                            n->index, n->owner.device_id, s->dev->id);
-            return false;
-        }
-        uint64_t now = emu_now_ns(), slice = NOTIFY_SLICE_NS;
-        if (deadline && now >= deadline) {
-            emu_stream_fail(s, HAL_E_TIMEOUT, "wait on notify %u of device %u timed out after %.3f s "
-                            "(HCCL_EXEC_TIMEOUT or the wait's timeout)", n->index, n->owner.device_id,
-                            (double)(now - start) / 1e9);
-            return false;
-        }
-        if (deadline && deadline - now < slice)
-            slice = deadline - now;
+        uint64_t slice = emu_wait_slice_ns(deadline);
         atomic_fetch_add(&slot->waiters, 1);
+        if (take.check) {
+            atomic_thread_fence(memory_order_seq_cst); /* pairs with emu_notify_do_wake's */
+            if (!emu_wait_check_ok(s, take.check, take.check_arg)) {
+                atomic_fetch_sub(&slot->waiters, 1);
+                return false;
+            }
+        }
         uint32_t seen = EMU_NOTIFY_COUNT(atomic_load(&slot->word)); /* a record changes it: no wake is lost */
         bool woken = !take_ready(seen + atomic_load_explicit(&n->kept, memory_order_acquire), take) &&
                      emu_futex_wait_bits(emu_notify_count_word(slot), seen, slice, sleep_bits(n, take));
@@ -348,8 +418,9 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
 /* A notify is recorded by a peer device, run by another process or thread. Spinning pays when
  * that one runs on another core right now: likely while there are no more devices than cores,
  * harmful beyond (docs/emulator.md, "Waits"). */
-static uint64_t wait_spin_ns(const emu_config *cfg)
+uint64_t emu_notify_spin_ns(void)
 {
+    const emu_config *cfg = emu_cfg();
     if (!cfg->spin_auto)
         return cfg->spin_ns;
     return emu_devices_fit_cpus() ? EMU_AUTO_SPIN_NS : 0;
@@ -364,8 +435,7 @@ static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_fla
     take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
     if (tr != TAKE_NONE)
         return tr;
-    const emu_config *cfg = emu_cfg();
-    uint64_t spin = wait_spin_ns(cfg), yield = cfg->yield_ns;
+    uint64_t spin = emu_notify_spin_ns(), yield = emu_cfg()->yield_ns;
     spin = spin < budget ? spin : budget;
     yield = yield < budget - spin ? yield : budget - spin;
     emu_poll p;
@@ -434,11 +504,21 @@ bool emu_notify_do_record(hal_stream *s, const hal_notify *n)
      * receiver it had woken waited for its core). */
     if (atomic_load(&slot->waiters) > 0) {
         atomic_fetch_add_explicit(&g_wake_calls, 1, memory_order_relaxed);
-        uint32_t woken = emu_futex_wake_bits(emu_notify_count_word(slot), WAKE_ANY | count_bit(EMU_NOTIFY_COUNT(w) + 1));
+        uint32_t bits = EMU_WAKE_ANY | count_bit(EMU_NOTIFY_COUNT(w) + 1);
+        uint32_t woken = emu_futex_wake_bits(emu_notify_count_word(slot), bits);
         if (woken)
             atomic_fetch_sub(&slot->waiters, woken);
     }
     return true;
+}
+
+bool emu_notify_do_wake(hal_stream *s, const hal_notify *n, bool fence)
+{
+    if (fence)
+        atomic_thread_fence(memory_order_seq_cst); /* pairs with the sleeper's (emu_flag.c) */
+    if (atomic_load_explicit(&n->slot->waiters, memory_order_relaxed) == 0)
+        return true; /* nobody asleep: the line stays the poller's */
+    return emu_notify_do_record(s, n);
 }
 
 uint32_t emu_notify_pending(hal_notify *n)
@@ -475,6 +555,14 @@ void emu_notify_run(hal_stream *s, emu_task *t)
 {
     if (t->kind == EMU_T_NOTIFY_WAIT) {
         (void)emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.take);
+        return;
+    }
+    if (t->kind == EMU_T_FLAG_WAIT) {
+        (void)emu_flag_do_wait(s, t->u.nt.flag, false);
+        return;
+    }
+    if (t->kind == EMU_T_NOTIFY_WAKE) {
+        (void)emu_notify_do_wake(s, t->u.nt.n, true);
         return;
     }
     (void)emu_notify_do_record(s, t->u.nt.n); /* a failure failed the stream */

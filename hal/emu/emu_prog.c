@@ -22,7 +22,12 @@ static hal_result insn_check(const hal_insn *in, uint32_t i)
         return HAL_OK;
     case HAL_INSN_NOTIFY_RECORD:
     case HAL_INSN_NOTIFY_WAIT:
+    case HAL_INSN_NOTIFY_WAKE:
         if (in->u.notify.n)
+            return HAL_OK;
+        break;
+    case HAL_INSN_FLAG_WAIT:
+        if (in->u.flag.w && in->u.flag.w->flag && in->u.flag.w->wake)
             return HAL_OK;
         break;
     case HAL_INSN_FN:
@@ -96,6 +101,8 @@ typedef struct prog_run {
     hal_stream *s;
     uint64_t ahead; /* the group of the AHEAD mark the program passed (0: none; hal.h, "Running ahead") */
     bool help;      /* a host thread helping: waits do not sleep (emu_prog_run) */
+    bool fenced;    /* the instruction before was a wake: its fence serves this one's (a root's wakes of
+                       every receiver in a row: one fence) */
 } prog_run;
 
 static emu_wait_end run_insn(prog_run *r, const hal_insn *in);
@@ -141,11 +148,16 @@ uint64_t emu_prog_test_ahead_runs(void)
     return atomic_load(&g_ahead_runs);
 }
 
+bool emu_insn_waits(const hal_insn *in)
+{
+    return in->kind == HAL_INSN_NOTIFY_WAIT || in->kind == HAL_INSN_FLAG_WAIT;
+}
+
 /* Where t's prefix ends: its AHEAD mark of group g, if no wait comes before it; else t->u.prog.n. */
 static uint32_t ahead_end(const emu_task *t, uint64_t g)
 {
     const hal_insn *in = t->u.prog.insns;
-    for (uint32_t i = 0; i < t->u.prog.n && in[i].kind != HAL_INSN_NOTIFY_WAIT; i++)
+    for (uint32_t i = 0; i < t->u.prog.n && !emu_insn_waits(&in[i]); i++)
         if (in[i].kind == HAL_INSN_AHEAD)
             return in[i].u.ahead.group == g ? i : t->u.prog.n;
     return t->u.prog.n;
@@ -176,7 +188,7 @@ static void run_next_ahead(prog_run *r)
         return;
     r->ahead = 0; /* only the next program may run ahead: this run's later waits need not look again */
     atomic_fetch_add_explicit(&g_ahead_runs, 1, memory_order_relaxed);
-    prog_run pr = {s, 0, false}; /* a prefix has no waits: it never suspends */
+    prog_run pr = {s, 0, false, false}; /* a prefix has no waits: it never suspends */
     for (uint32_t i = 0; i < end; i++)
         if (run_insn(&pr, &nt->u.prog.insns[i]) != EMU_WAIT_MET)
             return; /* the stream failed: the program is skipped when its turn comes */
@@ -186,7 +198,8 @@ static emu_wait_end run_wait(prog_run *r, const hal_insn *in)
 {
     if (r->ahead && emu_notify_pending(in->u.notify.n) == 0)
         run_next_ahead(r);
-    emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest};
+    emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest, in->u.notify.check,
+                     in->u.notify.check_arg};
     if (r->help)
         return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, take);
     uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
@@ -199,6 +212,7 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
 {
     hal_stream *s = r->s;
     bool ok;
+    r->fenced = r->fenced && in->kind == HAL_INSN_NOTIFY_WAKE;
     switch (in->kind) {
     case HAL_INSN_DMA:
         ok = run_dma(r, in);
@@ -208,6 +222,12 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
         break;
     case HAL_INSN_NOTIFY_WAIT:
         return run_wait(r, in);
+    case HAL_INSN_FLAG_WAIT:
+        return emu_flag_do_wait(s, in->u.flag.w, r->help);
+    case HAL_INSN_NOTIFY_WAKE:
+        ok = emu_notify_do_wake(s, in->u.notify.n, !r->fenced);
+        r->fenced = true;
+        return ok ? EMU_WAIT_MET : EMU_WAIT_FAILED;
     case HAL_INSN_FN:
         ok = run_fn(s, in);
         break;
@@ -224,7 +244,7 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
 
 emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
 {
-    prog_run r = {s, 0, help};
+    prog_run r = {s, 0, help, false};
     for (uint32_t i = 0; i < t->u.prog.pc; i++) /* resumed: after a help, or past a prefix run ahead */
         if (t->u.prog.insns[i].kind == HAL_INSN_AHEAD)
             r.ahead = t->u.prog.insns[i].u.ahead.group;
@@ -232,8 +252,10 @@ emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
         const hal_insn *in = &t->u.prog.insns[i];
         emu_wait_end end;
         uint32_t fanned = run_dma_fanout(&r, in, t->u.prog.n - i, &end);
-        if (fanned)
+        if (fanned) {
             i += fanned - 1; /* all ran (a fan-out never waits) */
+            r.fenced = false;
+        }
         else
             end = run_insn(&r, in);
         if (end == EMU_WAIT_LATER) {

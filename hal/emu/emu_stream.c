@@ -114,6 +114,7 @@ static bool helpable(const emu_task *t)
     case EMU_T_MEMSET:
     case EMU_T_EVENT_RECORD:
     case EMU_T_NOTIFY_RECORD:
+    case EMU_T_NOTIFY_WAKE:
         return true;
     case EMU_T_EVENT_WAIT:
         return emu_event_wait_met(t);

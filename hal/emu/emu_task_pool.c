@@ -75,7 +75,8 @@ void emu_task_release_refs(emu_task *t)
 {
     if (t->kind == EMU_T_EVENT_RECORD || t->kind == EMU_T_EVENT_WAIT)
         emu_event_put(t->u.ev.e);
-    if (t->kind == EMU_T_NOTIFY_RECORD || t->kind == EMU_T_NOTIFY_WAIT)
+    if (t->kind == EMU_T_NOTIFY_RECORD || t->kind == EMU_T_NOTIFY_WAIT || t->kind == EMU_T_FLAG_WAIT ||
+        t->kind == EMU_T_NOTIFY_WAKE)
         emu_notify_put(t->u.nt.n);
     if (t->kind == EMU_T_PROG && t->u.prog.e)
         emu_event_put(t->u.prog.e);

@@ -58,6 +58,8 @@ static bool task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
         break;
     case EMU_T_NOTIFY_RECORD:
     case EMU_T_NOTIFY_WAIT:
+    case EMU_T_FLAG_WAIT:
+    case EMU_T_NOTIFY_WAKE:
         emu_notify_run(s, t);
         break;
     default:

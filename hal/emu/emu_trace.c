@@ -176,6 +176,8 @@ static void task_payload(const emu_task *t, emu_trace_rec *r)
         break;
     case EMU_T_NOTIFY_RECORD:
     case EMU_T_NOTIFY_WAIT:
+    case EMU_T_FLAG_WAIT:
+    case EMU_T_NOTIFY_WAKE:
         r->u.task.aux = emu_notify_id(t->u.nt.n);
         break;
     case EMU_T_PROG:

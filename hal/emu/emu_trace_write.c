@@ -138,6 +138,7 @@ static const char *task_name(uint8_t kind)
         [EMU_T_DMA] = "dma", [EMU_T_MEMSET] = "memset", [EMU_T_FN] = "device_func",
         [EMU_T_HOST] = "host_func", [EMU_T_EVENT_RECORD] = "event_record", [EMU_T_EVENT_WAIT] = "event_wait",
         [EMU_T_NOTIFY_RECORD] = "notify_record", [EMU_T_NOTIFY_WAIT] = "notify_wait", [EMU_T_PROG] = "program",
+        [EMU_T_FLAG_WAIT] = "flag_wait", [EMU_T_NOTIFY_WAKE] = "notify_wake",
     };
     return kind < sizeof names / sizeof names[0] && names[kind] ? names[kind] : "task";
 }
@@ -153,7 +154,8 @@ static void put_task_args(writer *w, const emu_trace_rec *r)
     if (r->u.task.dtype >= 0)
         fprintf(f, ",\"dtype\":\"%s\",\"reduce_op\":\"%s\"", hal_dtype_name((hal_dtype)r->u.task.dtype),
                 hal_redop_name((hal_redop)r->u.task.redop));
-    if (r->task == EMU_T_NOTIFY_RECORD || r->task == EMU_T_NOTIFY_WAIT)
+    if (r->task == EMU_T_NOTIFY_RECORD || r->task == EMU_T_NOTIFY_WAIT || r->task == EMU_T_FLAG_WAIT ||
+        r->task == EMU_T_NOTIFY_WAKE)
         fprintf(f, ",\"notify\":%" PRIu64, r->u.task.aux);
     else if (r->task == EMU_T_EVENT_RECORD || r->task == EMU_T_EVENT_WAIT)
         fprintf(f, ",\"event\":\"0x%" PRIx64 "\"", r->u.task.aux);

@@ -85,6 +85,8 @@ struct rt_launch_ctx {
                                   init, nothing to check); rt_oneway.c */
     uint64_t drain_seq[ALGO_ONEWAY_SLOTS_MAX]; /* the one-way calls this rank rooted whose credits the launch */
     uint32_t ndrain;           /* takes back before its plan (0: no drain); rt_oneway.c */
+    bool peer_oneway;          /* a peer may root this call one-way where this rank runs another: its
+                                  FETCH waits check (rt_oneway_peer_check) */
     uint64_t *vt;              /* [4*nranks] this call's V tables (algo_vtables): V-op steps' sizes and
                                   offsets are bound from them; PUBLISH shares them, FETCH checks peers' */
     bool vop;                  /* AlltoAllV(C), AllGatherV, ReduceScatterV: vt is filled */
@@ -95,6 +97,7 @@ struct rt_launch_ctx {
     rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p; rt_launch_ctx_items) */
     uint32_t p2p_cap;
     rt_fetch_arg *fetch;       /* [nranks] */
+    hal_flag_wait flag_wait;   /* a one-way receiver's wait for its root's header (rt_prog.c, per call) */
     uintptr_t out_at;          /* the call's OUT and its length (0 where unset): what the next launch's */
     uint64_t out_bytes;        /* prefix must not read before this one ends (rt_prog_ahead); kept from
                                   the call, as a cached V plan's counts are no longer the call's */
@@ -183,10 +186,14 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx);
 void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx);
 /* Whether the next call, if it can go one-way, continues or starts a run (algo_op.oneway_run). */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op);
-/* Device-side checks of peers' views of one-way calls (arg: ctx): the root's before its receiver
- * waits for it, a root's of the calls whose credits it waits for, and a drain's. */
-int rt_oneway_peek_root_task(void *arg, char *msg, size_t len);
-int rt_oneway_peek_credit_task(void *arg, char *msg, size_t len);
+/* Device-side checks of peers' views of one-way calls, each where its wait would sleep: a receiver's
+ * of its root's (hal_flag_wait.check of ctx->flag_wait, arg: ctx), a FETCH's of a peer that may
+ * root a one-way call (arg: the rt_fetch_arg), a root's of the receiver whose credit it waits
+ * for; and a drain's (arg: ctx). The root's store of the flag, its PUB signal (arg: ctx). */
+int rt_oneway_root_check(void *arg, char *msg, size_t len);
+int rt_oneway_peer_check(void *arg, char *msg, size_t len);
+int rt_oneway_credit_check(void *arg, char *msg, size_t len);
+int rt_oneway_flag_task(void *arg, char *msg, size_t len);
 int rt_oneway_drain_check_task(void *arg, char *msg, size_t len);
 
 /* Device-side tasks (hal_task_fn). */

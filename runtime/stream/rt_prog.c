@@ -66,7 +66,16 @@ static hal_result push_notify(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     in->u.notify.abort_flag = wait ? rt_abort_flag(ctx->c) : NULL;
     in->u.notify.at_least = 0;
     in->u.notify.keep_rest = wait; /* from_peer notifies: only this rank's launches wait on them */
+    in->u.notify.check = NULL;
+    in->u.notify.check_arg = NULL;
     return HAL_OK;
+}
+
+/* The check of the notify wait just pushed (hal_insn): runs where it would sleep. */
+static void set_check(rt_launch_ctx *ctx, hal_task_fn check, rt_fetch_arg *arg)
+{
+    ctx->insns[ctx->ninsns - 1].u.notify.check = check;
+    ctx->insns[ctx->ninsns - 1].u.notify.check_arg = arg;
 }
 
 /* Stream 0 waits until n holds at_least signals, taking none (hal_ops.notify_wait_count). */
@@ -172,10 +181,21 @@ static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     return HAL_OK;
 }
 
-/* A one-way root's credit waits come first in its plan (algos/eager.c). */
-static bool first_credit_wait(const rt_launch_ctx *ctx, uint32_t stream, uint32_t step)
+static bool is_pub_signal(const algo_step *st)
 {
-    return step == 0 || ctx->plan->streams[stream].steps[step - 1].kind != ALGO_STEP_WAIT;
+    return st->kind == ALGO_STEP_SIGNAL && st->u.sync.slot == ALGO_SLOT_PUB;
+}
+
+/* A one-way root's PUB signals (rt_oneway.c): the first stores the call's seq into its boxes'
+ * headers, each wakes its receiver if it sleeps in its flag wait. */
+static hal_result build_oneway_signal(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, uint32_t peer)
+{
+    const algo_step_list *l = &ctx->plan->streams[stream];
+    if (!step || !is_pub_signal(&l->steps[step - 1]))
+        CHECK(push_fn(ctx, stream, step, rt_oneway_flag_task, ctx));
+    CHECK(push_notify(ctx, stream, step, false, ctx->c->peers[peer].to_peer[RT_SLOT_OW_WAKE]));
+    ctx->insns[ctx->ninsns - 1].kind = HAL_INSN_NOTIFY_WAKE;
+    return HAL_OK;
 }
 
 static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
@@ -191,11 +211,13 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
         op->slot = slot;
         return push_fn(ctx, stream, step, rt_net_signal_task, NULL);
     }
+    if (st->kind == ALGO_STEP_SIGNAL && ctx->plan->oneway && slot == ALGO_SLOT_PUB)
+        return build_oneway_signal(ctx, stream, step, peer);
     if (st->kind == ALGO_STEP_SIGNAL)
         return push_notify(ctx, stream, step, false, c->peers[peer].to_peer[slot]);
-    if (slot == ALGO_SLOT_CREDIT && first_credit_wait(ctx, stream, step)) /* may block: views first */
-        CHECK(push_fn(ctx, stream, step, rt_oneway_peek_credit_task, ctx));
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[slot]));
+    if (slot == ALGO_SLOT_CREDIT) /* a receiver may run another call: its view, where the wait sleeps */
+        set_check(ctx, rt_oneway_credit_check, &ctx->fetch[peer]);
     if (!ctx->p2p || slot != ALGO_SLOT_P2P_DATA)
         return HAL_OK;
     /* A p2p receive: was the signal the sender's data, or its HcclCommDestroy? */
@@ -213,7 +235,8 @@ static bool ahead_able(const rt_launch_ctx *ctx, uint32_t stream)
         ctx->plan->nstreams != 1 || ctx->npre)
         return false;
     for (uint32_t i = 0; i < ctx->ninsns; i++)
-        if (ctx->insns[i].kind == HAL_INSN_NOTIFY_WAIT || ctx->insns[i].kind == HAL_INSN_AHEAD)
+        if (ctx->insns[i].kind == HAL_INSN_NOTIFY_WAIT || ctx->insns[i].kind == HAL_INSN_FLAG_WAIT ||
+            ctx->insns[i].kind == HAL_INSN_AHEAD)
             return false;
     return true;
 }
@@ -224,8 +247,13 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     uint32_t peer = st->u.fetch.peer, item = st->u.fetch.item;
     if (peer >= c->nranks || peer == c->rank || (ctx->p2p && item >= ctx->plan->op.nitems))
         return HAL_E_PARAM;
-    if (ctx->plan->oneway) /* a receiver about to wait for its root: its view first */
-        CHECK(push_fn(ctx, stream, step, rt_oneway_peek_root_task, ctx));
+    if (ctx->plan->oneway) { /* a receiver: its root's header is the signal (rt_oneway.c) */
+        hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
+        if (!in)
+            return HAL_E_NOMEM;
+        in->u.flag.w = &ctx->flag_wait; /* its flag and seq: per call (bind_flag_wait) */
+        return push_fn(ctx, stream, step, rt_eager_check_task, &ctx->fetch[peer]);
+    }
     if (ahead_able(ctx, stream)) { /* off until rt_prog_ahead turns it on for a launch */
         hal_insn *mark = push_insn(ctx, stream, step, HAL_INSN_AHEAD);
         if (!mark)
@@ -233,6 +261,8 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
         mark->u.ahead.group = 0;
     }
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
+    if (c->oneway && !ctx->p2p) /* the peer may root a one-way call where this rank runs another */
+        set_check(ctx, rt_oneway_peer_check, &ctx->fetch[peer]);
     if (ctx->p2p)
         return push_fn(ctx, stream, step, rt_p2p_fetch_task, &ctx->p2p_items[item]);
     return push_fn(ctx, stream, step, ctx->hdr ? rt_eager_check_task : rt_fetch_task, &ctx->fetch[peer]);
@@ -458,6 +488,22 @@ static bool reusable(const rt_launch_ctx *ctx)
            !algo_counts_symbolic(ctx->plan->op.coll);
 }
 
+/* A one-way receiver's flag wait (hal_flag_wait): the header of its root's box in this call's slot,
+ * where rt_eager_check_task reads it (a Broadcast's in the root's inbox, a Scatter's in this
+ * rank's), and this call's seq. */
+static void bind_flag_wait(rt_launch_ctx *ctx)
+{
+    rt_comm *c = ctx->c;
+    uint32_t root = ctx->plan->op.root;
+    if (!ctx->plan->oneway || root == c->rank)
+        return;
+    const rt_sig *hdr = rt_box_hdr(ctx->inbox[ctx->plan->oneway_pull ? root : c->rank], root, true);
+    ctx->flag_wait = (hal_flag_wait){.flag = &hdr->seq, .at_least = ctx->seq,
+                                     .wake = c->peers[root].from_peer[RT_SLOT_OW_WAKE],
+                                     .timeout_ms = wait_timeout_ms(c), .abort_flag = rt_abort_flag(c),
+                                     .check = rt_oneway_root_check, .check_arg = ctx};
+}
+
 /* Sets a reused program's per-call addresses from this call's bindings (bind_self, bind_inbox). */
 static void rebind(rt_launch_ctx *ctx)
 {
@@ -473,6 +519,7 @@ static void rebind(rt_launch_ctx *ctx)
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
+    bind_flag_wait(ctx);
     if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx)) {
         rebind(ctx); /* this context's program for the same plan */
         return HAL_OK;
@@ -528,7 +575,8 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
     ctx->out_at = (uintptr_t)call->out;
     ctx->out_bytes = out_elems * ctx->esize;
     hal_insn *mark = NULL;
-    for (uint32_t i = 0; i < ctx->ninsns && !mark && ctx->insns[i].kind != HAL_INSN_NOTIFY_WAIT; i++)
+    for (uint32_t i = 0; i < ctx->ninsns && !mark && ctx->insns[i].kind != HAL_INSN_NOTIFY_WAIT &&
+                         ctx->insns[i].kind != HAL_INSN_FLAG_WAIT; i++)
         if (ctx->insns[i].kind == HAL_INSN_AHEAD)
             mark = &ctx->insns[i];
     if (!mark)

@@ -77,6 +77,11 @@ bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor)
             in->u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
         else if (in->kind == HAL_INSN_FN && !move_arg(ctx, donor, &in->u.fn.arg))
             return false;
+        else if (in->kind == HAL_INSN_FLAG_WAIT)
+            in->u.flag.w = &ctx->flag_wait; /* the only one a launch has (rt_prog.c) */
+        else if (in->kind == HAL_INSN_NOTIFY_WAIT && in->u.notify.check &&
+                 !move_arg(ctx, donor, &in->u.notify.check_arg))
+            return false;
     }
     return true;
 }

@@ -14,12 +14,19 @@ static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
     case HAL_INSN_NOTIFY_RECORD:
         return c->hal->notify_record(in->u.notify.n, s);
     case HAL_INSN_NOTIFY_WAIT:
+        if (in->u.notify.check && c->hal->notify_wait_checked)
+            return c->hal->notify_wait_checked(in->u.notify.n, s, in->u.notify.timeout_ms, in->u.notify.abort_flag,
+                                               in->u.notify.check, in->u.notify.check_arg);
         if (in->u.notify.at_least)
             return c->hal->notify_wait_count(in->u.notify.n, s, in->u.notify.at_least, in->u.notify.timeout_ms,
                                              in->u.notify.abort_flag);
         return c->hal->notify_wait(in->u.notify.n, s, in->u.notify.timeout_ms, in->u.notify.abort_flag);
     case HAL_INSN_FN:
         return c->hal->task_async(s, in->u.fn.fn, in->u.fn.arg);
+    case HAL_INSN_FLAG_WAIT:
+        return c->hal->flag_wait(s, in->u.flag.w);
+    case HAL_INSN_NOTIFY_WAKE:
+        return c->hal->notify_wake(in->u.notify.n, s);
     case HAL_INSN_AHEAD:
         return HAL_OK; /* one task per instruction: nothing runs ahead */
     default:

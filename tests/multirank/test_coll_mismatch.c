@@ -26,6 +26,7 @@ static const char *const count_w[] = {"count=256", "count=512", NULL};
 static const char *const root_w[] = {"root=0", "called HcclBroadcast", NULL};
 static const char *const det_w[] = {"fp32, sum, deterministic)", "called HcclAllReduce(count=256, fp32, sum)", NULL};
 static const char *const exit_w[] = {"rank 0 (pid", "exited without HcclCommDestroy", NULL};
+static const char *const ow_destroy_w[] = {"HcclCommDestroy", "called HcclBroadcast", NULL};
 
 Test(mismatch, skip_then_barrier_n2, .timeout = 150) { mismatch(2, "skip", skip_w); }
 Test(mismatch, skip_then_barrier_n4, .timeout = 150) { mismatch(4, "skip", skip_w); }
@@ -75,6 +76,9 @@ Test(mismatch, roots_self_then_agreed_n4, .timeout = 150) { mismatch(4, "root-se
 Test(mismatch, roots_then_destroy_n2, .timeout = 150) { mismatch(2, "root-destroy", root_w); }
 Test(mismatch, roots_then_destroy_n3, .timeout = 150) { mismatch(3, "root-destroy", root_w); }
 Test(mismatch, roots_then_destroy_n8, .timeout = 150) { mismatch(8, "root-destroy", root_w); }
+/* Receivers of a one-way run wait in their flag wait for a root that destroys instead. */
+Test(mismatch, oneway_then_destroy_n2, .timeout = 150) { mismatch(2, "oneway-destroy", ow_destroy_w); }
+Test(mismatch, oneway_then_destroy_n4, .timeout = 150) { mismatch(4, "oneway-destroy", ow_destroy_w); }
 Test(mismatch, oneway_off_broadcast_vs_allreduce_n3, .timeout = 150)
 {
     mismatch_env("HCCL_EXEC_TIMEOUT=60 HCCL_EAGER_ONEWAY=0", 3, "op", op_w);

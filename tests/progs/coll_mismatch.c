@@ -153,6 +153,24 @@ static int roots_then_destroy(prog_env *e, void *buf)
     return 0;
 }
 
+/* Rank 0 roots one-way Broadcasts and destroys the communicator instead of its 10th: the others'
+ * 10th waits for a header rank 0 never writes, and must end naming the destroy (its FINALIZE
+ * record, then a wake of the receivers' flag waits: rt_comm_api.c). */
+static int oneway_then_destroy(prog_env *e, void *buf, double t0)
+{
+    HcclResult last = HCCL_SUCCESS;
+    for (int i = 0; i < (e->rank == 0 ? 9 : 10) && last == HCCL_SUCCESS; i++)
+        last = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream);
+    if (e->rank != 0)
+        return observe(e, last, "10th HcclBroadcast", t0);
+    aclError se = aclrtSynchronizeStream(e->stream);
+    HcclResult dr = HcclCommDestroy(e->comm);
+    e->comm = NULL;
+    printf("rank 0: 9 one-way HcclBroadcast synchronize=%d, then HcclCommDestroy returned %d after %.2f s\n", (int)se,
+           (int)dr, prog_now_s() - t0);
+    return se != ACL_SUCCESS || dr != HCCL_SUCCESS;
+}
+
 /* Two agreed Broadcasts and a barrier: a run of calls that can go one-way, longer than one, so the
  * next such call goes one-way from the first (docs/runtime.md, "One-way calls"), as the rooted
  * mismatches below must. The barrier ends on a rank only once it signalled every peer: ranks it
@@ -198,7 +216,8 @@ int misc_mismatch(prog_env *e, const char *kind)
     double t0 = prog_now_s();
     int bad;
     HcclResult rc;
-    if ((!strcmp(kind, "op") || !strncmp(kind, "root", 4)) && !prime_oneway(e, buf)) {
+    if ((!strcmp(kind, "op") || !strncmp(kind, "root", 4) || !strcmp(kind, "oneway-destroy")) &&
+        !prime_oneway(e, buf)) {
         bad = observe(e, HCCL_SUCCESS, "the barrier before the mismatch (peers failed the communicator)", t0);
     } else if (!strcmp(kind, "skip") || !strcmp(kind, "destroy")) {
         bad = skip_or_destroy(e, !strcmp(kind, "destroy"), buf, t0);
@@ -225,6 +244,8 @@ int misc_mismatch(prog_env *e, const char *kind)
         bad = roots_disagree(e, buf, kind + 5, t0);
     } else if (!strcmp(kind, "root-destroy")) {
         bad = roots_then_destroy(e, buf);
+    } else if (!strcmp(kind, "oneway-destroy")) {
+        bad = oneway_then_destroy(e, buf, t0);
     } else {
         printf("unknown mismatch kind %s\n", kind);
         bad = 1;

@@ -233,6 +233,47 @@ Test(emu_help, leaves_a_program_at_an_unmet_wait_for_the_worker, .timeout = 60)
     fix_close(&f);
 }
 
+/* The same for a flag wait (hal_flag_wait): the helper polls, then leaves it to the worker. */
+Test(emu_help, leaves_a_program_at_an_unmet_flag_wait_for_the_worker, .timeout = 60)
+{
+    help_fix f = fix_open();
+    hal_notify *n;
+    HT_OK(f.h->notify_create(f.d, &n));
+    void *mem = NULL;
+    HT_OK(f.h->mem_alloc(f.d, 64, &mem));
+    _Atomic uint64_t *flag = mem;
+    atomic_store(flag, 0);
+    static help_log log;
+    static help_item before, after;
+    before = (help_item){&log, 1};
+    after = (help_item){&log, 2};
+    static hal_flag_wait w;
+    w = (hal_flag_wait){.flag = (const volatile uint64_t *)flag, .at_least = 1, .wake = n, .timeout_ms = 30000};
+    static hal_insn prog[3];
+    prog[0] = fn_insn(&before);
+    prog[1] = (hal_insn){.kind = HAL_INSN_FLAG_WAIT};
+    prog[1].u.flag.w = &w;
+    prog[2] = fn_insn(&after);
+    HT_OK(f.h->prog_launch_record(f.s, prog, 3, f.e));
+    cr_assert_eq(f.h->event_help(f.e), HAL_E_NOT_READY, "the helper slept in the program's flag wait");
+    cr_assert_eq(atomic_load(&log.n), 1, "the program ran on past its flag wait");
+    expect_entry(&log, 0, 1, true);
+    atomic_store(flag, 1);
+    hal_stream *ws;
+    HT_OK(f.h->stream_create(f.d, &ws));
+    HT_OK(f.h->notify_wake(n, ws));
+    HT_OK(f.h->stream_sync(ws, 30000));
+    HT_OK(f.h->event_sync(f.e, 30000));
+    cr_assert_eq(atomic_load(&log.n), 2, "the resumed program ran %d functions, expected 1 more",
+                 atomic_load(&log.n) - 1);
+    expect_entry(&log, 1, 2, false);
+    HT_OK(f.h->stream_sync(f.s, 30000));
+    HT_OK(f.h->stream_destroy(ws));
+    HT_OK(f.h->mem_free(f.d, mem));
+    HT_OK(f.h->notify_destroy(n));
+    fix_close(&f);
+}
+
 Test(emu_help, met_waits_run_through, .timeout = 60)
 {
     help_fix f = fix_open();

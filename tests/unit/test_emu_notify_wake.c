@@ -81,3 +81,68 @@ Test(emu_notify_wake, waiters_balance_over_wakes_and_timeouts, .timeout = 60)
     cr_expect_eq(emu_notify_test_waiters(f.n), 0u, "a wait that timed out counted itself out");
     fix_close(&f);
 }
+
+/* notify_wake (flag waits, hal.h): a wake call only for a wait asleep on the notify, none (and no
+ * record) where nobody sleeps; the woken flag wait takes the wake-up signal with it. */
+Test(emu_notify_wake, notify_wake_wakes_a_sleeping_flag_wait_only, .timeout = 60)
+{
+    wake_fix f = fix_open();
+    hal_stream *w;
+    HT_OK(f.h->stream_create(f.d, &w));
+    uint64_t before = emu_notify_test_wake_calls();
+    HT_OK(f.h->notify_wake(f.n, w));
+    HT_OK(f.h->stream_sync(w, -1));
+    cr_expect_eq(emu_notify_test_wake_calls() - before, 0u, "nobody asleep: no wake call");
+    cr_expect_eq(f.h->notify_count(f.n), 0u, "nobody asleep: no record");
+    void *mem = NULL;
+    HT_OK(f.h->mem_alloc(f.d, 64, &mem));
+    volatile uint64_t *flag = mem;
+    *flag = 0;
+    hal_flag_wait fw = {.flag = flag, .at_least = 1, .wake = f.n, .timeout_ms = 30000};
+    HT_OK(f.h->flag_wait(f.s, &fw));
+    until_asleep(&f);
+    *flag = 1;
+    HT_OK(f.h->notify_wake(f.n, w));
+    HT_OK(f.h->stream_sync(w, -1));
+    cr_expect_eq(emu_notify_test_wake_calls() - before, 1u, "one wake call for the sleeping flag wait");
+    HT_OK(f.h->stream_sync(f.s, -1));
+    cr_expect_eq(emu_notify_test_waiters(f.n), 0u);
+    cr_expect_eq(f.h->notify_count(f.n), 0u, "the woken wait took its wake-up");
+    HT_OK(f.h->mem_free(f.d, mem));
+    HT_OK(f.h->stream_destroy(w));
+    fix_close(&f);
+}
+
+typedef struct seen_asleep {
+    const wake_fix *f;
+    int calls, counted_in;
+} seen_asleep;
+
+static int note_waiters(void *arg, char *msg, size_t len)
+{
+    (void)msg, (void)len;
+    seen_asleep *a = arg;
+    a->calls++;
+    a->counted_in += emu_notify_test_waiters(a->f->n) > 0;
+    return 0;
+}
+
+/* A checked notify wait runs its check once counted among the sleepers (so a notify_wake after
+ * what the check read finds it), and only where it sleeps. */
+Test(emu_notify_wake, a_checked_wait_checks_once_counted_in, .timeout = 60)
+{
+    wake_fix f = fix_open();
+    static seen_asleep a;
+    a = (seen_asleep){&f, 0, 0};
+    HT_OK(f.h->notify_host_record(f.n));
+    HT_OK(f.h->notify_wait_checked(f.n, f.s, 30000, NULL, note_waiters, &a));
+    HT_OK(f.h->stream_sync(f.s, -1));
+    cr_expect_eq(a.calls, 0, "a signal there: no check");
+    HT_OK(f.h->notify_wait_checked(f.n, f.s, 30000, NULL, note_waiters, &a));
+    until_asleep(&f);
+    HT_OK(f.h->notify_host_record(f.n));
+    HT_OK(f.h->stream_sync(f.s, -1));
+    cr_expect_geq(a.calls, 1, "the check ran before the wait slept");
+    cr_expect_eq(a.counted_in, a.calls, "every check ran with the wait counted among the sleepers");
+    fix_close(&f);
+}
