@@ -26,11 +26,8 @@ static bool flag_polled(const hal_flag_wait *w, uint64_t budget)
 {
     if (flag_met(w))
         return true; /* the common case: no clock read */
-    uint64_t spin = emu_notify_spin_ns(), yield = emu_cfg()->yield_ns;
-    spin = spin < budget ? spin : budget;
-    yield = yield < budget - spin ? yield : budget - spin;
     emu_poll p;
-    emu_poll_init(&p, spin, yield);
+    emu_wait_poll_init(&p, budget);
     do {
         if (flag_met(w))
             return true;

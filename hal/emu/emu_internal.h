@@ -39,7 +39,7 @@ typedef struct emu_config {
     bool copy_nt_auto;      /* HCCL_EMU_COPY_NT_BYTES unset: such copies use the kernel measured faster */
     uint64_t exec_timeout_ms; /* HCCL_EXEC_TIMEOUT (s) in ms, 0 = never */
     uint64_t spin_ns;       /* HCCL_EMU_SPIN_US: waits poll with cpu_relax this long, then yield */
-    bool spin_auto;         /* HCCL_EMU_SPIN_US unset: notify waits choose (emu_notify_spin_ns) */
+    bool spin_auto;         /* HCCL_EMU_SPIN_US unset: notify waits choose (emu_wait_poll_init) */
     uint32_t ncpus;         /* online CPUs */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
     uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
@@ -388,8 +388,10 @@ void emu_notify_put(struct hal_notify *n);
 bool emu_notify_do_wake(hal_stream *s, const hal_notify *n, bool fence);
 /* The slot and generation of n, for the flag waits that sleep on it (emu_flag.c). */
 emu_notify_slot *emu_notify_slot_of(const struct hal_notify *n, uint32_t *gen);
-/* How long a wait spins before it yields (HCCL_EMU_SPIN_US, or chosen: docs/emulator.md, "Waits"). */
-uint64_t emu_notify_spin_ns(void);
+/* The poll of a wait for a peer device, at most budget ns: spin (HCCL_EMU_SPIN_US, or chosen:
+ * docs/emulator.md, "Waits"), then yield (HCCL_EMU_YIELD_US). */
+struct emu_poll;
+void emu_wait_poll_init(struct emu_poll *p, uint64_t budget);
 /* A notify wait's futex slice, and the wake bit every plain wait sleeps with. */
 #define EMU_NOTIFY_SLICE_NS 200000000ull
 #define EMU_WAKE_ANY (1u << 31)

@@ -418,12 +418,20 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
 /* A notify is recorded by a peer device, run by another process or thread. Spinning pays when
  * that one runs on another core right now: likely while there are no more devices than cores,
  * harmful beyond (docs/emulator.md, "Waits"). */
-uint64_t emu_notify_spin_ns(void)
+static uint64_t wait_spin_ns(void)
 {
     const emu_config *cfg = emu_cfg();
     if (!cfg->spin_auto)
         return cfg->spin_ns;
     return emu_devices_fit_cpus() ? EMU_AUTO_SPIN_NS : 0;
+}
+
+void emu_wait_poll_init(emu_poll *p, uint64_t budget)
+{
+    uint64_t spin = wait_spin_ns(), yield = emu_cfg()->yield_ns;
+    spin = spin < budget ? spin : budget;
+    yield = yield < budget - spin ? yield : budget - spin;
+    emu_poll_init(p, spin, yield);
 }
 
 /* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us), for at most
@@ -435,11 +443,8 @@ static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_fla
     take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
     if (tr != TAKE_NONE)
         return tr;
-    uint64_t spin = emu_notify_spin_ns(), yield = emu_cfg()->yield_ns;
-    spin = spin < budget ? spin : budget;
-    yield = yield < budget - spin ? yield : budget - spin;
     emu_poll p;
-    emu_poll_init(&p, spin, yield);
+    emu_wait_poll_init(&p, budget);
     *t0 = p.t0;
     do {
         tr = notify_take(n, take);
