@@ -35,7 +35,6 @@ static bool flag_polled(const hal_flag_wait *w, uint64_t budget)
     return false;
 }
 
-
 /* The signals there are wake-ups only: taken, so the count stays small. */
 static void take_all(emu_notify_slot *slot, uint32_t gen)
 {

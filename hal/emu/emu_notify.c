@@ -16,12 +16,6 @@
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_sys.h"
 
-/* Who a record wakes (futex bitsets): every plain wait (EMU_WAKE_ANY), and of the count waits only those
- * whose target count is the new count modulo 31 (count_bit). A drain waiting for 128 credits is
- * woken by the record that brings the 128th and a few before it, not by each of them: woken at
- * each, it took a context switch per credit from the receiver it shares a core with (8 B
- * Broadcast at 4 ranks: the last receiver's 128 calls took 1.7 ms instead of 0.15). */
-
 #define EMU_AUTO_SPIN_NS 5000ull /* measured at 2 ranks on 2 cores: 1.47 -> 1.25 us per 8 B AllReduce */
 
 struct hal_notify {
@@ -323,6 +317,11 @@ static bool fail_stale(hal_stream *s, const hal_notify *n)
     return false;
 }
 
+/* Who a record wakes (futex bitsets): every plain wait (EMU_WAKE_ANY), and of the count waits only
+ * those whose target count is the new count modulo 31 (count_bit). A drain waiting for 128 credits
+ * is woken by the record that brings the 128th and a few before it, not by each of them: woken at
+ * each, it took a context switch per credit from the receiver it shares a core with (8 B
+ * Broadcast at 4 ranks: the last receiver's 128 calls took 1.7 ms instead of 0.15). */
 static uint32_t count_bit(uint32_t count)
 {
     return 1u << (count % 31);
