@@ -36,6 +36,17 @@ static HcclResult ar(prog_env *e, void *buf, uint64_t cnt)
     return HcclAllReduce(buf, buf, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->comm, e->stream);
 }
 
+/* Rank 0's end where it destroys instead of its next call: synchronize, HcclCommDestroy, both said. */
+static int sync_then_destroy(prog_env *e, const char *calls, double t0)
+{
+    aclError se = aclrtSynchronizeStream(e->stream);
+    HcclResult dr = HcclCommDestroy(e->comm);
+    e->comm = NULL;
+    printf("rank 0: %s synchronize=%d, then HcclCommDestroy returned %d after %.2f s\n", calls, (int)se, (int)dr,
+           prog_now_s() - t0);
+    return se != ACL_SUCCESS || dr != HCCL_SUCCESS;
+}
+
 /* (a) rank 0 skips one of 10 AllReduces, then calls HcclBarrier; (b) rank 0 destroys instead. */
 static int skip_or_destroy(prog_env *e, bool destroy, void *buf, double t0)
 {
@@ -51,12 +62,7 @@ static int skip_or_destroy(prog_env *e, bool destroy, void *buf, double t0)
         return observe(e, last, "10th HcclAllReduce", t0);
     if (!destroy)
         return observe(e, HcclBarrier(e->comm, e->stream), "HcclBarrier after 9 HcclAllReduce", t0);
-    aclError se = aclrtSynchronizeStream(e->stream);
-    HcclResult dr = HcclCommDestroy(e->comm);
-    e->comm = NULL;
-    printf("rank 0: 9 HcclAllReduce synchronize=%d, then HcclCommDestroy returned %d after %.2f s\n", (int)se,
-           (int)dr, prog_now_s() - t0);
-    return se != ACL_SUCCESS || dr != HCCL_SUCCESS;
+    return sync_then_destroy(e, "9 HcclAllReduce", t0);
 }
 
 /* (f) rank 0 runs 9 AllReduces and exits without HcclCommDestroy (a crash, as the others see it):
@@ -163,12 +169,7 @@ static int oneway_then_destroy(prog_env *e, void *buf, double t0)
         last = HcclBroadcast(buf, MM_COUNT, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream);
     if (e->rank != 0)
         return observe(e, last, "10th HcclBroadcast", t0);
-    aclError se = aclrtSynchronizeStream(e->stream);
-    HcclResult dr = HcclCommDestroy(e->comm);
-    e->comm = NULL;
-    printf("rank 0: 9 one-way HcclBroadcast synchronize=%d, then HcclCommDestroy returned %d after %.2f s\n", (int)se,
-           (int)dr, prog_now_s() - t0);
-    return se != ACL_SUCCESS || dr != HCCL_SUCCESS;
+    return sync_then_destroy(e, "9 one-way HcclBroadcast", t0);
 }
 
 /* Two agreed Broadcasts and a barrier: a run of calls that can go one-way, longer than one, so the
