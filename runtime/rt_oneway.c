@@ -52,7 +52,7 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
     ctx->credit_seq = 0;
     ctx->ndrain = 0;
     /* Calls so far the same on every rank: a peer's call goes one-way only as a run allows. */
-    ctx->peer_oneway = c->oneway && (c->able_run > 0 || c->able_last_run > 1);
+    ctx->peer_oneway = c->oneway && !c->net && (c->able_run > 0 || c->able_last_run > 1);
     if (is_root(c, plan)) { /* past the credits given at init: those of run position run - S */
         if (run >= c->ow_slots)
             ctx->credit_seq = c->oneway_seq[run % c->ow_slots];
