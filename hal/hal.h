@@ -159,6 +159,12 @@ typedef struct hal_insn {
     } u;
 } hal_insn;
 
+/* An instruction that may wait for a signal (nothing runs ahead past it: "Running ahead"). */
+static inline bool hal_insn_waits(const hal_insn *in)
+{
+    return in->kind == HAL_INSN_NOTIFY_WAIT || in->kind == HAL_INSN_FLAG_WAIT;
+}
+
 enum hal_event_flags {
     HAL_EVENT_TIMING = 1u << 0,    /* record a timestamp (for elapsed_time) */
     HAL_EVENT_WAIT_UNRECORDED_BLOCKS = 1u << 1, /* a wait on a never-recorded event blocks until a record

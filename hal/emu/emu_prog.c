@@ -148,16 +148,11 @@ uint64_t emu_prog_test_ahead_runs(void)
     return atomic_load(&g_ahead_runs);
 }
 
-bool emu_insn_waits(const hal_insn *in)
-{
-    return in->kind == HAL_INSN_NOTIFY_WAIT || in->kind == HAL_INSN_FLAG_WAIT;
-}
-
 /* Where t's prefix ends: its AHEAD mark of group g, if no wait comes before it; else t->u.prog.n. */
 static uint32_t ahead_end(const emu_task *t, uint64_t g)
 {
     const hal_insn *in = t->u.prog.insns;
-    for (uint32_t i = 0; i < t->u.prog.n && !emu_insn_waits(&in[i]); i++)
+    for (uint32_t i = 0; i < t->u.prog.n && !hal_insn_waits(&in[i]); i++)
         if (in[i].kind == HAL_INSN_AHEAD)
             return in[i].u.ahead.group == g ? i : t->u.prog.n;
     return t->u.prog.n;

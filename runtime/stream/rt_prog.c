@@ -235,8 +235,7 @@ static bool ahead_able(const rt_launch_ctx *ctx, uint32_t stream)
         ctx->plan->nstreams != 1 || ctx->npre)
         return false;
     for (uint32_t i = 0; i < ctx->ninsns; i++)
-        if (ctx->insns[i].kind == HAL_INSN_NOTIFY_WAIT || ctx->insns[i].kind == HAL_INSN_FLAG_WAIT ||
-            ctx->insns[i].kind == HAL_INSN_AHEAD)
+        if (hal_insn_waits(&ctx->insns[i]) || ctx->insns[i].kind == HAL_INSN_AHEAD)
             return false;
     return true;
 }
@@ -575,8 +574,7 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
     ctx->out_at = (uintptr_t)call->out;
     ctx->out_bytes = out_elems * ctx->esize;
     hal_insn *mark = NULL;
-    for (uint32_t i = 0; i < ctx->ninsns && !mark && ctx->insns[i].kind != HAL_INSN_NOTIFY_WAIT &&
-                         ctx->insns[i].kind != HAL_INSN_FLAG_WAIT; i++)
+    for (uint32_t i = 0; i < ctx->ninsns && !mark && !hal_insn_waits(&ctx->insns[i]); i++)
         if (ctx->insns[i].kind == HAL_INSN_AHEAD)
             mark = &ctx->insns[i];
     if (!mark)
