@@ -34,14 +34,15 @@
  *   own box of a peer's inbox before FETCHing that peer (the inbox is the library's, bounded and
  *   static, so no address needs publishing); the peer reads it only after FETCHing the writer.
  *   Reuse across calls:
- *   . Calls that end full take ALGO_EAGER_SLOTS = 4 slots in turn, counted over those calls. Every
+ *   . Calls that end full take ALGO_EAGER_SLOTS slots in turn, counted over those calls. Every
  *     plan of a communicator where eager plans can run, one-way ones aside, "ends full": a rank's
  *     stream 0 ends only after every rank PUBLISHed the call (the verifier reports it,
  *     algo_verify_report.full_end). So when a rank runs full call k, every rank has PUBLISHed full
  *     call k-1. The runtime may run an eager call's part up to its first FETCH (PUBLISH, the
- *     writes into peers' boxes, the PUB signals) while the call before it waits (hal.h, "Running
- *     ahead"): a rank may PUBLISH call k-1 while it runs k-2, so every rank has started k-2 and
- *     finished k-3, and the rank may write the slot of k+1. Slots k-2 .. k+1 are four.
+ *     writes into peers' boxes, the PUB signals) while up to D = ALGO_AHEAD_MAX calls before it
+ *     wait (hal.h, "Running ahead"): a rank may PUBLISH call k-1 while it runs k-1-D, so every
+ *     rank has started k-1-D and finished k-2-D, and the rank, running k, may write the slot of
+ *     k+D. Slots k-1-D .. k+D are 2D + 2.
  *     algo_select picks eager only where that holds (one server, n <= ALGO_MESH_MAX_RANKS, nothing
  *     forced).
  *   . One-way calls (topo->oneway: eager Broadcast and Scatter in a run of such calls, which the
@@ -110,7 +111,11 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 
 /* The eager inbox (see INBOX above): a ref's offset is box * ALGO_EAGER_BOX + bytes into the box. */
 #define ALGO_EAGER_BOX (64u << 10)
-#define ALGO_EAGER_SLOTS 4u
+/* How many calls before it an eager call's prefix may run ahead of (docs/runtime.md, "Running
+ * ahead"): 2 cost 8 B AllReduce at 4 ranks on 2 CPUs 8.4 -> 6.0 us a call, 7 4.5, 15 no more
+ * (docs/perf.md, twenty-third pass); each one costs two eager slots (INBOX above). */
+#define ALGO_AHEAD_MAX 7u
+#define ALGO_EAGER_SLOTS (2u * ALGO_AHEAD_MAX + 2u)
 /* One-way slots (INBOX below): credits each receiver gives a root before its first one-way call,
  * so how far a root runs ahead. A root that never waits for a credit inside a loop of calls lets
  * its receivers drain the loop at their pace: at 4 ranks on 2 cores a 100-call loop of 8 B

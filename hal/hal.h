@@ -125,13 +125,16 @@ typedef struct hal_flag_wait {
     void *check_arg;
 } hal_flag_wait;
 
-/* Running ahead. A program with an AHEAD mark of group g != 0 (at most one mark, no wait before
- * it) says: the instructions before the mark may run while the program queued right before it on
- * the same stream waits, if that program passed a mark of the same group before its wait. A
- * backend may do so (the emulator does, when the wait is not met at once) or not (in order is
- * always correct). The caller guarantees what makes that safe: nothing queued in between (the
- * backend checks adjacency), the prefix reads nothing the earlier program writes after its own
- * mark, and writes nothing it reads or writes. Group 0: the mark is off for this launch. */
+/* Running ahead. A program with an AHEAD mark of group g != 0 and depth d (at most one mark, no
+ * wait before it) says: the instructions before the mark may run while the program queued j <= d
+ * places before it on the same stream waits, if that program and every program in between
+ * passed marks of group g (those in between maybe only their prefixes, also run ahead) and
+ * nothing else is queued in between. A backend may do so (the emulator does, when a wait is not
+ * met at once, for up to HAL_AHEAD_MAX programs) or not (in order is always correct). The caller
+ * guarantees what makes that safe: the prefix reads nothing those d programs write after their
+ * own marks, and writes nothing they read or write. Depth 0: the prefix runs in order, later
+ * programs may still run ahead of this one. Group 0: the mark is off. */
+#define HAL_AHEAD_MAX 7u /* the most programs a backend runs ahead of one that waits */
 
 typedef struct hal_insn {
     uint8_t kind; /* hal_insn_kind */
@@ -154,7 +157,7 @@ typedef struct hal_insn {
             void *check_arg;
         } notify;
         struct { hal_task_fn fn; void *arg; } fn;
-        struct { uint64_t group; } ahead;
+        struct { uint64_t group; uint32_t depth; } ahead; /* depth: how many programs before it */
         struct { const hal_flag_wait *w; } flag;
     } u;
 } hal_insn;
@@ -388,10 +391,10 @@ typedef struct hal_ops {
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 14u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+#define HAL_ABI_VERSION 15u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
                              * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
                              * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies; 14: flag_wait, notify_wake,
-                             * notify_wait_checked */
+                             * notify_wait_checked; 15: the AHEAD mark's depth */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

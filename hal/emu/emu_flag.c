@@ -21,13 +21,13 @@ static bool aborted(const hal_flag_wait *w)
     return w->abort_flag && *w->abort_flag;
 }
 
-/* Polls for at most `budget` ns (spin, then yield); true once the flag is met. */
-static bool flag_polled(const hal_flag_wait *w, uint64_t budget)
+/* Polls for at most `budget` ns (spin, then yield), from *start (when the poll began); true once
+ * the flag is met. */
+static bool flag_polled(const hal_flag_wait *w, uint64_t budget, uint64_t *start)
 {
-    if (flag_met(w))
-        return true; /* the common case: no clock read */
     emu_poll p;
     emu_wait_poll_init(&p, budget);
+    *start = p.t0;
     do {
         if (flag_met(w))
             return true;
@@ -88,8 +88,10 @@ static bool flag_asleep(hal_stream *s, const hal_flag_wait *w, uint64_t start)
 
 emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, bool help)
 {
-    uint64_t start = emu_now_ns();
-    if (flag_polled(w, help ? EMU_HELP_POLL_NS : UINT64_MAX))
+    if (flag_met(w))
+        return EMU_WAIT_MET; /* the common case in a run ahead: no clock read (tens of ns in a VM) */
+    uint64_t start;
+    if (flag_polled(w, help ? EMU_HELP_POLL_NS : UINT64_MAX, &start))
         return EMU_WAIT_MET;
     if (help && !aborted(w))
         return EMU_WAIT_LATER; /* the worker sleeps in it, not a helping host thread */

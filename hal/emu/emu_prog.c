@@ -148,45 +148,49 @@ uint64_t emu_prog_test_ahead_runs(void)
     return atomic_load(&g_ahead_runs);
 }
 
-/* Where t's prefix ends: its AHEAD mark of group g, if no wait comes before it; else t->u.prog.n. */
-static uint32_t ahead_end(const emu_task *t, uint64_t g)
+/* Where t's prefix ends: its AHEAD mark of group g allowing `depth` (t runs ahead of the
+ * depth-th program before it), if no wait comes before it; else t->u.prog.n. */
+static uint32_t ahead_end(const emu_task *t, uint64_t g, uint32_t depth)
 {
     const hal_insn *in = t->u.prog.insns;
     for (uint32_t i = 0; i < t->u.prog.n && !hal_insn_waits(&in[i]); i++)
         if (in[i].kind == HAL_INSN_AHEAD)
-            return in[i].u.ahead.group == g ? i : t->u.prog.n;
+            return in[i].u.ahead.group == g && in[i].u.ahead.depth >= depth ? i : t->u.prog.n;
     return t->u.prog.n;
 }
 
-/* r's program, past its mark, waits for a signal that is not there yet: the program queued right
- * after it, not started, runs its prefix now (hal.h, "Running ahead"). An exchange's next call
- * sends while this one waits for its peers: ranks that share CPUs then each finish several calls
- * per turn on the CPU, where in order every call needs every rank to get the CPU once more. Only
- * the executor takes tasks off the queue, so the next task stays put; its pc moves past the mark
- * before the lock is dropped, and it resumes there. */
+/* r's program, past its mark, waits for a signal that is not there yet: the programs queued right
+ * after it, not started, run their prefixes now (hal.h, "Running ahead"), each as far ahead as its
+ * mark allows. An exchange's next calls send while this one waits for its peers: ranks that share
+ * CPUs then each finish several calls per turn on the CPU, where in order every call needs every
+ * rank to get the CPU once more. Every wait of r's program that is not met looks again: programs
+ * queued since may run ahead too. Only the executor takes tasks off the queue, so the next tasks
+ * stay put; their pc moves past the mark before the lock is dropped, and each resumes there. */
 static void run_next_ahead(prog_run *r)
 {
     hal_stream *s = r->s;
-    emu_task *nt;
-    uint32_t end = 0;
+    emu_task *run[HAL_AHEAD_MAX];
+    uint32_t ends[HAL_AHEAD_MAX], k = 0, depth = 1;
     pthread_mutex_lock(&s->mu);
-    nt = s->head;
-    if (nt && nt->kind == EMU_T_PROG && nt->u.prog.pc == 0) {
-        end = ahead_end(nt, r->ahead);
-        if (end < nt->u.prog.n)
-            nt->u.prog.pc = end + 1;
-        else
-            end = 0;
+    for (emu_task *nt = s->head; nt && nt->kind == EMU_T_PROG && depth <= HAL_AHEAD_MAX;
+         nt = nt->next, depth++) {
+        uint32_t end = ahead_end(nt, r->ahead, depth);
+        if (end >= nt->u.prog.n || (nt->u.prog.pc && nt->u.prog.pc != end + 1))
+            break; /* no mark for this far ahead, or started past its prefix: later ones stay in order */
+        if (nt->u.prog.pc)
+            continue; /* its prefix ran while an earlier wait looked */
+        nt->u.prog.pc = end + 1;
+        run[k] = nt;
+        ends[k++] = end;
     }
     pthread_mutex_unlock(&s->mu);
-    if (!end)
-        return;
-    r->ahead = 0; /* only the next program may run ahead: this run's later waits need not look again */
-    atomic_fetch_add_explicit(&g_ahead_runs, 1, memory_order_relaxed);
-    prog_run pr = {s, 0, false, false}; /* a prefix has no waits: it never suspends */
-    for (uint32_t i = 0; i < end; i++)
-        if (run_insn(&pr, &nt->u.prog.insns[i]) != EMU_WAIT_MET)
-            return; /* the stream failed: the program is skipped when its turn comes */
+    for (uint32_t j = 0; j < k; j++) {
+        atomic_fetch_add_explicit(&g_ahead_runs, 1, memory_order_relaxed);
+        prog_run pr = {s, 0, false, false}; /* a prefix has no waits: it never suspends */
+        for (uint32_t i = 0; i < ends[j]; i++)
+            if (run_insn(&pr, &run[j]->u.prog.insns[i]) != EMU_WAIT_MET)
+                return; /* the stream failed: the programs are skipped when their turn comes */
+    }
 }
 
 static emu_wait_end run_wait(prog_run *r, const hal_insn *in)

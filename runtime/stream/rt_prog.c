@@ -258,6 +258,7 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
         if (!mark)
             return HAL_E_NOMEM;
         mark->u.ahead.group = 0;
+        mark->u.ahead.depth = 0;
     }
     CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
     if (c->oneway && !ctx->p2p) /* the peer may root a one-way call where this rank runs another */
@@ -579,9 +580,22 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
             mark = &ctx->insns[i];
     if (!mark)
         return;
-    /* The previous launch, if on this stream, may still write its OUT after its own mark. */
-    const rt_launch_ctx *prev = rt_pending_newest(ctx->c);
-    bool reads_prev = prev && prev->stream == call->stream &&
-                      ranges_meet((uintptr_t)call->in, in_elems * ctx->esize, prev->out_at, prev->out_bytes);
-    mark->u.ahead.group = reads_prev ? 0 : (uint64_t)(uintptr_t)ctx->c->handle;
+    /* The launches before, if on this stream, may still write their OUT after their own marks:
+     * this one's prefix runs ahead of as many of them as its IN meets none of. With depth 0 the
+     * mark stays on: its prefix runs in order, and later calls may still run ahead of it. */
+    const rt_comm *c = ctx->c;
+    uint32_t depth = 0;
+    while (depth < ALGO_AHEAD_MAX) {
+        if (depth == c->npending) {
+            depth = ALGO_AHEAD_MAX; /* none older in flight */
+            break;
+        }
+        const rt_launch_ctx *prev = rt_pending_at(c, c->npending - 1 - depth);
+        if (prev->stream != call->stream ||
+            ranges_meet((uintptr_t)call->in, in_elems * ctx->esize, prev->out_at, prev->out_bytes))
+            break;
+        depth++;
+    }
+    mark->u.ahead.group = (uint64_t)(uintptr_t)c->handle;
+    mark->u.ahead.depth = depth;
 }

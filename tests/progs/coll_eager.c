@@ -330,11 +330,13 @@ int misc_deepqueue(prog_env *e)
 }
 
 /* coll_misc eagerchain: eager calls that may run ahead, and calls that must not (docs/runtime.md,
- * "Running ahead"). CH_ROUNDS rounds of five int64 AllReduces (sum) and a copy, issued back to back:
+ * "Running ahead"). CH_ROUNDS rounds of five int64 AllReduces (sum) and a copy, queued behind a
+ * hold that each rank releases a little after the rank before, so a rank's calls wait for later
+ * ranks and whatever may run ahead of a waiting call does:
  *   A -> B;
- *   B -> C, whose IN is the OUT of the call right before it: it must wait for that call's end;
- *   D -> E, independent of the call before (its sends may run while B -> C waits);
- *   C -> A, the OUT of B -> C, which ended before D -> E ran (may run ahead too);
+ *   D -> E, independent of the call before (its sends may run while A -> B waits);
+ *   B -> C, whose IN is the OUT of the call two before: it may not run ahead of A -> B;
+ *   C -> A, whose IN is the OUT of the call right before it: it must wait for that call's end;
  *   a copy A -> F on the same stream (aclrtMemcpyAsync), then F -> D: F is written between the calls.
  * After the first calls every rank holds the same values, so each call multiplies by n; a call that
  * read its IN before the call or copy before it wrote it gets an older value: checked exactly. */
@@ -344,7 +346,7 @@ int misc_deepqueue(prog_env *e)
 #define CH_STEPS 5
 
 /* in, out per step (A..F = 0..5); the copy A -> F comes before the last step. */
-static const int ch_steps[CH_STEPS][2] = {{0, 1}, {1, 2}, {3, 4}, {2, 0}, {5, 3}};
+static const int ch_steps[CH_STEPS][2] = {{0, 1}, {3, 4}, {1, 2}, {2, 0}, {5, 3}};
 
 /* The buffers' contents after every call, replayed on the host. */
 static void chain_reference(int64_t ref[CH_BUFS][CH_COUNT], uint32_t n)
@@ -360,7 +362,7 @@ static void chain_reference(int64_t ref[CH_BUFS][CH_COUNT], uint32_t n)
             for (int j = 0; j < CH_COUNT; j++) {
                 if (k == CH_STEPS - 1)
                     ref[5][j] = ref[0][j];
-                bool first = round == 0 && (k == 0 || k == 2); /* reads a rank's own values: the sums above */
+                bool first = round == 0 && k < 2; /* reads a rank's own values: the sums above */
                 ref[ch_steps[k][1]][j] = first ? ref[ch_steps[k][0]][j] : ref[ch_steps[k][0]][j] * (int64_t)n;
             }
 }
@@ -375,13 +377,22 @@ int misc_eagerchain(prog_env *e)
             host[b][j] = b % 3 == 0 ? (int64_t)(e->rank + 1 + j + b) : -1;
         to_dev(buf[b], host[b], bytes);
     }
-    for (int round = 0; round < CH_ROUNDS; round++)
+    hold h[CH_ROUNDS];
+    for (int round = 0; round < CH_ROUNDS; round++) {
+        hold_init(&h[round]);
+        ACL_OK(aclrtLaunchHostFunc(e->stream, hold_fn, &h[round]));
         for (int k = 0; k < CH_STEPS; k++) {
             if (k == CH_STEPS - 1)
                 ACL_OK(aclrtMemcpyAsync(buf[5], bytes, buf[0], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, e->stream));
             HCCL_OK(HcclAllReduce(buf[ch_steps[k][0]], buf[ch_steps[k][1]], CH_COUNT, HCCL_DATA_TYPE_INT64,
                                   HCCL_REDUCE_SUM, e->comm, e->stream));
         }
+        /* The round's calls are all queued: released one rank after another, each rank's calls
+         * wait for later ranks, and whatever may run ahead of a waiting call does. */
+        hold_wait_entered(&h[round]);
+        usleep(2000 * e->rank);
+        hold_release(&h[round]);
+    }
     ACL_OK(aclrtSynchronizeStream(e->stream));
     chain_reference(ref, e->n);
     int bad = 0;

@@ -1,9 +1,10 @@
 /* Running ahead on the emulator (hal.h, HAL_INSN_AHEAD): while a program that passed a mark of
- * group g waits for a signal not there yet, the program queued right after it on the stream runs
- * its prefix (up to its own mark of group g) on the same executor, and later resumes past it
- * (the prefix never runs twice). Nothing runs ahead across another group, a mark of group 0, a
- * task queued in between, or for a program that passed no mark. A gate holds the stream while
- * both programs are queued, so the first program's wait always finds the second queued. */
+ * group g waits for a signal not there yet, the programs queued right after it on the stream run
+ * their prefixes (up to their own marks of group g) on the same executor, each only if its mark's
+ * depth reaches the waiting program, and later resume past them (a prefix never runs twice).
+ * Nothing runs ahead across another group, a mark of group 0, a task queued in between, or for a
+ * program that passed no mark. A gate holds the stream while the programs are queued, so the
+ * first program's wait always finds the others queued. */
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -47,10 +48,11 @@ static int nop_fn(void *arg, char *msg, size_t len)
     return 0;
 }
 
-static hal_insn mark_insn(uint64_t group)
+static hal_insn mark_insn(uint64_t group, uint32_t depth)
 {
     hal_insn in = {.kind = HAL_INSN_AHEAD};
     in.u.ahead.group = group;
+    in.u.ahead.depth = depth;
     return in;
 }
 
@@ -86,8 +88,8 @@ static void run_case(ahead_case k, bool ahead)
     hal_insn wait = {.kind = HAL_INSN_NOTIFY_WAIT};
     wait.u.notify.n = n;
     wait.u.notify.timeout_ms = 30000;
-    hal_insn pa[4] = {fn_insn(&a0), mark_insn(k.group_a), wait, fn_insn(&a1)};
-    hal_insn pb[3] = {fn_insn(&b1), mark_insn(k.group_b), fn_insn(&b2)};
+    hal_insn pa[4] = {fn_insn(&a0), mark_insn(k.group_a, 1), wait, fn_insn(&a1)};
+    hal_insn pb[3] = {fn_insn(&b1), mark_insn(k.group_b, 1), fn_insn(&b2)};
     if (!k.group_a) { /* no mark at all: a plain program */
         pa[1] = (hal_insn){.kind = HAL_INSN_FN};
         pa[1].u.fn.fn = nop_fn;
@@ -149,4 +151,86 @@ Test(emu_prog_ahead, not_past_a_task_in_between, .timeout = 60)
 Test(emu_prog_ahead, not_after_a_program_without_a_mark, .timeout = 60)
 {
     run_case((ahead_case){0, 7, false}, false);
+}
+
+#define CHAIN_MAX 3
+
+/* Queues [gate] A = {a0, mark of depth 0, wait n, a1} and after it programs P1..Pk = {prefix,
+ * mark of depth[i], suffix}, all of one group. While A waits, the first `ahead` of them run their
+ * prefixes (Pi may run ahead of A only if its depth is at least i; A's own depth 0 only keeps its
+ * prefix in order); the rest run in order. */
+static void run_chain(const uint32_t *depth, int k, int ahead)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d = ht_open(h, 0);
+    hal_stream *s;
+    HT_OK(h->stream_create(d, &s));
+    hal_notify *n;
+    HT_OK(h->notify_create(d, &n));
+    static ahead_log log;
+    atomic_store(&log.n, 0);
+    static ahead_item it[2 + 2 * CHAIN_MAX]; /* a0, a1, then each program's prefix and suffix */
+    for (int i = 0; i < 2 + 2 * k; i++)
+        it[i] = (ahead_item){&log, i};
+    hal_insn wait = {.kind = HAL_INSN_NOTIFY_WAIT};
+    wait.u.notify.n = n;
+    wait.u.notify.timeout_ms = 30000;
+    hal_insn pa[4] = {fn_insn(&it[0]), mark_insn(7, 0), wait, fn_insn(&it[1])};
+    hal_insn p[CHAIN_MAX][3];
+    ht_gate gate;
+    ht_gate_init(&gate);
+    uint64_t runs = emu_prog_test_ahead_runs();
+    HT_OK(h->host_func_async(s, ht_gate_fn, &gate));
+    HT_OK(h->prog_launch(s, pa, 4));
+    for (int i = 0; i < k; i++) {
+        p[i][0] = fn_insn(&it[2 + 2 * i]);
+        p[i][1] = mark_insn(7, depth[i]);
+        p[i][2] = fn_insn(&it[3 + 2 * i]);
+        HT_OK(h->prog_launch(s, p[i], 3));
+    }
+    while (sem_wait(&gate.entered) != 0)
+        ;
+    ht_gate_open(&gate);
+    await_entries(&log, 1 + ahead);
+    usleep(20000); /* A is in its wait by now: a prefix that may not run ahead would have run */
+    cr_expect_eq(atomic_load(&log.n), 1 + ahead, "%d items ran while A waited, expected %d", atomic_load(&log.n),
+                 1 + ahead);
+    HT_OK(h->notify_host_record(n));
+    HT_OK(h->stream_sync(s, 30000));
+    int want[2 + 2 * CHAIN_MAX], w = 0;
+    want[w++] = 0;
+    for (int i = 0; i < ahead; i++)
+        want[w++] = 2 + 2 * i;
+    want[w++] = 1;
+    for (int i = 0; i < k; i++) {
+        if (i >= ahead)
+            want[w++] = 2 + 2 * i;
+        want[w++] = 3 + 2 * i;
+    }
+    cr_assert_eq(atomic_load(&log.n), w);
+    for (int i = 0; i < w; i++)
+        cr_expect_eq(log.id[i], want[i], "entry %d is item %d, expected %d", i, log.id[i], want[i]);
+    cr_expect_eq(emu_prog_test_ahead_runs() - runs, (uint64_t)ahead, "prefixes run ahead");
+    ht_gate_fini(&gate);
+    HT_OK(h->notify_destroy(n));
+    HT_OK(h->stream_destroy(s));
+    HT_OK(h->device_close(d));
+}
+
+Test(emu_prog_ahead, a_chain_runs_ahead_as_deep_as_its_marks_allow, .timeout = 60)
+{
+    static const uint32_t depth[CHAIN_MAX] = {1, 2, 3};
+    run_chain(depth, CHAIN_MAX, 3);
+}
+
+Test(emu_prog_ahead, a_chain_stops_at_a_mark_too_shallow, .timeout = 60)
+{
+    static const uint32_t depth[CHAIN_MAX] = {1, 1, HAL_AHEAD_MAX}; /* P2 may not pass A: P3 neither */
+    run_chain(depth, CHAIN_MAX, 1);
+}
+
+Test(emu_prog_ahead, depth_zero_stays_in_order, .timeout = 60)
+{
+    static const uint32_t depth[1] = {0};
+    run_chain(depth, 1, 0);
 }
