@@ -231,7 +231,7 @@ HcclResult rt_comm_create(uint32_t nranks, uint32_t rank, const HcclCommConfig *
     if (rc == HCCL_SUCCESS)
         rc = exchange_and_connect(c, root);
     if (rc == HCCL_SUCCESS) {
-        rt_oneway_warm(c);
+        rt_inbox_warm(c);
         rt_launch_help_setup(c);
     }
     if (rc == HCCL_SUCCESS)

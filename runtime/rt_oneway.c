@@ -29,7 +29,6 @@
  * a mismatch in its call at its next call that waits (or at HcclCommDestroy), not at the call. */
 #include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "runtime/stream/rt_launch.h"
 
@@ -107,30 +106,6 @@ void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
         c->oneway_seq[c->oneway_run++ % c->ow_slots] = ctx->seq;
     else if (ctx->ndrain)
         c->oneway_run = 0;
-}
-
-/* A page fault costs ~10 us on a VM (docs/perf.md): a loop would take one per page of the one-way
- * slots of a peer's inbox in this process (up to 528 per peer), in its first calls: a Scatter
- * root writes its receivers' slots, a Broadcast's receivers read their root's. They are side by
- * side (rt_inbox_slot): mapped in one call per peer (hal_ops.mem_prefault), then read once a
- * page. On the 2-CPU VM (a PVM guest) a mapped page still costs about 7 us at its first
- * use in a process, which the guest does not count as a fault (likely the hypervisor filling its
- * shadow page table): with the prefault alone the first 1000 8 B Broadcasts at 4 ranks took 11-15
- * us a call, with half the pages read 6.5, with all 0.6-1.0 (measured when Broadcast roots wrote
- * their receivers' slots too). Reads, because the slots' headers are the inbox owner's to clear
- * (rt_inbox_acquire) and any root may write them once this rank's peers are past init. */
-void rt_oneway_warm(rt_comm *c)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = c->ow_slots * RT_OW_BOX_STRIDE;
-    for (uint32_t q = 0; c->oneway && c->eager_hdr && q < c->nranks; q++) {
-        if (q == c->rank || c->peers[q].remote)
-            continue;
-        volatile const char *slots = rt_inbox_slot(c, c->peers[q].inbox, ALGO_EAGER_SLOTS);
-        if (c->hal->mem_prefault)
-            (void)c->hal->mem_prefault((void *)slots, bytes);
-        for (size_t off = 0; off < bytes; off += page)
-            (void)slots[off];
-    }
 }
 
 /* Rank q's view of call seq (its record), once written and while its block is this
