@@ -145,17 +145,23 @@ static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
 #define ALGO_ONEWAY_MIN_RANKS 2u
 /* Eager plans run only where every other plan is mesh: at most this many ranks (algo_select). */
 #define ALGO_MESH_MAX_RANKS 8u
-/* Default crossover when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops whose
- * per-box bytes are at most 2 KiB go eager, at every rank count eager runs at (up to
- * ALGO_MESH_MAX_RANKS). Eager copies every block twice (into the inboxes and out); mesh copies
- * once but pays a per-call address exchange and completion handshake. Since the host runs its own
- * launches (docs/runtime.md, "The host helps early") those cost mesh a few microseconds, and
- * from 4 KiB blocks mesh was as fast or faster at 2, 4 and 8 ranks, Broadcast included (docs/perf.md,
- * "Eager crossover after the host helps"); one-way calls need eager up to ALGO_ONEWAY_MAX_BYTES. */
+/* Default crossovers when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops whose
+ * per-box bytes are at most this many go eager (algo_eager_default), at every rank count eager
+ * runs at (up to ALGO_MESH_MAX_RANKS). Eager copies every block twice (into the inboxes and out);
+ * mesh copies once but pays a per-call address exchange and completion handshake, and never runs
+ * ahead. Where a server's ranks outnumber its CPUs (topo ranks_concurrent false) every call needs
+ * every rank to get a CPU once more, which an eager call running ahead of up to ALGO_AHEAD_MAX
+ * calls pays once for several: 8 KiB blocks, where eager was faster than mesh at 3, 4 and 8
+ * ranks on 2 CPUs, in and out of place, Broadcast included (8 KiB AllReduce at 4 ranks, loops of
+ * 300, 13.3 against 22.2 us; at 16 KiB 19.5 against 22.7 out of place but 23.9 against 22.9 in
+ * place; docs/perf.md, "The crossover where ranks share CPUs"). */
+#define ALGO_EAGER_SHARED_BYTES (8u << 10)
+/* ... 2 KiB where every rank of the server has a CPU of its own, for calls that may go one-way
+ * (they need eager up to ALGO_ONEWAY_MAX_BYTES) ... */
 #define ALGO_EAGER_DEFAULT_BYTES (2u << 10)
 _Static_assert(ALGO_EAGER_DEFAULT_BYTES >= ALGO_ONEWAY_MAX_BYTES, "one-way calls are eager by default");
-/* ... and 512 B where every rank of the server has a CPU of its own (topo ranks_concurrent), for
- * calls that cannot go one-way (algo_eager_default): there the host runs all its launches but the newest (docs/runtime.md,
+_Static_assert(ALGO_EAGER_SHARED_BYTES >= ALGO_ONEWAY_MAX_BYTES, "one-way calls are eager by default");
+/* ... and 512 B for the others: there the host runs all its launches but the newest (docs/runtime.md,
  * "The host helps early"), mesh's exchange is cheap, and eager's two cross-core copies of every
  * line cost more from 1 KiB blocks (2 ranks on 2 CPUs, loops of 2000: AllReduce 1 KiB 1.07 us eager,
  * 0.75 mesh; 512 B 0.65 and 0.81; docs/perf.md, "The crossover at 2 ranks"). */

@@ -47,7 +47,11 @@ uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
      * run is not one-way yet, and were it mesh, no run would start (the runtime counts eager plans
      * that could go one-way: rt_oneway_expect_run). */
     bool may_go_oneway = topo && topo->oneway && algo_coll_rooted_put(op->coll);
-    return topo && topo->ranks_concurrent && !may_go_oneway ? ALGO_EAGER_CONCURRENT_BYTES : ALGO_EAGER_DEFAULT_BYTES;
+    if (!topo)
+        return ALGO_EAGER_DEFAULT_BYTES;
+    if (!topo->ranks_concurrent)
+        return ALGO_EAGER_SHARED_BYTES;
+    return may_go_oneway ? ALGO_EAGER_DEFAULT_BYTES : ALGO_EAGER_CONCURRENT_BYTES;
 }
 
 /* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */

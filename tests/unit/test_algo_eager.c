@@ -198,8 +198,8 @@ Test(algo_eager, verifier_inbox_rules)
     expect_refused(peer_box0, in, 8, "past the declared box bytes");
 }
 
-/* The default crossover (algos/plan.h ALGO_EAGER_DEFAULT_BYTES): 2 KiB blocks for every
- * collective and rank count, one-way Broadcast and Scatter included. */
+/* The default crossover where ranks share CPUs (algos/plan.h ALGO_EAGER_SHARED_BYTES): 8 KiB blocks
+ * for every collective and rank count, one-way Broadcast and Scatter included. */
 static uint64_t dflt(algo_coll c, uint32_t n)
 {
     algo_topo topo = {.nranks = n, .eager_max = ALGO_EAGER_AUTO, .oneway = true};
@@ -227,16 +227,18 @@ Test(algo_eager, default_crossover)
                                ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_BROADCAST, ALGO_COLL_SCATTER};
     for (uint32_t n = 1; n <= 8; n++)
         for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
-            cr_expect_eq(dflt(colls[i], n), 2u << 10, "%s at %u ranks", algo_coll_name(colls[i]), n);
-    cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 512), ALGO_EAGER, "2 KiB blocks at 2 ranks: eager");
-    cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 513), ALGO_MESH, "past 2 KiB at 2 ranks: mesh");
-    cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 512), ALGO_EAGER, "2 KiB broadcast at 8 ranks: eager");
-    cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 513), ALGO_MESH, "past 2 KiB at 8 ranks: mesh");
-    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 512), ALGO_EAGER, "2 KiB at 5 ranks: eager");
-    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 513), ALGO_MESH, "past 2 KiB at 5 ranks: mesh");
+            cr_expect_eq(dflt(colls[i], n), 8u << 10, "%s at %u ranks", algo_coll_name(colls[i]), n);
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 2048), ALGO_EAGER, "8 KiB blocks at 2 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 2049), ALGO_MESH, "past 8 KiB at 2 ranks: mesh");
+    cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 2048), ALGO_EAGER, "8 KiB broadcast at 8 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 2049), ALGO_MESH, "past 8 KiB at 8 ranks: mesh");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 2048), ALGO_EAGER, "8 KiB at 5 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 2049), ALGO_MESH, "past 8 KiB at 5 ranks: mesh");
+    algo_op bc = {.coll = ALGO_COLL_BROADCAST, .nranks = 2, .dtype = HAL_DT_FP32};
+    cr_expect_eq(algo_eager_default(&bc, NULL), 2u << 10, "no topology: 2 KiB");
 }
 
-/* Where every rank has a CPU: 512 B blocks, except for the calls that may go one-way. */
+/* Where every rank has a CPU: 512 B blocks, except for the calls that may go one-way (2 KiB). */
 Test(algo_eager, concurrent_crossover)
 {
     const algo_coll lower[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_ALLTOALL, ALGO_COLL_REDUCE,
