@@ -24,14 +24,20 @@ static void warm_oneway(rt_comm *c, uint32_t q, size_t page)
         (void)slots[off];
 }
 
-/* This rank's box in each of a peer's eager slots (one page each, where a small call's header and
- * data go): the calls that end full take the ALGO_EAGER_SLOTS slots in turn, and run ahead, so a
- * loop's first 16 calls at 8 ranks would each start up to 7 pages (100-call loops of 8 B
- * AllReduce at 8 ranks: 40.9 -> 59.9 us a call with 16 slots and no warm-up, docs/perf.md). */
-static void warm_eager(rt_comm *c, uint32_t q)
+/* This rank's box in each of a peer's eager slots, as far as a call of the default crossover
+ * where ranks share CPUs fills it (its header and 8 KiB: 3 pages): the calls that end full take
+ * the ALGO_EAGER_SLOTS slots in turn, and run ahead, so a loop's first 16 calls at 8 ranks would
+ * each start up to 21 pages (100-call loops of 8 B AllReduce at 8 ranks: 40.9 -> 59.9 us a call
+ * with 16 slots and no warm-up, docs/perf.md). */
+static void warm_eager(rt_comm *c, uint32_t q, size_t page)
 {
-    for (uint32_t s = 0; s < ALGO_EAGER_SLOTS; s++)
-        (void)*(volatile const char *)rt_inbox_box(c, c->peers[q].inbox, s, c->rank);
+    for (uint32_t s = 0; s < ALGO_EAGER_SLOTS; s++) {
+        volatile const char *box = (const char *)rt_inbox_box(c, c->peers[q].inbox, s, c->rank);
+        size_t end = RT_BOX_HDR + ALGO_EAGER_SHARED_BYTES;
+        for (size_t off = 0; off < end; off += page)
+            (void)box[off];
+        (void)box[end - 1];
+    }
 }
 
 void rt_inbox_warm(rt_comm *c)
@@ -41,7 +47,7 @@ void rt_inbox_warm(rt_comm *c)
         if (q == c->rank || c->peers[q].remote)
             continue;
         if (c->nranks <= ALGO_MESH_MAX_RANKS) /* where eager plans may run (algo_select) */
-            warm_eager(c, q);
+            warm_eager(c, q, page);
         if (c->oneway)
             warm_oneway(c, q, page);
     }
