@@ -24,31 +24,41 @@ static void warm_oneway(rt_comm *c, uint32_t q, size_t page)
         (void)slots[off];
 }
 
-/* This rank's box in each of a peer's eager slots, as far as a call of the default crossover
- * where ranks share CPUs fills it (its header and 8 KiB: 3 pages): the calls that end full take
- * the ALGO_EAGER_SLOTS slots in turn, and run ahead, so a loop's first 16 calls at 8 ranks would
- * each start up to 21 pages (100-call loops of 8 B AllReduce at 8 ranks: 40.9 -> 59.9 us a call
- * with 16 slots and no warm-up, docs/perf.md). */
-static void warm_eager(rt_comm *c, uint32_t q, size_t page)
+/* One eager box as far as a call of the default crossover where ranks share CPUs fills it: its
+ * header and 8 KiB, 3 pages. */
+static void warm_box(const void *at, size_t page)
 {
-    for (uint32_t s = 0; s < ALGO_EAGER_SLOTS; s++) {
-        volatile const char *box = (const char *)rt_inbox_box(c, c->peers[q].inbox, s, c->rank);
-        size_t end = RT_BOX_HDR + ALGO_EAGER_SHARED_BYTES;
-        for (size_t off = 0; off < end; off += page)
-            (void)box[off];
-        (void)box[end - 1];
-    }
+    volatile const char *box = at;
+    size_t end = RT_BOX_HDR + ALGO_EAGER_SHARED_BYTES;
+    for (size_t off = 0; off < end; off += page)
+        (void)box[off];
+    (void)box[end - 1];
+}
+
+/* The calls that end full take the ALGO_EAGER_SLOTS slots in turn, and run ahead, so without this
+ * a loop's first 16 calls at 8 ranks would each start up to 7 pages of peers' inboxes and 24 of
+ * this rank's (100-call loops of 8 B AllReduce at 8 ranks: 40.9 -> 59.9 us a call with 16 slots
+ * and no warm-up; of 64 KiB AllGather, 8 KiB blocks, 106-115 us with mesh and 125-147 eager with
+ * only the peers' boxes warmed: docs/perf.md). Every box of this rank's inbox, which it reads, and
+ * its own box in every local peer's. */
+static void warm_eager(rt_comm *c, size_t page)
+{
+    for (uint32_t s = 0; s < ALGO_EAGER_SLOTS; s++)
+        for (uint32_t q = 0; q < c->nranks; q++) {
+            warm_box(rt_inbox_box(c, c->inbox, s, q), page);
+            if (q != c->rank && !c->peers[q].remote)
+                warm_box(rt_inbox_box(c, c->peers[q].inbox, s, c->rank), page);
+        }
 }
 
 void rt_inbox_warm(rt_comm *c)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    for (uint32_t q = 0; c->eager_hdr && q < c->nranks; q++) {
-        if (q == c->rank || c->peers[q].remote)
-            continue;
-        if (c->nranks <= ALGO_MESH_MAX_RANKS) /* where eager plans may run (algo_select) */
-            warm_eager(c, q, page);
-        if (c->oneway)
+    if (!c->eager_hdr)
+        return;
+    if (c->nranks <= ALGO_MESH_MAX_RANKS) /* where eager plans may run (algo_select) */
+        warm_eager(c, page);
+    for (uint32_t q = 0; c->oneway && q < c->nranks; q++)
+        if (q != c->rank && !c->peers[q].remote)
             warm_oneway(c, q, page);
-    }
 }
