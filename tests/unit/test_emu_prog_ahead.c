@@ -64,6 +64,62 @@ static void await_entries(const ahead_log *log, int count)
     cr_assert_geq(atomic_load(&log->n), count, "%d of %d entries after 30 s", atomic_load(&log->n), count);
 }
 
+/* A stream held by a gate until every program of a case is queued, so that A's wait always finds
+ * them queued; the notify A waits on; the log the items write. */
+typedef struct ahead_rig {
+    const hal_ops *h;
+    hal_device *d;
+    hal_stream *s;
+    hal_notify *n;
+    hal_insn wait; /* A's wait on n */
+    ht_gate gate;
+    uint64_t runs; /* prefixes run ahead before the case */
+    ahead_log log;
+} ahead_rig;
+
+static void rig_open(ahead_rig *g)
+{
+    g->h = ht_hal();
+    cr_assert_not_null(g->h->prog_launch, "the emulator offers prog_launch (is HCCL_EMU_NO_PROG set?)");
+    g->d = ht_open(g->h, 0);
+    HT_OK(g->h->stream_create(g->d, &g->s));
+    HT_OK(g->h->notify_create(g->d, &g->n));
+    atomic_store(&g->log.n, 0);
+    g->wait = (hal_insn){.kind = HAL_INSN_NOTIFY_WAIT};
+    g->wait.u.notify.n = g->n;
+    g->wait.u.notify.timeout_ms = 30000;
+    ht_gate_init(&g->gate);
+    g->runs = emu_prog_test_ahead_runs();
+    HT_OK(g->h->host_func_async(g->s, ht_gate_fn, &g->gate));
+}
+
+/* Opens the gate; checks that `ran` items ran while A waits (none more 20 ms later, when a prefix
+ * that may not run ahead would have run), then records n and lets the stream finish. */
+static void rig_run(ahead_rig *g, int ran)
+{
+    while (sem_wait(&g->gate.entered) != 0)
+        ;
+    ht_gate_open(&g->gate);
+    await_entries(&g->log, ran);
+    usleep(20000);
+    cr_expect_eq(atomic_load(&g->log.n), ran, "%d items ran while A waited, expected %d", atomic_load(&g->log.n), ran);
+    HT_OK(g->h->notify_host_record(g->n));
+    HT_OK(g->h->stream_sync(g->s, 30000));
+}
+
+/* Checks the order the items ran in and how many prefixes ran ahead, and frees the rig. */
+static void rig_close(ahead_rig *g, const int *want, int want_n, uint64_t ahead_runs)
+{
+    cr_assert_eq(atomic_load(&g->log.n), want_n);
+    for (int i = 0; i < want_n; i++)
+        cr_expect_eq(g->log.id[i], want[i], "entry %d is item %d, expected %d", i, g->log.id[i], want[i]);
+    cr_expect_eq(emu_prog_test_ahead_runs() - g->runs, ahead_runs, "prefixes run ahead");
+    ht_gate_fini(&g->gate);
+    HT_OK(g->h->notify_destroy(g->n));
+    HT_OK(g->h->stream_destroy(g->s));
+    HT_OK(g->h->device_close(g->d));
+}
+
 typedef struct ahead_case {
     uint64_t group_a, group_b; /* marks of the two programs (group_a 0: A has no mark at all) */
     bool task_between;         /* a task function queued between them */
@@ -73,59 +129,25 @@ typedef struct ahead_case {
  * once A waits (and B's prefix ran, if `ahead`), and checks the order the items ran in. */
 static void run_case(ahead_case k, bool ahead)
 {
-    const hal_ops *h = ht_hal();
-    cr_assert_not_null(h->prog_launch, "the emulator offers prog_launch (is HCCL_EMU_NO_PROG set?)");
-    hal_device *d = ht_open(h, 0);
-    hal_stream *s;
-    HT_OK(h->stream_create(d, &s));
-    hal_notify *n;
-    HT_OK(h->notify_create(d, &n));
-    static ahead_log log;
-    atomic_store(&log.n, 0);
+    static ahead_rig g;
+    rig_open(&g);
     static ahead_item a0, a1, b1, b2, mid;
-    a0 = (ahead_item){&log, 0}, a1 = (ahead_item){&log, 1}, b1 = (ahead_item){&log, 2};
-    b2 = (ahead_item){&log, 3}, mid = (ahead_item){&log, 4};
-    hal_insn wait = {.kind = HAL_INSN_NOTIFY_WAIT};
-    wait.u.notify.n = n;
-    wait.u.notify.timeout_ms = 30000;
-    hal_insn pa[4] = {fn_insn(&a0), mark_insn(k.group_a, 1), wait, fn_insn(&a1)};
+    a0 = (ahead_item){&g.log, 0}, a1 = (ahead_item){&g.log, 1}, b1 = (ahead_item){&g.log, 2};
+    b2 = (ahead_item){&g.log, 3}, mid = (ahead_item){&g.log, 4};
+    hal_insn pa[4] = {fn_insn(&a0), mark_insn(k.group_a, 1), g.wait, fn_insn(&a1)};
     hal_insn pb[3] = {fn_insn(&b1), mark_insn(k.group_b, 1), fn_insn(&b2)};
     if (!k.group_a) { /* no mark at all: a plain program */
         pa[1] = (hal_insn){.kind = HAL_INSN_FN};
         pa[1].u.fn.fn = nop_fn;
     }
-    ht_gate gate;
-    ht_gate_init(&gate);
-    uint64_t runs = emu_prog_test_ahead_runs();
-    HT_OK(h->host_func_async(s, ht_gate_fn, &gate));
-    HT_OK(h->prog_launch(s, pa, 4));
+    HT_OK(g.h->prog_launch(g.s, pa, 4));
     if (k.task_between)
-        HT_OK(h->task_async(s, log_fn, &mid));
-    HT_OK(h->prog_launch(s, pb, 3));
-    while (sem_wait(&gate.entered) != 0)
-        ;
-    ht_gate_open(&gate);
-    if (ahead) {
-        await_entries(&log, 2);
-    } else {
-        await_entries(&log, 1);
-        usleep(20000); /* A is in its wait by now: a prefix that may not run ahead would have run */
-        cr_expect_eq(atomic_load(&log.n), 1, "%d items ran while A waited, expected a0 alone",
-                     atomic_load(&log.n));
-    }
-    HT_OK(h->notify_host_record(n));
-    HT_OK(h->stream_sync(s, 30000));
+        HT_OK(g.h->task_async(g.s, log_fn, &mid));
+    HT_OK(g.h->prog_launch(g.s, pb, 3));
+    rig_run(&g, ahead ? 2 : 1);
     static const int run_ahead[] = {0, 2, 1, 3}, in_order[] = {0, 1, 2, 3}, with_task[] = {0, 1, 4, 2, 3};
     const int *want = ahead ? run_ahead : k.task_between ? with_task : in_order;
-    int want_n = k.task_between ? 5 : 4;
-    cr_assert_eq(atomic_load(&log.n), want_n);
-    for (int i = 0; i < want_n; i++)
-        cr_expect_eq(log.id[i], want[i], "entry %d is item %d, expected %d", i, log.id[i], want[i]);
-    cr_expect_eq(emu_prog_test_ahead_runs() - runs, ahead ? 1u : 0u, "prefixes run ahead");
-    ht_gate_fini(&gate);
-    HT_OK(h->notify_destroy(n));
-    HT_OK(h->stream_destroy(s));
-    HT_OK(h->device_close(d));
+    rig_close(&g, want, k.task_between ? 5 : 4, ahead ? 1u : 0u);
 }
 
 Test(emu_prog_ahead, prefix_runs_while_the_program_before_waits, .timeout = 60)
@@ -161,42 +183,21 @@ Test(emu_prog_ahead, not_after_a_program_without_a_mark, .timeout = 60)
  * prefix in order); the rest run in order. */
 static void run_chain(const uint32_t *depth, int k, int ahead)
 {
-    const hal_ops *h = ht_hal();
-    hal_device *d = ht_open(h, 0);
-    hal_stream *s;
-    HT_OK(h->stream_create(d, &s));
-    hal_notify *n;
-    HT_OK(h->notify_create(d, &n));
-    static ahead_log log;
-    atomic_store(&log.n, 0);
+    static ahead_rig g;
+    rig_open(&g);
     static ahead_item it[2 + 2 * CHAIN_MAX]; /* a0, a1, then each program's prefix and suffix */
     for (int i = 0; i < 2 + 2 * k; i++)
-        it[i] = (ahead_item){&log, i};
-    hal_insn wait = {.kind = HAL_INSN_NOTIFY_WAIT};
-    wait.u.notify.n = n;
-    wait.u.notify.timeout_ms = 30000;
-    hal_insn pa[4] = {fn_insn(&it[0]), mark_insn(7, 0), wait, fn_insn(&it[1])};
+        it[i] = (ahead_item){&g.log, i};
+    hal_insn pa[4] = {fn_insn(&it[0]), mark_insn(7, 0), g.wait, fn_insn(&it[1])};
     hal_insn p[CHAIN_MAX][3];
-    ht_gate gate;
-    ht_gate_init(&gate);
-    uint64_t runs = emu_prog_test_ahead_runs();
-    HT_OK(h->host_func_async(s, ht_gate_fn, &gate));
-    HT_OK(h->prog_launch(s, pa, 4));
+    HT_OK(g.h->prog_launch(g.s, pa, 4));
     for (int i = 0; i < k; i++) {
         p[i][0] = fn_insn(&it[2 + 2 * i]);
         p[i][1] = mark_insn(7, depth[i]);
         p[i][2] = fn_insn(&it[3 + 2 * i]);
-        HT_OK(h->prog_launch(s, p[i], 3));
+        HT_OK(g.h->prog_launch(g.s, p[i], 3));
     }
-    while (sem_wait(&gate.entered) != 0)
-        ;
-    ht_gate_open(&gate);
-    await_entries(&log, 1 + ahead);
-    usleep(20000); /* A is in its wait by now: a prefix that may not run ahead would have run */
-    cr_expect_eq(atomic_load(&log.n), 1 + ahead, "%d items ran while A waited, expected %d", atomic_load(&log.n),
-                 1 + ahead);
-    HT_OK(h->notify_host_record(n));
-    HT_OK(h->stream_sync(s, 30000));
+    rig_run(&g, 1 + ahead);
     int want[2 + 2 * CHAIN_MAX], w = 0;
     want[w++] = 0;
     for (int i = 0; i < ahead; i++)
@@ -207,14 +208,7 @@ static void run_chain(const uint32_t *depth, int k, int ahead)
             want[w++] = 2 + 2 * i;
         want[w++] = 3 + 2 * i;
     }
-    cr_assert_eq(atomic_load(&log.n), w);
-    for (int i = 0; i < w; i++)
-        cr_expect_eq(log.id[i], want[i], "entry %d is item %d, expected %d", i, log.id[i], want[i]);
-    cr_expect_eq(emu_prog_test_ahead_runs() - runs, (uint64_t)ahead, "prefixes run ahead");
-    ht_gate_fini(&gate);
-    HT_OK(h->notify_destroy(n));
-    HT_OK(h->stream_destroy(s));
-    HT_OK(h->device_close(d));
+    rig_close(&g, want, w, (uint64_t)ahead);
 }
 
 Test(emu_prog_ahead, a_chain_runs_ahead_as_deep_as_its_marks_allow, .timeout = 60)
