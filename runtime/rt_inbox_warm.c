@@ -1,5 +1,5 @@
-/* Init, peers connected: this process's first touch of the parts of its peers' eager inboxes it
- * will use, so that a loop's first calls take no page faults (docs/runtime.md, "Eager header
+/* Init, peers connected: this process's first touch of the parts of its own and its peers' eager
+ * inboxes it will use, so that a loop's first calls take no page faults (docs/runtime.md, "Eager header
  * mode"). A page fault costs ~10 us on a VM (docs/perf.md). On the 2-CPU VM (a PVM guest) a
  * mapped page still costs about 7 us at its first use in a process, which the guest does not count
  * as a fault (likely the hypervisor filling its shadow page table): with the prefault alone the

@@ -227,9 +227,9 @@ rt_pub_record *rt_ctrl_pub(rt_ctrl *c, uint64_t seq);
 _Atomic uint64_t *rt_ctrl_fetched(rt_ctrl *c);
 /* Destroy after an eager call: waits (bounded) until every peer read this rank's last record. */
 void rt_ctrl_wait_fetched(rt_comm *c);
-/* Init, peers connected (rt_inbox_warm.c): maps this process's view of the parts of every local
- * peer's inbox it will use (its box of each eager slot, the one-way slots), so a loop's first calls
- * take no page faults. */
+/* Init, peers connected (rt_inbox_warm.c): maps this process's view of the inbox parts it will use
+ * (every box of its own eager slots, its box of each eager slot of every local peer's, the peers'
+ * one-way slots), so a loop's first calls take no page faults. */
 void rt_inbox_warm(rt_comm *c);
 /* Destroy after one-way calls this rank rooted (rt_oneway.c): compares its receivers' views of
  * them with its own, waiting (bounded) for views not written yet, then for every credit back (a
