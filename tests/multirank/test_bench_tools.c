@@ -80,13 +80,43 @@ Test(bench_tools, gloo_run_times_out)
 }
 
 /* tools/bench/compare.sh with no peer (they are optional and not installed in CI): OpenHCCL's
- * rows, the -L size in the headers, and at 2 ranks the table against memcpy with each
- * collective's traffic per busbw byte. */
+ * rows, the -L size in the headers, at 2 ranks the table against memcpy with each collective's
+ * traffic per busbw byte, and the verdict on issue #8's criteria. */
 #define COMPARE OH_SOURCE_DIR "/tools/bench/compare.sh -B " OH_BUILD_DIR
+
+/* The verdict line of a criterion: what follows "<text>: ", NULL if there is none. */
+static const char *verdict_of(const char *out, const char *text)
+{
+    const char *v = strstr(out, "# issue #8's criteria");
+    v = v ? strstr(v, text) : NULL;
+    return v ? v + strlen(text) + 2 : NULL;
+}
+
+/* The memcpy criterion's verdict must be that of the table's rows: pass only if every busbw /
+ * memcpy (Broadcast, AllGather out of place, AlltoAll) is >= 0.7, worst the lowest, and a FAIL
+ * counts the rows below. */
+static void expect_copy_verdict(const char *out, const double frac[3])
+{
+    double worst = fmin(frac[0], fmin(frac[1], frac[2]));
+    int bad = (frac[0] < 0.7) + (frac[1] < 0.7) + (frac[2] < 0.7);
+    const char *v = verdict_of(out, "2M at 2 ranks, Broadcast, AllGather, AlltoAll: busbw / 2-thread memcpy >= 0.7");
+    cr_assert(v != NULL, "no memcpy verdict in:\n%s", out);
+    char word[8];
+    double got_worst = -1;
+    int n = sscanf(v, "%7[^,], worst %lf", word, &got_worst);
+    cr_assert_eq(n, 2, "the memcpy verdict does not parse: %.200s", v);
+    cr_expect_str_eq(word, bad ? "FAIL" : "pass", "%d rows below 0.7 yet '%s': %.200s", bad, word, v);
+    cr_expect(fabs(got_worst - worst) < 0.001, "worst %g, not the table's %g: %.200s", got_worst, worst, v);
+    if (bad) {
+        char rows[32];
+        snprintf(rows, sizeof rows, "%d of 3 rows", bad);
+        cr_expect(strstr(v, rows) != NULL && strstr(v, rows) < strchr(v, '\n'), "no '%s' in: %.200s", rows, v);
+    }
+}
 
 Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
 {
-    mr_result r = mr_run_cmd(COMPARE " -n 2 -c 'broadcast allgather alltoall' -t 1 -p '' -i 20 -L 2M 2>&1");
+    mr_result r = mr_run_cmd(COMPARE " -n 2 -c 'broadcast allgather alltoall' -t 1 -p '' -i 20 -I 20 -L 2M 2>&1");
     cr_expect_eq(r.status, 0, "compare.sh exited with %d:\n%s", r.status, r.out);
     static const char *const want[] = {
         "| 2M busbw OpenHCCL | best peer | ratio |", /* -L names the large column */
@@ -98,7 +128,13 @@ Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(r.out, want[i]) != NULL, "no '%s' in:\n%s", want[i], r.out);
     /* Per busbw byte Broadcast moves 1 memcpy byte of traffic, AllGather 3 (2 in place) and
-     * AlltoAll 4: the rows say so and their last column is busbw / memcpy times that. */
+     * AlltoAll 4: the rows say so, and their last two columns are busbw times that over memcpy and
+     * over the nt-copy kernel (the header names its mean reading). */
+    const char *nt_head = strstr(r.out, "| traffic / nt-copy's (");
+    double nt = 0;
+    cr_assert(nt_head && sscanf(nt_head, "| traffic / nt-copy's (%lf)", &nt) == 1 && nt > 0,
+              "no nt-copy reading in the memcpy table's header:\n%s", r.out);
+    double frac_of[3] = {0};
     static const struct {
         const char *coll;
         double per;
@@ -109,10 +145,10 @@ Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
         const char *t = strstr(r.out, "| coll at 2 ranks");
         const char *row = t ? strstr(t, head) : NULL;
         cr_assert(row != NULL, "no %s row in the memcpy table:\n%s", rows[i].coll, r.out);
-        double bw, m1, m2, mean, frac, per, traffic;
-        int got = sscanf(row + strlen(head), "%lf | %lf, %lf: %lf | %lf | %lf | %lf", &bw, &m1, &m2, &mean, &frac,
-                         &per, &traffic);
-        cr_assert_eq(got, 7, "the %s row does not parse (%d fields): %.200s", rows[i].coll, got, row);
+        double bw, m1, m2, mean, frac, per, traffic, traffic_nt;
+        int got = sscanf(row + strlen(head), "%lf | %lf, %lf: %lf | %lf | %lf | %lf | %lf", &bw, &m1, &m2, &mean,
+                         &frac, &per, &traffic, &traffic_nt);
+        cr_assert_eq(got, 8, "the %s row does not parse (%d fields): %.200s", rows[i].coll, got, row);
         cr_expect(bw > 0 && mean > 0, "%s: busbw %g, memcpy %g", rows[i].coll, bw, mean);
         cr_expect_eq(per, rows[i].per, "%s moves %g memcpy bytes per busbw byte, not %g", rows[i].coll,
                      per, rows[i].per);
@@ -120,7 +156,17 @@ Test(bench_tools, compare_sh_without_peers_prints_its_tables, .timeout = 300)
         cr_expect(fabs(frac - bw / mean) < 0.011 && fabs(traffic - bw * per / mean) < 0.011,
                   "%s: %g / %g gives %g and %g, not %g and %g", rows[i].coll, bw, mean, bw / mean,
                   bw * per / mean, frac, traffic);
+        cr_expect(fabs(traffic_nt - bw * per / nt) < 0.011, "%s: %g x %g / %g is not %g", rows[i].coll, bw, per, nt,
+                  traffic_nt);
+        if (rows[i].per != 2) /* the criterion leaves out AllGather in place */
+            frac_of[i == 3 ? 2 : i] = frac;
     }
+    /* No peer: the criteria against one find no row; one launch spreads 1.0. */
+    const char *lat = verdict_of(r.out, "small and 64 KiB at 2 ranks: time / best peer's <= 3");
+    cr_expect(lat && !strncmp(lat, "no row (no peer ran there)", 26), "latency verdict: %.200s", lat ? lat : r.out);
+    const char *spread = verdict_of(r.out, "small and 64 KiB: slowest / fastest trial <= 2");
+    cr_expect(spread && !strncmp(spread, "pass, worst 1.0 (", 17), "spread verdict: %.200s", spread ? spread : r.out);
+    expect_copy_verdict(r.out, frac_of);
     free(r.out);
 }
 
@@ -186,6 +232,17 @@ Test(bench_tools, compare_sh_refuses_a_bad_time_mode)
     mr_result r = mr_run_cmd(COMPARE " -a 2 -p '' 2>&1");
     cr_expect_eq(r.status, 2, "compare.sh -a 2 exited with %d, not 2", r.status);
     cr_expect(strstr(r.out, "-a must be 3 (slowest rank) or 4 (span)") != NULL, "no word of the bad -a:\n%s", r.out);
+    free(r.out);
+}
+
+Test(bench_tools, compare_sh_refuses_bad_iteration_counts)
+{
+    mr_result r = mr_run_cmd(COMPARE " -I 0 -p '' 2>&1");
+    cr_expect_eq(r.status, 2, "compare.sh -I 0 exited with %d, not 2", r.status);
+    cr_expect(strstr(r.out, "-I must be a number >= 1") != NULL, "no word of the bad -I:\n%s", r.out);
+    free(r.out);
+    r = mr_run_cmd(COMPARE " -i x -p '' 2>&1");
+    cr_expect_eq(r.status, 2, "compare.sh -i x exited with %d, not 2", r.status);
     free(r.out);
 }
 

@@ -19,7 +19,9 @@
 # 16 B, so 8 B would be an empty call). Also the host's 1- and 2-thread memcpy bandwidth at 64 MiB
 # (and 2 threads of the emulator's non-temporal copy kernel, memcpy_bw -k nt),
 # measured at the start and at the end of the same run; at N = 2 a third table sets Broadcast,
-# AllGather (out of place and in place) and AlltoAll at the large size against the 2-thread memcpy.
+# AllGather (out of place and in place) and AlltoAll at the large size against the 2-thread memcpy
+# (and, for the memory they move, against the nt-copy kernel's 2 threads). Last, issue #8's
+# criteria one by one: pass or FAIL by the worst row, naming that row and how many rows failed.
 #
 # The peers are optional (tools/bench/compare_peers.sh: how each is built and launched); one that
 # is missing is skipped with the command that installs it. Open MPI runs on shared memory only
@@ -33,8 +35,8 @@
 # compare_peers.sh).
 #
 # Usage: tools/bench/compare.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-t trials] [-y 0|1]
-#                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-i iters] [-B build]
-#                               [-L large_size] [-a 3|4]
+#                               [-p "ompi mpich gloo"] [-M max_mpich_ranks] [-i iters] [-I iters]
+#                               [-B build] [-L large_size] [-a 3|4]
 # -a: how a launch's time is taken over its ranks, for every library: 3 (default) the slowest
 #     rank's own loop, as nccl-tests and OSU; 4 the span from the first rank's start to the last
 #     rank's end. With more ranks than cores the ranks leave the barrier one after another, and a
@@ -42,10 +44,13 @@
 #     ranks' loops overlapped and launches where they ran one after another (docs/perf.md).
 # -L: the large size (default 64M; the issue's range is 64-256 MiB: -L 256M), K/M/G suffix.
 # -i: timed calls per launch at the small size (default 1000, after 10 warm-up calls), the same for
-#     every library. As OSU's benchmarks do: 1000 calls up to 8 KiB, 100 above (64 KiB); a loop of
-#     100 calls of ~1 us is shorter than the scheduling stalls of a shared 2-core VM and the skew
-#     between ranks leaving the barrier, so its slowest/fastest launch measured the VM (docs/perf.md).
-# Run time: about 10 minutes for the defaults on a 2-core machine (docs/perf.md).
+#     every library, as OSU's benchmarks time messages up to 8 KiB; a loop of 100 calls of ~1 us is
+#     shorter than the scheduling stalls of a shared 2-core VM and the skew between ranks leaving
+#     the barrier, so its slowest/fastest launch measured the VM (docs/perf.md).
+# -I: the same at 64 KiB (default 1000; OSU uses 100 above 8 KiB). 100 calls of 20-500 us are 2-50
+#     ms, again the length of the VM's stalls and of the ranks' start one after another: both
+#     libraries' launches spread up to 1.7x with 100, 1.1-1.4x with 1000 (docs/perf.md).
+# Run time: about 11 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -59,7 +64,8 @@ PEERS_WANTED="ompi mpich gloo"
 MPICH_MAX_N=$(nproc)
 # Sizes and iterations per launch: small, 64 KiB, 1 MiB, large (rows 1-4 of a trial's file).
 ITERS=1000
-RANGES=("-b SMALL -e SMALL -w 10 -n ITERS" "-b 64K -e 64K -w 10 -n 100" "-b 1M -e 1M -w 5 -n 50"
+MID_ITERS=1000
+RANGES=("-b SMALL -e SMALL -w 10 -n ITERS" "-b 64K -e 64K -w 10 -n MIDITERS" "-b 1M -e 1M -w 5 -n 50"
         "-b LARGE -e LARGE -w 2 -n 5")
 LARGE=64M
 AGG=3
@@ -69,7 +75,7 @@ usage() {
     exit 2
 }
 
-while getopts "n:c:t:y:p:M:i:B:L:a:h" opt; do
+while getopts "n:c:t:y:p:M:i:I:B:L:a:h" opt; do
     case $opt in
     n) NS=$OPTARG ;;
     c) COLLS=$OPTARG ;;
@@ -78,6 +84,7 @@ while getopts "n:c:t:y:p:M:i:B:L:a:h" opt; do
     p) PEERS_WANTED=$OPTARG ;;
     M) MPICH_MAX_N=$OPTARG ;;
     i) ITERS=$OPTARG ;;
+    I) MID_ITERS=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     L) LARGE=$OPTARG ;;
     a) AGG=$OPTARG ;;
@@ -87,6 +94,7 @@ done
 [[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
 [[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || { echo "compare.sh: -M must be a number, got '$MPICH_MAX_N'" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -i must be a number >= 1, got '$ITERS'" >&2; exit 2; }
+[[ $MID_ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -I must be a number >= 1, got '$MID_ITERS'" >&2; exit 2; }
 [[ $LARGE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "compare.sh: -L must be a size like 256M, got '$LARGE'" >&2; exit 2; }
 [[ $AGG == 3 || $AGG == 4 ]] || { echo "compare.sh: -a must be 3 (slowest rank) or 4 (span), got '$AGG'" >&2; exit 2; }
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
@@ -141,7 +149,7 @@ small_size() { # coll n
 range_args() { # index coll n
     local s
     s=$(small_size "$2" "$3")
-    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/g" -e "s/ITERS/$ITERS/" -e "s/LARGE/$LARGE/g"
+    echo "${RANGES[$1]}" | sed -e "s/SMALL/$s/g" -e "s/MIDITERS/$MID_ITERS/" -e "s/ITERS/$ITERS/" -e "s/LARGE/$LARGE/g"
 }
 
 run_oh() { # coll n out
@@ -209,9 +217,39 @@ best_peer() { # coll n row
     echo "$best $who"
 }
 
+# ---- issue #8's criteria ------------------------------------------------------------------------
+# Every row's value for a criterion goes to $WORK/criteria ("key value label"); verdict prints,
+# per criterion, pass or FAIL by its worst row, and how many rows failed.
+ROW_NAMES=(- small "64 KiB" "1 MiB" "$LARGE")
+criterion() { # key value label
+    [[ $2 == - ]] || echo "$1 $2 $3" >>"$WORK/criteria"
+}
+
+verdict_line() { # key le|ge limit text
+    [[ -f $WORK/criteria ]] || return 0
+    awk -v k="$1" -v op="$2" -v lim="$3" -v text="$4" '
+        $1 == k { v = $2 + 0; lab = $3; for (i = 4; i <= NF; i++) lab = lab " " $i
+                  bad += op == "le" ? v > lim : v < lim
+                  if (!n++ || (op == "le" ? v > w : v < w)) { w = v; ws = $2; wl = lab } }
+        END { if (!n) { printf "#   %s: no row (no peer ran there)\n", text; exit }
+              printf "#   %s: %s, worst %s (%s)", text, bad ? "FAIL" : "pass", ws, wl
+              if (bad) printf ", %d of %d rows", bad, n
+              printf "\n" }' "$WORK/criteria"
+}
+
+verdict() {
+    echo "# issue #8's criteria, each by its worst row:"
+    verdict_line lat2 le 3 "small and 64 KiB at 2 ranks: time / best peer's <= 3"
+    verdict_line lat le 1 "small and 64 KiB at more ranks: time / best peer's <= 1"
+    verdict_line spread le 2 "small and 64 KiB: slowest / fastest trial <= 2"
+    verdict_line mib ge 1 "1 MiB: busbw / best peer's >= 1"
+    verdict_line large ge 2 "$LARGE: busbw / best peer's >= 2"
+    verdict_line copy ge 0.7 "$LARGE at 2 ranks, Broadcast, AllGather, AlltoAll: busbw / 2-thread memcpy >= 0.7"
+}
+
 # ---- run ----------------------------------------------------------------------------------------
 START=$(date +%s)
-echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept; $ITERS calls timed at small, 100 at 64 KiB; time over ranks: $( ((AGG == 4)) && echo "span, first start to last end (-a 4)" || echo "slowest rank (-a 3)")"
+echo "# compare.sh: N = $NS; collectives: $COLLS; $TRIALS trials each, median kept; $ITERS calls timed at small, $MID_ITERS at 64 KiB; time over ranks: $( ((AGG == 4)) && echo "span, first start to last end (-a 4)" || echo "slowest rank (-a 3)")"
 echo "# machine: $(nproc) CPUs, $(uname -srm), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 for p in "${PEERS[@]}"; do echo "# $p: ${PEER_VERSION[$p]}"; done
 for note in "${PEER_NOTES[@]}"; do echo "# $note"; done
@@ -238,8 +276,16 @@ for c in $COLLS; do
             read -r best who <<<"$(best_peer "$c" "$n" "$r")"
             peer_cell=$best
             [[ $who == - ]] || peer_cell="$best $who"
-            row="$row | $oh | $peer_cell | $(ratio "$oh" "$best")"
-            ((r <= 2)) && row="$row | $(spread_of "$WORK/oh.$c.$n.*" "$r") / $(spread_of "$WORK/$who.$c.$n.*" "$r")"
+            rt=$(ratio "$oh" "$best")
+            row="$row | $oh | $peer_cell | $rt"
+            if ((r <= 2)); then
+                sp=$(spread_of "$WORK/oh.$c.$n.*" "$r")
+                row="$row | $sp / $(spread_of "$WORK/$who.$c.$n.*" "$r")"
+                criterion "$( ((n == 2)) && echo lat2 || echo lat)" "$rt" "$c N=$n ${ROW_NAMES[r]}"
+                criterion spread "$sp" "$c N=$n ${ROW_NAMES[r]}"
+            else
+                criterion "$( ((r == 3)) && echo mib || echo large)" "$rt" "$c N=$n ${ROW_NAMES[r]}"
+            fi
         done
         echo "$row |"
     done
@@ -267,14 +313,20 @@ echo "# each cell: OpenHCCL${PEERS[*]:+$(printf ' / %s' "${PEERS[@]}")}, medians
 # outputs), in place 2 (each rank's block is in its output already: only the other's is copied);
 # AlltoAll 4 (each rank reads both its blocks and writes them into the two outputs). The last
 # column is that traffic as a share of memcpy's.
+mem_field() { # memcpy_ref line, part (1: 1-thread memcpy, 2: 2-thread memcpy, 3: 2-thread nt-copy) -> GB/s
+    echo "$1" | awk -F';' -v p="$2" '{ n = split($p, f, " "); print f[n] }'
+}
+
 copy_table() {
-    local m1 m2 mem c bw per field
-    m1=$(echo "$MEM_START" | awk -F';' '{ n = split($2, f, " "); print f[n] }')
-    m2=$(echo "$MEM_END" | awk -F';' '{ n = split($2, f, " "); print f[n] }')
+    local m1 m2 mem nt c bw per field traffic
+    m1=$(mem_field "$MEM_START" 2)
+    m2=$(mem_field "$MEM_END" 2)
     mem=$(awk -v a="$m1" -v b="$m2" 'BEGIN { printf "%.2f", (a + b) / 2 }')
+    nt=$(awk -v a="$(mem_field "$MEM_START" 3)" -v b="$(mem_field "$MEM_END" 3)" \
+        'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", (a + b) / 2; else print "-" }')
     echo
-    echo "| coll at 2 ranks, $LARGE | busbw | 2-thread memcpy GB/s (start, end: mean) | busbw / memcpy | memcpy bytes per busbw byte | traffic / memcpy's |"
-    echo "|---|---|---|---|---|---|"
+    echo "| coll at 2 ranks, $LARGE | busbw | 2-thread memcpy GB/s (start, end: mean) | busbw / memcpy | memcpy bytes per busbw byte | traffic / memcpy's | traffic / nt-copy's ($nt) |"
+    echo "|---|---|---|---|---|---|---|"
     for c in broadcast allgather "allgather in place" alltoall; do
         [[ " $COLLS " == *" ${c%% *} "* ]] || continue
         case $c in
@@ -284,13 +336,16 @@ copy_table() {
         alltoall) per=4 field=3 ;;
         esac
         bw=$(median_of "$WORK/oh.${c%% *}.2.*" 4 $field)
-        echo "| $c | $bw | $m1, $m2: $mem | $(ratio "$bw" "$mem") | $per | $(ratio "$(awk -v b="$bw" -v p=$per 'BEGIN { print (b == "-") ? "-" : b * p }')" "$mem") |"
+        traffic=$(awk -v b="$bw" -v p=$per 'BEGIN { print (b == "-") ? "-" : b * p }')
+        [[ $c == "allgather in place" ]] || criterion copy "$(ratio "$bw" "$mem")" "$c"
+        echo "| $c | $bw | $m1, $m2: $mem | $(ratio "$bw" "$mem") | $per | $(ratio "$traffic" "$mem") | $(ratio "$traffic" "$nt") |"
     done
 }
 [[ " $NS " == *" 2 "* ]] && copy_table
 echo
 echo "# latency ratio = OpenHCCL / best peer's time (lower is better); busbw ratio = OpenHCCL / best peer's (higher is better)"
 echo "# spread = slowest / fastest trial at that size, OpenHCCL / the best peer (issue #8: OpenHCCL's within 2x)"
+verdict
 echo "# host memcpy 64 MiB at start: $MEM_START"
 echo "# host memcpy 64 MiB at end:   $MEM_END"
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); run time $(($(date +%s) - START)) s"
