@@ -3,8 +3,11 @@
  * Everything above the HAL (runtime/, the ACL front of the emulator, tests) reaches devices only
  * through `const hal_ops *`. Work is asynchronous: calls that take a stream enqueue a task and
  * return; the task runs later in stream order on the device. A task that fails puts its stream
- * into a sticky error state: later tasks of that stream are skipped and the error (with its
- * message) is reported by stream_sync / stream_query / event sync on events recorded after it.
+ * into a sticky error state: later device tasks of that stream are skipped and the error (with
+ * its message) is reported by stream_sync / stream_query / event sync on events recorded after
+ * it. Host functions (host_func_async) still run, in order: they are the host's code, and often
+ * release what the device work used (CANN runs a stream's later tasks after a failure too, by
+ * default).
  *
  * Threading: every function may be called from any thread of the process. A device is opened
  * by exactly one process of its emulated server; other processes reach its memory and notifies
@@ -283,6 +286,7 @@ typedef struct hal_ops {
     hal_result (*dma_batch)(hal_stream *s, const hal_dma_desc *descs, uint32_t n); /* parallel, completes as one task */
     hal_result (*memset_async)(hal_stream *s, void *dst, int value, size_t bytes);
     hal_result (*task_async)(hal_stream *s, hal_task_fn fn, void *arg);
+    /* Runs fn(arg) on the host in stream order, also on a failed stream (above). */
     hal_result (*host_func_async)(hal_stream *s, hal_host_fn fn, void *arg);
     /* Enqueues a stream program (see hal_insn). Optional: NULL when the backend has no program
      * executor; callers then enqueue the instructions one task each (same semantics, more tasks). */

@@ -29,6 +29,19 @@ typedef struct asc_cb {
     hal_dma_desc d; /* fn == NULL && hfn == NULL: a DMA to resolve and run */
 } asc_cb;
 
+/* Whether ACL failed the stream before this callback (a wait of its own timed out, or a gate):
+ * callbacks run after a failure too (hal.h), and a device task's work is then skipped as the
+ * wrapper's own failure skips it. The failure becomes the wrapper's, so this asks ACL once. */
+static bool acl_failed(hal_stream *s)
+{
+    aclrtStreamStatus st;
+    aclError e = ACL(aclrtStreamQuery)(s->acl, &st);
+    if (e == ACL_SUCCESS)
+        return false;
+    asc_stream_fail(s, asc_from_acl(e), "%s", asc_errmsg());
+    return true;
+}
+
 static void run_cb(void *p)
 {
     asc_cb *c = p;
@@ -37,10 +50,10 @@ static void run_cb(void *p)
         int err = atomic_load(&c->from->err);
         if (err)
             asc_stream_fail(s, (hal_result)err, "%s", c->from->msg);
-    } else if (atomic_load(&s->err)) {
-        /* a failed stream skips its later tasks */
     } else if (c->hfn) {
-        c->hfn(c->arg);
+        c->hfn(c->arg); /* also on a failed stream (hal.h) */
+    } else if (atomic_load(&s->err) || acl_failed(s)) {
+        /* a failed stream skips its later device tasks */
     } else {
         if (c->fn) {
             char msg[256] = "";

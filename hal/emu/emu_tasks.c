@@ -36,7 +36,7 @@ static bool task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
     }
     if (t->kind == EMU_T_PROG)
         return prog_run(s, t, sticky, help);
-    if (sticky != HAL_OK)
+    if (sticky != HAL_OK && t->kind != EMU_T_HOST) /* host functions run anyway (hal.h) */
         return true;
     char msg[EMU_MSG_LEN] = "";
     hal_result rc = HAL_OK;

@@ -215,3 +215,40 @@ Test(acl_callback, host_func)
     aclrtDestroyStream(s);
     aclrtFree(d);
 }
+
+/* After a task failed, a stream skips its later device work, but callbacks and host functions
+ * still run (CANN runs a stream's later tasks by default): a callback that frees what the work
+ * used must not be lost. Before, they were skipped, and the emulator's callback record and every
+ * hal/ascend task launched as a callback leaked (ASan, test_coll_ascend's dead-peer cases). */
+Test(acl_callback, callbacks_and_host_funcs_run_on_a_failed_stream)
+{
+    reporter r;
+    reporter_start(&r);
+    aclrtStream s;
+    aclrtNotify n;
+    cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+    cr_assert_eq(aclrtSubscribeReport((uint64_t)r.th, s), ACL_SUCCESS);
+    cr_assert_eq(aclrtCreateNotify(&n, ACL_NOTIFY_DEFAULT), ACL_SUCCESS);
+    unsigned char src[N], zero[N];
+    memset(src, 0x5a, N);
+    memset(zero, 0, N);
+    void *d;
+    cr_assert_eq(aclrtMalloc(&d, N, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(aclrtMemset(d, N, 0, N), ACL_SUCCESS);
+    cr_assert_eq(aclrtWaitAndResetNotify(n, s, 1), ACL_SUCCESS); /* nobody records: fails after 1 s */
+    cr_assert_eq(aclrtMemcpyAsync(d, N, src, N, ACL_MEMCPY_HOST_TO_DEVICE, s), ACL_SUCCESS);
+    probe cb = PROBE_INIT, host = PROBE_INIT;
+    cr_assert_eq(aclrtLaunchCallback(probe_cb, &cb, ACL_CALLBACK_BLOCK, s), ACL_SUCCESS);
+    cr_assert_eq(aclrtLaunchHostFunc(s, probe_cb, &host), ACL_SUCCESS);
+    aclError rc = aclrtSynchronizeStream(s);
+    cr_assert_eq(rc, ACL_ERROR_RT_FFTS_PLUS_TIMEOUT, "got %d", rc);
+    cr_assert_arr_eq((unsigned char *)d, zero, N, "the copy after the failure ran");
+    cr_assert_eq(cb.calls, 1, "the callback after the failure did not run");
+    cr_assert(pthread_equal(cb.ran_on, r.th), "the callback did not run on the subscribed thread");
+    cr_assert_eq(host.calls, 1, "the host function after the failure did not run");
+    cr_assert_eq(aclrtUnSubscribeReport((uint64_t)r.th, s), ACL_SUCCESS);
+    reporter_stop(&r);
+    cr_assert_eq(aclrtDestroyNotify(n), ACL_SUCCESS);
+    cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+    cr_assert_eq(aclrtFree(d), ACL_SUCCESS);
+}
