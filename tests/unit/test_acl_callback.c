@@ -87,6 +87,18 @@ static void probe_wait_calls(probe *p, int n)
 
 enum { N = 128 };
 
+/* A copy's source (src filled with `fill`), what the device buffer holds before it (zero), and that
+ * device buffer, zeroed. */
+static void *copy_setup(unsigned char src[N], unsigned char zero[N], int fill)
+{
+    memset(src, fill, N);
+    memset(zero, 0, N);
+    void *d;
+    cr_assert_eq(aclrtMalloc(&d, N, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(aclrtMemset(d, N, 0, N), ACL_SUCCESS);
+    return d;
+}
+
 Test(acl_callback, runs_on_the_subscribed_thread)
 {
     reporter r;
@@ -113,11 +125,7 @@ Test(acl_callback, block_holds_the_stream)
     reporter_start(&r);
     aclrtStream s;
     unsigned char src[N], zero[N];
-    memset(src, 0x42, N);
-    memset(zero, 0, N);
-    void *d;
-    cr_assert_eq(aclrtMalloc(&d, N, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    cr_assert_eq(aclrtMemset(d, N, 0, N), ACL_SUCCESS);
+    void *d = copy_setup(src, zero, 0x42);
     cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
     cr_assert_eq(aclrtSubscribeReport((uint64_t)r.th, s), ACL_SUCCESS);
     probe p = PROBE_INIT;
@@ -196,11 +204,7 @@ Test(acl_callback, host_func)
 {
     aclrtStream s;
     unsigned char src[N], zero[N];
-    memset(src, 0x99, N);
-    memset(zero, 0, N);
-    void *d;
-    cr_assert_eq(aclrtMalloc(&d, N, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    cr_assert_eq(aclrtMemset(d, N, 0, N), ACL_SUCCESS);
+    void *d = copy_setup(src, zero, 0x99);
     cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
     probe p = PROBE_INIT;
     p.hold = 1;
@@ -230,11 +234,7 @@ Test(acl_callback, callbacks_and_host_funcs_run_on_a_failed_stream)
     cr_assert_eq(aclrtSubscribeReport((uint64_t)r.th, s), ACL_SUCCESS);
     cr_assert_eq(aclrtCreateNotify(&n, ACL_NOTIFY_DEFAULT), ACL_SUCCESS);
     unsigned char src[N], zero[N];
-    memset(src, 0x5a, N);
-    memset(zero, 0, N);
-    void *d;
-    cr_assert_eq(aclrtMalloc(&d, N, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    cr_assert_eq(aclrtMemset(d, N, 0, N), ACL_SUCCESS);
+    void *d = copy_setup(src, zero, 0x5a);
     cr_assert_eq(aclrtWaitAndResetNotify(n, s, 1), ACL_SUCCESS); /* nobody records: fails after 1 s */
     cr_assert_eq(aclrtMemcpyAsync(d, N, src, N, ACL_MEMCPY_HOST_TO_DEVICE, s), ACL_SUCCESS);
     probe cb = PROBE_INIT, host = PROBE_INIT;
