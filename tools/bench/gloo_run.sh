@@ -39,6 +39,11 @@ shift $((OPTIND - 1))
     { echo "gloo_run.sh: needs bash >= 5.1 (wait -n -p), this is $BASH_VERSION" >&2; exit 2; }
 
 STORE=$(mktemp -d "${TMPDIR:-/tmp}/gloo_store.XXXXXX") || { echo "gloo_run.sh: mktemp -d failed" >&2; exit 2; }
+if ! mkfifo "$STORE/nap" || ! exec {NAP}<>"$STORE/nap"; then
+    echo "gloo_run.sh: no FIFO in $STORE" >&2
+    rm -rf "$STORE"
+    exit 2
+fi
 declare -A RANK_OF=()   # pid -> rank, of the ranks not yet waited for
 WATCHDOG=
 PID=
@@ -52,25 +57,21 @@ ended() {
     [[ ${stat:0:1} == Z ]]
 }
 
-# Sets PID and RC to a rank, or the timer $1, that has ended. Bash drops a job killed by a signal
-# from its job table once it has reported it ("Segmentation fault"), and `wait -n` no longer sees
-# it, but a plain `wait PID` still has its status: so ranks that have ended already come first.
+# Sets PID and RC to a rank, or the timer $1, that has ended; PID empty: none yet (it naps 0.2 s
+# first). It looks rather than `wait -n`: that misses a job which ended just before the call (bash
+# 5.2), and a rank ending between a look and the wait was seen only when the timer fired (a run of
+# test_bench_tools waited its 600 s). A plain `wait PID` still has an ended job's status, also of a
+# job killed by a signal, which bash drops from its job table once it has reported it.
 next_ended() {
     local p
-    for p in "${!RANK_OF[@]}"; do
+    for p in "${!RANK_OF[@]}" ${1:+"$1"}; do
         ended "$p" || continue
-        wait "$p"
+        wait "$p" 2>/dev/null
         RC=$? PID=$p
         return
     done
     PID=
-    wait -n -p PID "${!RANK_OF[@]}" "$1" 2>/dev/null
-    RC=$?
-    if [[ -z $PID ]]; then  # none it knows: all were dropped between the loop above and wait -n
-        for p in "${!RANK_OF[@]}"; do break; done
-        wait "$p"
-        RC=$? PID=$p
-    fi
+    read -r -t 0.2 -u "$NAP" _ 2>/dev/null  # a FIFO nobody writes: a nap without a process
 }
 
 # Kills the ranks still running, by pid: SIGTERM, SIGKILL for those alive 2 s later.
@@ -85,6 +86,7 @@ stop_all() {
     grace=$!
     while ((${#RANK_OF[@]})); do
         next_ended "$grace"
+        [[ -z $PID ]] && continue
         [[ $PID == "$grace" ]] && break
         unset "RANK_OF[$PID]"
     done
@@ -113,6 +115,7 @@ WATCHDOG=$!
 
 while ((${#RANK_OF[@]})); do
     next_ended "$WATCHDOG"
+    [[ -z $PID ]] && continue
     if [[ $PID == "$WATCHDOG" ]]; then
         WATCHDOG=
         ranks=$(for p in "${!RANK_OF[@]}"; do echo "${RANK_OF[$p]}"; done | sort -n | paste -sd ' ')
