@@ -31,7 +31,8 @@ typedef struct asc_cb {
 
 /* Whether ACL failed the stream before this callback (a wait of its own timed out, or a gate):
  * callbacks run after a failure too (hal.h), and a device task's work is then skipped as the
- * wrapper's own failure skips it. The failure becomes the wrapper's, so this asks ACL once. */
+ * wrapper's own failure skips it. A query, no wait; the failure it finds becomes the wrapper's,
+ * so later callbacks stop at the wrapper's error without asking. */
 static bool acl_failed(hal_stream *s)
 {
     aclrtStreamStatus st;

@@ -13,7 +13,7 @@
 # Exit: 0 all ranks exited 0; a failed rank's status (1 if it died of a signal); 124 timeout;
 #       2 bad usage or no store directory.
 # Example: tools/bench/gloo_run.sh -n 4 ./gloo_coll_bench -c allreduce -b 8 -e 64K -f 8192
-# Needs bash >= 5.1 (wait -n -p).
+# Needs bash >= 4.1 (a {var} file descriptor).
 set -u
 
 N=
@@ -35,8 +35,8 @@ shift $((OPTIND - 1))
 [[ $N =~ ^[1-9][0-9]*$ ]] || { echo "gloo_run.sh: -n must be a number >= 1, got '$N'" >&2; exit 2; }
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "gloo_run.sh: -t must be whole seconds >= 1, got '$TIMEOUT'" >&2; exit 2; }
 (($# >= 1)) || { echo "gloo_run.sh: no program given" >&2; usage; }
-((BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1))) ||
-    { echo "gloo_run.sh: needs bash >= 5.1 (wait -n -p), this is $BASH_VERSION" >&2; exit 2; }
+((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 1))) ||
+    { echo "gloo_run.sh: needs bash >= 4.1 ({var} file descriptors), this is $BASH_VERSION" >&2; exit 2; }
 
 STORE=$(mktemp -d "${TMPDIR:-/tmp}/gloo_store.XXXXXX") || { echo "gloo_run.sh: mktemp -d failed" >&2; exit 2; }
 if ! mkfifo "$STORE/nap" || ! exec {NAP}<>"$STORE/nap"; then
@@ -109,7 +109,7 @@ for ((r = 0; r < N; r++)); do
     RANK_OF[$!]=$r
 done
 
-# The timeout is a child like the ranks: one `wait -n` sees whichever ends first, no polling.
+# The timeout is a child like the ranks: next_ended finds whichever ends first.
 sleep "$TIMEOUT" &
 WATCHDOG=$!
 
