@@ -143,8 +143,13 @@ static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
  * then waited for its receiver (docs/perf.md, "One-way Broadcast"); with 128 they gain there too
  * (8 B, loops of 1000: 0.91 -> 0.59 us; "One-way at two ranks"). */
 #define ALGO_ONEWAY_MIN_RANKS 2u
-/* Eager plans run only where every other plan is mesh: at most this many ranks (algo_select). */
-#define ALGO_MESH_MAX_RANKS 8u
+/* Up to this many ranks on one server the selector takes mesh (and eager for small calls), beyond
+ * it ring and pairwise; eager plans run only where every other plan is mesh (algo_select). 16: the
+ * most devices one server has (HCCL_EMU_DEVICES' limit; 16 NPUs of an A3 server). At 9 and 16
+ * ranks on 2 CPUs ring's 2(n - 1) steps, each a wake-up of a peer waiting for its CPU, took 0.2-1.2
+ * ms a call at 8 B where mesh and eager take 1.6-80 us; at 64 MiB mesh was as fast or up to 1.9x
+ * faster (docs/perf.md, "Mesh and eager up to 16 ranks"). */
+#define ALGO_MESH_MAX_RANKS 16u
 /* Default crossovers when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops whose
  * per-box bytes are at most this many go eager (algo_eager_default), at every rank count eager
  * runs at (up to ALGO_MESH_MAX_RANKS). Eager copies every block twice (into the inboxes and out);

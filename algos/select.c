@@ -1,7 +1,7 @@
 /* Algorithm selection and the HCCL_ALGO parser.
  *
  * Selection (documented in docs/algorithms.md): a forced algorithm wins when it supports the
- * collective; SENDRECV -> p2p; everything on one server with n <= 8 -> mesh (direct, O(1) rounds
+ * collective; SENDRECV -> p2p; everything on one server with n <= 16 -> mesh (direct, O(1) rounds
  * over HCCS), or eager (algos/eager.c) when the op's per-box bytes are at most the crossover;
  * otherwise ring for reductions/gathers and pairwise for all-to-all. */
 #include <ctype.h>

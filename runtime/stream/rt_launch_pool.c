@@ -145,9 +145,9 @@ void rt_launch_ctx_put(rt_launch_ctx *ctx)
 
 /* What a warmed context has room for: an eager plan's program on m ranks takes 5m - 3
  * instructions, 2m - 1 descriptors and 4m - 1 rebinds (AllReduce, the largest), with m at most
- * RT_WARM_RANKS (eager runs on up to 8 ranks by default, algos/select.c); larger plans grow the
+ * RT_WARM_RANKS (eager runs on up to ALGO_MESH_MAX_RANKS, algos/select.c); larger plans grow the
  * arrays on first use. */
-#define RT_WARM_RANKS 8u
+#define RT_WARM_RANKS ALGO_MESH_MAX_RANKS
 #define RT_WARM_SEGS 4u
 
 /* Grows an array to `need` elements and writes it, so its pages are faulted in here and not at

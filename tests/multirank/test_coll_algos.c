@@ -1,7 +1,7 @@
 /* Every algorithm the selector or HCCL_ALGO can pick, executed for every collective it serves, at
  * 2, 3, 4, 8, 9 and 16 ranks (hcclrun sizes the emulated server for 16), each element checked by
  * coll_check against its host reference (built from the HCCL definitions, not from algos/).
- * The automatic choice (mesh up to 8 ranks, p2p for point to point) is test_coll_ranks' job;
+ * The automatic choice (eager and mesh up to 16 ranks, p2p for point to point) is test_coll_ranks' job;
  * here HCCL_ALGO forces ring, mesh and pairwise. Breadth shrinks with the rank count to keep the
  * suite near 3 minutes on 2 cores: every dtype x op at small N, a subset at 9 and 16. See
  * docs/testing.md. */
@@ -38,7 +38,7 @@ Test(ring, n16, .timeout = 500)
     check("ring", 16, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES);
 }
 
-/* mesh: up to 8 ranks it is the automatic choice (test_coll_ranks); beyond, only when forced. */
+/* mesh, forced: also for the small counts that the automatic choice sends eager. */
 Test(mesh, n9, .timeout = 500) { check("mesh", 9, REDUCING_AND_MOVING, "--counts 0,1,7,65539 --dtypes " WIDE_DTYPES); }
 Test(mesh, n16, .timeout = 500)
 {
@@ -67,27 +67,34 @@ Test(deterministic, mesh_n3, .timeout = 300) { check_env(DET, "mesh", 3, REDUCTI
 Test(deterministic, ring_n9, .timeout = 300) { check_env(DET, "ring", 9, REDUCTIONS, "--counts 0,1,7,65539"); }
 Test(deterministic, mesh_n9, .timeout = 300) { check_env(DET, "mesh", 9, REDUCTIONS, "--counts 0,1,7,65539"); }
 
-/* The algorithm forced is the one that ran: with HCCL_DEBUG=DEBUG every rank logs
- * "compiled <HcclOp> with <algo>" for each plan it compiles. One small case per collective. */
-static void expect_compiled(const char *algo, unsigned n, const char *colls, const char *const *ops, int nops)
+/* The algorithm that ran: with HCCL_DEBUG=DEBUG every rank logs "compiled <HcclOp> with <algo>"
+ * for each plan it compiles. One case of `count` elements per collective, --algo `algo`. */
+static void expect_compiled_as(const char *algo, const char *want, unsigned n, const char *colls, unsigned count,
+                               const char *const *ops, int nops)
 {
     char args[256];
-    snprintf(args, sizeof args, "--algo %s --colls %s --counts 7 --dtypes fp32 --ops sum --roots 0 --place out",
-             algo, colls);
+    snprintf(args, sizeof args, "--algo %s --colls %s --counts %u --dtypes fp32 --ops sum --roots 0 --place out",
+             algo, colls, count);
     mr_result r = mr_run_t("HCCL_DEBUG=DEBUG", n, 240, MR_COLL_CHECK, args);
     cr_expect_eq(r.status, 0, "coll_check --algo %s on %u ranks: exit status %d", algo, n, r.status);
     for (int i = 0; i < nops; i++) {
         char needle[96];
         for (unsigned rank = 0; rank < n; rank++) {
-            snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, ops[i], algo);
+            snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, ops[i], want);
             cr_expect(strstr(r.out, needle) != NULL, "%u ranks, --algo %s: no \"%.*s\" in the log", n, algo,
                       (int)strlen(needle) - 1, needle);
         }
     }
-    const char *other = !strcmp(algo, "ring") ? " with mesh\n" : " with ring\n";
+    const char *other = !strcmp(want, "ring") ? " with mesh\n" : " with ring\n";
     cr_expect(strstr(r.out, other) == NULL, "%u ranks, --algo %s: a plan compiled%.*s", n, algo,
               (int)strlen(other) - 1, other);
     free(r.out);
+}
+
+/* The algorithm forced is the one that ran, for a small case (7 elements). */
+static void expect_compiled(const char *algo, unsigned n, const char *colls, const char *const *ops, int nops)
+{
+    expect_compiled_as(algo, algo, n, colls, 7, ops, nops);
 }
 
 static const char *const all_ops[] = {"HcclAllReduce", "HcclBroadcast", "HcclAllGather", "HcclReduceScatter",
@@ -98,6 +105,8 @@ static const char *const a2a_ops[] = {"HcclAlltoAll", "HcclAlltoAllV", "HcclAllt
 Test(selected, ring_n3) { expect_compiled("ring", 3, REDUCING_AND_MOVING, all_ops, 11); }
 Test(selected, mesh_n9) { expect_compiled("mesh", 9, REDUCING_AND_MOVING, all_ops, 11); }
 Test(selected, pairwise_n3) { expect_compiled("pairwise", 3, A2A, a2a_ops, 3); }
+/* Nothing forced, 16 ranks on one server, 256 KiB (past the eager crossover): mesh, not ring. */
+Test(selected, auto_mesh_n16) { expect_compiled_as("auto", "mesh", 16, REDUCING_AND_MOVING, 65539, all_ops, 11); }
 
 /* HCCL_ALGO's per-op form: named ops get their algorithm, the others the automatic choice
  * (mesh at 3 ranks). */

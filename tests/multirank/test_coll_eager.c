@@ -1,4 +1,4 @@
-/* The eager protocol on the emulator: every collective it serves at 2, 3, 4 and 8 ranks, every
+/* The eager protocol on the emulator: every collective it serves at 2, 3, 4, 8 and 16 ranks, every
  * dtype and op, odd counts on both sides of the crossover, in and out of place, each element
  * checked by coll_check; 42 collectives back to back across the crossover (coll_misc eagerseq:
  * inbox slots reused while peers are calls apart); one-way Broadcasts and Scatters back to back
@@ -39,11 +39,13 @@ Test(eager, collectives_n2, .timeout = 300) { check(MAXED, 2, "0,1,7,4097,16385"
 Test(eager, collectives_n3, .timeout = 300) { check(MAXED, 3, "0,1,7,4097,16385"); }
 Test(eager, collectives_n4, .timeout = 300) { check(MAXED, 4, "0,1,7,4097,16385"); }
 Test(eager, collectives_n8, .timeout = 300) { check(MAXED, 8, "0,1,7,4097"); }
+Test(eager, collectives_n16, .timeout = 300) { check(MAXED, 16, "0,1,7,4097"); }
 
 Test(eager, back_to_back_n2, .timeout = 300) { seq("", 2); }
 Test(eager, back_to_back_n3, .timeout = 300) { seq("", 3); }
 Test(eager, back_to_back_n4, .timeout = 300) { seq("", 4); }
 Test(eager, back_to_back_n8, .timeout = 300) { seq("", 8); }
+Test(eager, back_to_back_n16, .timeout = 300) { seq("", 16); }
 Test(eager, back_to_back_16k_crossover_n4, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=16384", 4); }
 Test(eager, back_to_back_off_n3, .timeout = 300) { seq("HCCL_EAGER_MAX_BYTES=0", 3); }
 
@@ -70,6 +72,7 @@ static void chain(unsigned n)
 Test(eager, run_ahead_chain_n2, .timeout = 300) { chain(2); }
 Test(eager, run_ahead_chain_n4, .timeout = 300) { chain(4); }
 Test(eager, run_ahead_chain_n8, .timeout = 300) { chain(8); }
+Test(eager, run_ahead_chain_n16, .timeout = 300) { chain(16); }
 
 /* More launches in flight than the runtime queues: the host runs half the queue, then goes on. */
 static void deep(unsigned n)

@@ -59,6 +59,12 @@ Test(mismatch, skip_then_destroy_n8, .timeout = 150) { mismatch(8, "destroy", de
 Test(mismatch, broadcast_vs_allreduce_n8, .timeout = 150) { mismatch(8, "op", op_w); }
 Test(mismatch, counts_n8, .timeout = 150) { mismatch(8, "count", count_w); }
 Test(mismatch, roots_n8, .timeout = 150) { mismatch(8, "root", root_w); }
+/* 16 ranks, the most on one server, where eager and mesh run too (ALGO_MESH_MAX_RANKS). */
+Test(mismatch, skip_then_barrier_n16, .timeout = 150) { mismatch(16, "skip", skip_w); }
+Test(mismatch, broadcast_vs_allreduce_n16, .timeout = 150) { mismatch(16, "op", op_w); }
+Test(mismatch, eager_vs_mesh_allreduce_n16, .timeout = 150) { mismatch(16, "xcount-allreduce", xcount_w); }
+Test(mismatch, oneway_then_destroy_n16, .timeout = 150) { mismatch(16, "oneway-destroy", ow_destroy_w); }
+Test(mismatch, peer_exits_n16, .timeout = 150) { mismatch(16, "exit", exit_w); }
 /* One-way Broadcasts (docs/runtime.md, "One-way calls"): the root's call
  * completes without its receivers, so a mismatch only a root can see shows on every rank by the
  * HcclBarrier after it (coll_mismatch.c, observe_or_next). With HCCL_EAGER_ONEWAY=0, at the call

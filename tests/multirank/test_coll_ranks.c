@@ -20,6 +20,11 @@ Test(coll, n2, .timeout = 300) { coll_check(2, NON_P2P); }
 Test(coll, n3, .timeout = 300) { coll_check(3, NON_P2P); }
 Test(coll, n4, .timeout = 300) { coll_check(4, NON_P2P); }
 Test(coll, n8, .timeout = 500) { coll_check(8, NON_P2P); }
+/* Past 8 ranks on one server (up to 16, ALGO_MESH_MAX_RANKS) the automatic choice is eager and mesh
+ * too: one dtype per width and float format x every op, counts on both sides of the crossovers. */
+#define WIDE_DTYPES "--dtypes int8,uint16,int32,int64,fp16,bf16,fp32,fp64,int128 --counts 0,1,7,97,2049,65539"
+Test(coll, n9, .timeout = 500) { coll_check(9, NON_P2P " " WIDE_DTYPES); }
+Test(coll, n16, .timeout = 500) { coll_check(16, NON_P2P " " WIDE_DTYPES); }
 
 Test(p2p, n2, .timeout = 300) { coll_check(2, P2P); }
 Test(p2p, n3, .timeout = 300) { coll_check(3, P2P); }

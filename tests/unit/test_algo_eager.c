@@ -1,4 +1,4 @@
-/* The eager algorithm: every collective it does, verified for 1..9 ranks, counts (zero, odd, a
+/* The eager algorithm: every collective it does, verified for 1..9, 12 and 16 ranks, counts (zero, odd, a
  * full box), roots, in/out of place, several dtypes and reduce ops; the inbox rules the verifier
  * enforces; full end (plan.h, INBOX) of eager and of the mesh plans that run next to them; and
  * the selector's crossover. */
@@ -25,11 +25,19 @@ static int check_one(algo_kind kind, algo_coll coll, uint32_t n, uint64_t count,
     return 1;
 }
 
-static int sweep(algo_kind kind, algo_coll coll, hal_dtype dt, hal_redop op, bool det)
+/* Rank counts swept: every one up to 9, then 12 and ALGO_MESH_MAX_RANKS (the selector takes eager
+ * and mesh up to there). The dtype, op and deterministic sweeps stop at 9 (NARROW): an element's
+ * size and the fold order do not depend on n, and 12 and 16 would more than double the suite's time. */
+static const uint32_t k_ranks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, ALGO_MESH_MAX_RANKS};
+#define NARROW 9u
+#define WIDE ALGO_MESH_MAX_RANKS
+
+static int sweep(algo_kind kind, algo_coll coll, hal_dtype dt, hal_redop op, bool det, uint32_t max_n)
 {
     int fails = 0;
     uint64_t esz = hal_dtype_size(dt);
-    for (uint32_t n = 1; n <= 9; n++) {
+    for (size_t ni = 0; ni < sizeof k_ranks / sizeof k_ranks[0] && k_ranks[ni] <= max_n; ni++) {
+        uint32_t n = k_ranks[ni];
         uint64_t counts[5] = {0, 1, n + 1, 97, ALGO_EAGER_BOX / esz}; /* the last fills a box */
         uint32_t roots[3] = {0, n - 1, n / 2};
         uint32_t nr = ta_rooted(coll) ? 3 : 1;
@@ -52,7 +60,7 @@ static int sweep(algo_kind kind, algo_coll coll, hal_dtype dt, hal_redop op, boo
 Test(algo_eager, every_collective_fp32_sum)
 {
     for (size_t i = 0; i < NCOLLS; i++)
-        cr_expect_eq(sweep(ALGO_EAGER, k_eager_colls[i], HAL_DT_FP32, HAL_OP_SUM, false), 0, "%s: see above",
+        cr_expect_eq(sweep(ALGO_EAGER, k_eager_colls[i], HAL_DT_FP32, HAL_OP_SUM, false, WIDE), 0, "%s: see above",
                      algo_coll_name(k_eager_colls[i]));
 }
 
@@ -64,40 +72,40 @@ Test(algo_eager, dtypes_and_ops)
      * is swept with one op, and every op comes round twice. */
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         hal_redop op = ops[d % (sizeof ops / sizeof ops[0])];
-        cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, dts[d], op, false), 0, "see above");
-        cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, dts[d], op, false), 0, "see above");
+        cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, dts[d], op, false, NARROW), 0, "see above");
+        cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, dts[d], op, false, NARROW), 0, "see above");
     }
-    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLGATHER, HAL_DT_INT8, HAL_OP_SUM, false), 0, "see above");
-    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLTOALL, HAL_DT_INT128, HAL_OP_SUM, false), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLGATHER, HAL_DT_INT8, HAL_OP_SUM, false, NARROW), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLTOALL, HAL_DT_INT128, HAL_OP_SUM, false, NARROW), 0, "see above");
 }
 
 /* Eager folds in rank order, so deterministic mode (a non-commutative fold in the verifier)
  * holds for free. */
 Test(algo_eager, deterministic)
 {
-    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
-    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
-    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_ALLREDUCE, HAL_DT_FP32, HAL_OP_SUM, true, NARROW), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE_SCATTER, HAL_DT_FP32, HAL_OP_SUM, true, NARROW), 0, "see above");
+    cr_expect_eq(sweep(ALGO_EAGER, ALGO_COLL_REDUCE, HAL_DT_FP32, HAL_OP_SUM, true, NARROW), 0, "see above");
 }
 
 /* Eager calls reuse the inbox because every plan that can run next to them ends full: the mesh
- * plans the selector picks on one server for n <= 8 (plan.h, INBOX). */
+ * plans the selector picks on one server for n <= ALGO_MESH_MAX_RANKS (plan.h, INBOX). */
 Test(algo_eager, mesh_plans_end_full)
 {
     for (size_t i = 0; i < NCOLLS; i++)
-        cr_expect_eq(sweep(ALGO_MESH, k_eager_colls[i], HAL_DT_FP32, HAL_OP_SUM, false), 0, "%s: see above",
+        cr_expect_eq(sweep(ALGO_MESH, k_eager_colls[i], HAL_DT_FP32, HAL_OP_SUM, false, WIDE), 0, "%s: see above",
                      algo_coll_name(k_eager_colls[i]));
-    cr_expect_eq(sweep(ALGO_MESH, ALGO_COLL_ALLREDUCE, HAL_DT_FP32, HAL_OP_SUM, true), 0, "see above");
+    cr_expect_eq(sweep(ALGO_MESH, ALGO_COLL_ALLREDUCE, HAL_DT_FP32, HAL_OP_SUM, true, WIDE), 0, "see above");
 }
 
 Test(algo_eager, v_ops_end_full_with_mesh)
 {
     cr_expect_eq(ta_sweep(ALGO_MESH, ALGO_COLL_ALLGATHERV), 0); /* compile + verify */
-    uint64_t m[2 * 8];
-    for (uint32_t n = 1; n <= 8; n++) {
+    uint64_t m[2 * ALGO_MESH_MAX_RANKS];
+    for (uint32_t n = 1; n <= ALGO_MESH_MAX_RANKS; n++) {
         const algo_coll vc[] = {ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_ALLTOALLVC};
         for (size_t k = 0; k < 3; k++) {
-            uint64_t mm[64];
+            uint64_t mm[ALGO_MESH_MAX_RANKS * ALGO_MESH_MAX_RANKS];
             algo_op op = {.coll = vc[k], .nranks = n, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM};
             if (vc[k] == ALGO_COLL_ALLTOALLVC) {
                 for (uint32_t i = 0; i < n * n; i++)
@@ -148,9 +156,11 @@ Test(algo_eager, select_crossover)
     algo_topo two = {.nranks = 4, .server_of = so, .eager_max = 4096};
     op.count = 8;
     cr_expect_neq(algo_select(&op, &two, ALGO_AUTO), ALGO_EAGER, "two servers: no eager");
-    algo_topo big = {.nranks = 9, .eager_max = 4096};
-    op.nranks = 9;
-    cr_expect_eq(algo_select(&op, &big, ALGO_AUTO), ALGO_RING, "n > 8: ring plans do not end full");
+    algo_topo big = {.nranks = ALGO_MESH_MAX_RANKS, .eager_max = 4096};
+    op.nranks = ALGO_MESH_MAX_RANKS;
+    cr_expect_eq(algo_select(&op, &big, ALGO_AUTO), ALGO_EAGER, "16 ranks on one server: eager");
+    big.nranks = op.nranks = ALGO_MESH_MAX_RANKS + 1;
+    cr_expect_eq(algo_select(&op, &big, ALGO_AUTO), ALGO_RING, "n > 16: ring plans do not end full");
     op.nranks = 4, op.coll = ALGO_COLL_ALLGATHERV;
     uint64_t c[8] = {1, 1, 1, 1, 0, 1, 2, 3};
     op.counts = c, op.ncounts = 8;
@@ -225,7 +235,7 @@ Test(algo_eager, default_crossover)
 {
     const algo_coll colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_ALLTOALL, ALGO_COLL_REDUCE,
                                ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_BROADCAST, ALGO_COLL_SCATTER};
-    for (uint32_t n = 1; n <= 8; n++)
+    for (uint32_t n = 1; n <= ALGO_MESH_MAX_RANKS; n++)
         for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
             cr_expect_eq(dflt(colls[i], n), 8u << 10, "%s at %u ranks", algo_coll_name(colls[i]), n);
     cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 2048), ALGO_EAGER, "8 KiB blocks at 2 ranks: eager");

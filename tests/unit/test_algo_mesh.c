@@ -45,7 +45,7 @@ static void bcast_bytes(uint32_t n, uint32_t r, uint32_t root, uint64_t count, u
 Test(algo_mesh, broadcast_shares_copies)
 {
     const uint64_t count = 1u << 18; /* 1 MiB of fp32 */
-    for (uint32_t n = 2; n <= 8; n++) {
+    for (uint32_t n = 2; n <= ALGO_MESH_MAX_RANKS; n++) {
         uint32_t root = n / 2;
         for (uint32_t r = 0; r < n; r++) {
             uint64_t pulled, pushed, tail = count / n * 4; /* the last of n balanced chunks */
