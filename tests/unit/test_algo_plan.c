@@ -196,8 +196,10 @@ Test(algo_select, rules)
     cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH);
     cr_expect_eq(algo_select(&op, NULL, ALGO_RING), ALGO_RING);
     cr_expect_eq(algo_select(&op, NULL, ALGO_PAIRWISE), ALGO_MESH, "forced but unsupported: falls back");
-    op.nranks = 9;
-    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_RING);
+    op.nranks = ALGO_MESH_MAX_RANKS;
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_MESH, "16 ranks on one server: mesh");
+    op.nranks = ALGO_MESH_MAX_RANKS + 1;
+    cr_expect_eq(algo_select(&op, NULL, ALGO_AUTO), ALGO_RING, "more: ring");
     uint32_t so[4] = {0, 0, 1, 1};
     algo_topo topo = {.nranks = 4, .server_of = so};
     op.nranks = 4;
