@@ -7,9 +7,24 @@
 
 #include "runtime/rt_internal.h"
 
+/* In place as HCCL's plain forms, with the rank's own block where the displacements put it
+ * (docs/algorithms.md): AllGatherV sendBuf = recvBuf + recvDispls[rank], ReduceScatterV recvBuf =
+ * sendBuf + sendDispls[rank]. (AlltoAll(V/VC) in place is one buffer for both, which no algorithm
+ * does: HCCL_E_NOT_SUPPORTED.) */
+static bool v_in_place(algo_coll coll, const void *in, const void *out, const uint64_t *displs, uint32_t rank,
+                       HcclDataType dt)
+{
+    size_t esz = hal_dtype_size((hal_dtype)dt);
+    if (!in || !out)
+        return false;
+    if (coll == ALGO_COLL_ALLGATHERV)
+        return (const char *)in == (const char *)out + displs[rank] * esz;
+    return (const char *)out == (const char *)in + displs[rank] * esz;
+}
+
 static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, void *out, HcclDataType dt,
-                         HcclReduceOp op, const uint64_t *counts, uint32_t ncounts, aclrtStream stream,
-                         const char *api)
+                         HcclReduceOp op, const uint64_t *counts, uint32_t ncounts, bool in_place,
+                         aclrtStream stream, const char *api)
 {
     rt_call call;
     memset(&call, 0, sizeof call);
@@ -18,7 +33,7 @@ static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, 
     call.op.redop = (hal_redop)op;
     call.op.counts = counts;
     call.op.ncounts = ncounts;
-    call.op.in_place = in == out && in != NULL;
+    call.op.in_place = in_place;
     call.cmd = cmd;
     call.in = in;
     call.out = out;
@@ -44,7 +59,7 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void
     memcpy(v + 2 * n, recvCounts, n * sizeof *v);
     memcpy(v + 3 * n, rdispls, n * sizeof *v);
     HcclResult rc = v_call(comm, ALGO_COLL_ALLTOALLV, HCCL_CMD_ALLTOALLV, (void *)sendBuf, (void *)recvBuf, sendType,
-                           0, v, 4 * n, stream, "HcclAlltoAllV");
+                           0, v, 4 * n, sendBuf == recvBuf, stream, "HcclAlltoAllV");
     free(v);
     return rc;
 }
@@ -59,7 +74,7 @@ HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, Hccl
     CHECK_ARG(sendType == recvType, HCCL_E_PARA, "check", "HcclAlltoAllVC: sendType=%d differs from recvType=%d",
               (int)sendType, (int)recvType);
     return v_call(comm, ALGO_COLL_ALLTOALLVC, HCCL_CMD_ALLTOALLVC, (void *)sendBuf, (void *)recvBuf, sendType, 0,
-                  sendCountMatrix, n * n, stream, "HcclAlltoAllVC");
+                  sendCountMatrix, n * n, sendBuf == recvBuf, stream, "HcclAlltoAllVC");
 }
 
 HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
@@ -77,8 +92,9 @@ HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, cons
         return HCCL_E_MEMORY;
     memcpy(v, recvCounts, n * sizeof *v);
     memcpy(v + n, recvDispls, n * sizeof *v);
+    bool in_place = v_in_place(ALGO_COLL_ALLGATHERV, sendBuf, recvBuf, v + n, c->rank, dataType);
     HcclResult rc = v_call(comm, ALGO_COLL_ALLGATHERV, HCCL_CMD_ALLGATHER_V, sendBuf, recvBuf, dataType, 0, v, 2 * n,
-                           stream, "HcclAllGatherV");
+                           in_place, stream, "HcclAllGatherV");
     free(v);
     return rc;
 }
@@ -99,8 +115,9 @@ HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts, const void 
         return HCCL_E_MEMORY;
     memcpy(v, sendCounts, n * sizeof *v);
     memcpy(v + n, sendDispls, n * sizeof *v);
+    bool in_place = v_in_place(ALGO_COLL_REDUCE_SCATTERV, sendBuf, recvBuf, v + n, c->rank, dataType);
     HcclResult rc = v_call(comm, ALGO_COLL_REDUCE_SCATTERV, HCCL_CMD_REDUCE_SCATTER_V, sendBuf, recvBuf, dataType, op,
-                           v, 2 * n, stream, "HcclReduceScatterV");
+                           v, 2 * n, in_place, stream, "HcclReduceScatterV");
     free(v);
     return rc;
 }

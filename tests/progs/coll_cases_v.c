@@ -150,12 +150,18 @@ cc_result cc_allgatherv(cc_ctx *c, const cc_case *k)
     gen_spec g = {GEN_BITS, k->dt, k->op, n, k->salt};
     for (uint32_t j = 0; j < n; j++)
         gen_fill(&g, j, 0, cnt[j], want + dsp[j] * es);
-    void *send = dev_alloc(cnt[me] * es), *recv = dev_alloc(out_elems * es), *s = sentinel_buf(out_elems, es);
-    to_dev(send, in, cnt[me] * es);
+    void *recv = dev_alloc(out_elems * es), *s = sentinel_buf(out_elems, es);
+    /* in place: sendBuf = recvBuf + recvDispls[rank], already holding this rank's block */
+    void *send = k->inplace ? (char *)recv + dsp[me] * es : dev_alloc(cnt[me] * es);
+    if (k->inplace)
+        memcpy((char *)s + dsp[me] * es, in, cnt[me] * es);
     to_dev(recv, s, out_elems * es);
+    if (!k->inplace)
+        to_dev(send, in, cnt[me] * es);
     HcclResult hr = HcclAllGatherV(send, cnt[me], recv, cnt, dsp, k->dt, c->e->comm, c->e->stream);
     cc_result r = check_recv(c, k, hr, recv, want, out_elems);
-    dev_free(send);
+    if (!k->inplace)
+        dev_free(send);
     dev_free(recv);
     free(s);
     free(in);
@@ -175,13 +181,17 @@ cc_result cc_reducescatterv(cc_ctx *c, const cc_case *k)
     void *in = cc_input(k, GEN_REDUCE, n, me, 0, in_elems);
     void *want = xmalloc(cnt[me] * es + 1);
     cc_expect_reduce(k, n, dsp[me], cnt[me], want);
-    void *send = dev_alloc(in_elems * es), *recv = dev_alloc(cnt[me] * es), *s = sentinel_buf(cnt[me], es);
+    void *send = dev_alloc(in_elems * es), *s = sentinel_buf(cnt[me], es);
+    /* in place: recvBuf = sendBuf + sendDispls[rank] */
+    void *recv = k->inplace ? (char *)send + dsp[me] * es : dev_alloc(cnt[me] * es);
     to_dev(send, in, in_elems * es);
-    to_dev(recv, s, cnt[me] * es);
+    if (!k->inplace)
+        to_dev(recv, s, cnt[me] * es);
     HcclResult hr = HcclReduceScatterV(send, cnt, dsp, recv, cnt[me], k->dt, k->op, c->e->comm, c->e->stream);
     cc_result r = check_recv(c, k, hr, recv, want, cnt[me]);
     dev_free(send);
-    dev_free(recv);
+    if (!k->inplace)
+        dev_free(recv);
     free(s);
     free(in);
     free(want);
