@@ -8,7 +8,10 @@
  * without a credit. Broadcast and Scatter go one-way instead where the runtime allows it
  * (oneway_build below): their root waits for nobody's data and takes credits. Reductions fold in
  * rank order, ((x0 op x1) op x2) ..., so every rank's result is bit-identical, whatever the redop
- * and dtype (and deterministic mode holds for free). */
+ * and dtype (and deterministic mode holds for free).
+ * AllGatherV, ReduceScatterV and AlltoAllVC go eager too when every block of the call fits (the
+ * runtime's choice from tables equal on every rank: algo_op.v_eager). Their plans serve every count
+ * table: a block's size and its place in IN/OUT are V-table entries, its place in a box is fixed. */
 #include "algos/algo_build.h"
 
 /* Box `box` of `owner`'s inbox, `elem_off` elements in. */
@@ -19,17 +22,72 @@ static algo_ref box_ref(const algo_b *b, uint32_t owner, uint32_t box, uint64_t 
     return ref;
 }
 
-/* What a rank writes into peer q's box r: the whole IN, or IN block q (ReduceScatter,
- * AlltoAll, Scatter). */
+/* A size in elements: a number, or an entry of this call's V tables. */
+typedef struct elems {
+    uint64_t n;
+    algo_vsym v;
+} elems;
+
+static bool sym(const algo_b *b)
+{
+    return algo_counts_symbolic(b->op->coll);
+}
+
+static elems fixed(uint64_t n)
+{
+    elems e = {n, algo_vs(ALGO_VT_NONE, 0)};
+    return e;
+}
+
+static elems entry(algo_vtab tab, uint32_t idx)
+{
+    elems e = {0, algo_vs(tab, idx)};
+    return e;
+}
+
+static void copy_e(algo_b *b, algo_ref dst, algo_ref src, elems e)
+{
+    if (e.v.tab)
+        algo_b_copy_v(b, 0, dst, src, e.v);
+    else
+        algo_b_copy(b, 0, dst, src, e.n);
+}
+
+/* What a rank writes into peer q's box r: the whole IN, or IN block q (ReduceScatter(V),
+ * AlltoAll(VC), Scatter). */
 static algo_ref send_src(const algo_b *b, uint32_t q)
 {
     algo_coll c = b->op->coll;
     uint64_t off = 0;
+    if (c == ALGO_COLL_REDUCE_SCATTERV)
+        return algo_blk_ref(b, ALGO_BUF_IN, b->r, q);
+    if (c == ALGO_COLL_ALLTOALLVC)
+        return algo_ref_v(algo_b_ref(b, ALGO_BUF_IN, b->r, 0), algo_vs(ALGO_VT_DISPL, q));
     if (c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_SCATTER)
         off = algo_blk_off(b->op, q);
     else if (c == ALGO_COLL_ALLTOALL)
         off = algo_a2a_send_off(b->op, b->r, q);
     return algo_b_ref(b, ALGO_BUF_IN, b->r, off);
+}
+
+/* How much of it: my block (AllGatherV), block q (ReduceScatterV, AlltoAllVC), else the count. */
+static elems send_len(const algo_b *b, uint32_t q)
+{
+    if (!sym(b))
+        return fixed(b->op->count);
+    return entry(ALGO_VT_COUNT, b->op->coll == ALGO_COLL_ALLGATHERV ? b->r : q);
+}
+
+/* The size of box j in my inbox: rank j's block (AllGatherV), what j sends me (AlltoAllVC), my
+ * block (ReduceScatterV), else the count. */
+static elems recv_len(const algo_b *b, uint32_t j)
+{
+    switch (b->op->coll) {
+    case ALGO_COLL_ALLGATHERV: return entry(ALGO_VT_COUNT, j);
+    case ALGO_COLL_ALLTOALLVC: return entry(ALGO_VT_RCOUNT, j);
+    case ALGO_COLL_REDUCE_SCATTERV: return entry(ALGO_VT_COUNT, b->r);
+    default: return fixed(b->op->count);
+    }
 }
 
 /* Does this rank write into q's inbox? Rooted ops: only towards (Reduce) or from (Broadcast,
@@ -52,7 +110,7 @@ static bool parks_own(const algo_b *b)
     algo_coll c = b->op->coll;
     if (!b->op->in_place || b->n == 1)
         return false;
-    return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_REDUCE_SCATTER ||
+    return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_REDUCE_SCATTERV ||
            (c == ALGO_COLL_REDUCE && b->r == b->op->root);
 }
 
@@ -61,15 +119,14 @@ static bool parks_own(const algo_b *b)
 static void eager_exchange(algo_b *b)
 {
     uint32_t n = b->n, r = b->r;
-    uint64_t c = b->op->count;
     algo_step pub = {.kind = ALGO_STEP_PUBLISH};
     algo_b_push(b, 0, pub);
     if (parks_own(b))
-        algo_b_copy(b, 0, box_ref(b, r, r, 0), send_src(b, r), c);
+        copy_e(b, box_ref(b, r, r, 0), send_src(b, r), send_len(b, r));
     for (uint32_t k = 1; k < n; k++) {
         uint32_t q = (r + k) % n;
         if (sends_to(b, q))
-            algo_b_copy(b, 0, box_ref(b, q, r, 0), send_src(b, q), c);
+            copy_e(b, box_ref(b, q, r, 0), send_src(b, q), send_len(b, q));
     }
     for (uint32_t k = 1; k < n; k++)
         algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_PUB);
@@ -88,33 +145,51 @@ static algo_ref operand(const algo_b *b, uint32_t j, algo_ref own)
     return parks_own(b) ? box_ref(b, b->r, b->r, 0) : own;
 }
 
+/* dst op= src (src2 NULL) or dst = src op src2, over my block (ReduceScatterV) or the count. */
+static void reduce_e(algo_b *b, algo_ref dst, algo_ref src, const algo_ref *src2)
+{
+    if (sym(b))
+        algo_b_reduce_blk(b, 0, dst, src, src2, b->r);
+    else if (src2)
+        algo_b_reduce3(b, 0, dst, src, *src2, b->op->count);
+    else
+        algo_b_reduce(b, 0, dst, src, b->op->count);
+}
+
 /* dst = ((x0 op x1) op x2) ... op x(n-1). */
 static void fold(algo_b *b, algo_ref dst, algo_ref own)
 {
-    uint64_t c = b->op->count;
     if (b->n == 1) {
         if (!b->op->in_place)
-            algo_b_copy(b, 0, dst, own, c);
+            copy_e(b, dst, own, recv_len(b, b->r));
         return;
     }
-    algo_b_reduce3(b, 0, dst, operand(b, 0, own), operand(b, 1, own), c);
+    algo_ref x1 = operand(b, 1, own);
+    reduce_e(b, dst, operand(b, 0, own), &x1);
     for (uint32_t j = 2; j < b->n; j++)
-        algo_b_reduce(b, 0, dst, operand(b, j, own), c);
+        reduce_e(b, dst, operand(b, j, own), NULL);
+}
+
+/* Where block j lands in my OUT: block j (AllGather(V)), what j sent me (AlltoAll(VC)). */
+static algo_ref gather_dst(const algo_b *b, uint32_t j)
+{
+    const algo_op *op = b->op;
+    switch (op->coll) {
+    case ALGO_COLL_ALLGATHERV: return algo_blk_ref(b, ALGO_BUF_OUT, b->r, j);
+    case ALGO_COLL_ALLTOALLVC: return algo_ref_v(algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), algo_vs(ALGO_VT_RDISPL, j));
+    case ALGO_COLL_ALLTOALL: return algo_b_ref(b, ALGO_BUF_OUT, b->r, algo_a2a_recv_off(op, j, b->r));
+    default: return algo_b_ref(b, ALGO_BUF_OUT, b->r, algo_blk_off(op, j));
+    }
 }
 
 /* Gathers: OUT block j <- box j for every peer j; my own block from IN unless it is in place. */
 static void gather(algo_b *b)
 {
-    const algo_op *op = b->op;
-    uint64_t c = op->count;
-    bool a2a = op->coll == ALGO_COLL_ALLTOALL;
     for (uint32_t j = 0; j < b->n; j++) {
-        uint64_t off = a2a ? algo_a2a_recv_off(op, j, b->r) : algo_blk_off(op, j);
-        algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, off);
         if (j != b->r)
-            algo_b_copy(b, 0, out, box_ref(b, b->r, j, 0), c);
-        else if (!op->in_place)
-            algo_b_copy(b, 0, out, send_src(b, b->r), c);
+            copy_e(b, gather_dst(b, j), box_ref(b, b->r, j, 0), recv_len(b, j));
+        else if (!b->op->in_place)
+            copy_e(b, gather_dst(b, j), send_src(b, b->r), send_len(b, b->r));
     }
 }
 
@@ -186,7 +261,8 @@ int algo_eager_build(algo_b *b)
     const algo_op *op = b->op;
     if (!algo_eager_supports(op))
         return HAL_E_NOT_SUPPORTED;
-    b->p->inbox_bytes = algo_eager_bytes(op);
+    /* A plan for any count table may fill a box (the runtime chose it for blocks that fit). */
+    b->p->inbox_bytes = sym(b) && !op->counts ? ALGO_EAGER_BOX : algo_eager_bytes(op);
     b->p->oneway_able = oneway_able(b);
     if (b->p->oneway_able && op->oneway_run) {
         oneway_build(b);
@@ -196,13 +272,16 @@ int algo_eager_build(algo_b *b)
     algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, 0);
     switch (op->coll) {
     case ALGO_COLL_ALLREDUCE: fold(b, out, algo_b_ref(b, ALGO_BUF_IN, b->r, 0)); break;
-    case ALGO_COLL_REDUCE_SCATTER: fold(b, out, send_src(b, b->r)); break;
+    case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_REDUCE_SCATTERV: fold(b, out, send_src(b, b->r)); break;
     case ALGO_COLL_REDUCE:
         if (b->r == op->root)
             fold(b, out, algo_b_ref(b, ALGO_BUF_IN, b->r, 0));
         break;
     case ALGO_COLL_ALLGATHER:
-    case ALGO_COLL_ALLTOALL: gather(b); break;
+    case ALGO_COLL_ALLGATHERV:
+    case ALGO_COLL_ALLTOALL:
+    case ALGO_COLL_ALLTOALLVC: gather(b); break;
     default: take_from_root(b); break; /* BROADCAST, SCATTER */
     }
     return 0;

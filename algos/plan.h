@@ -270,6 +270,9 @@ typedef struct algo_op {
                                 every element, whatever the algorithm (HCCL_DETERMINISTIC) */
     bool oneway_run;         /* the runtime expects a run of calls that can go one-way (INBOX
                                 above): only then does this one */
+    bool v_eager;            /* AllGatherV, ReduceScatterV, AlltoAllVC compiled without counts: every
+                                block of the call fits the eager crossover (the runtime's choice
+                                from this call's tables, equal on every rank), so the plan is eager */
     const uint64_t *counts;  /* see above; copied into the plan */
     uint32_t ncounts;
     const algo_p2p_item *items;
@@ -364,8 +367,9 @@ uint64_t algo_plan_scratch(const algo_plan *plan, const algo_op *op);
 /* Added by algos/: true when algo_compile(op, kind) can succeed for this op's collective and
  * in-place flag (AlltoAll(V/VC) in place is not supported by any algorithm yet). */
 bool algo_supports(algo_kind kind, const algo_op *op);
-/* Bytes one rank puts into one inbox box for op (count x element size): what the eager crossover
- * compares, the same on every rank (it comes from the op signature). */
+/* Bytes one rank puts into one inbox box for op (count x element size; a V-op's largest block):
+ * what the eager crossover compares, the same on every rank (from the op signature or tables
+ * equal on every rank). A V-op without counts: 0 if op->v_eager, else more than any box. */
 uint64_t algo_eager_bytes(const algo_op *op);
 /* The default crossover for op (HCCL_EAGER_MAX_BYTES unset): ALGO_EAGER_CONCURRENT_BYTES for a
  * call that cannot go one-way where topo's ranks are concurrent, else ALGO_EAGER_DEFAULT_BYTES.

@@ -36,9 +36,25 @@ bool algo_supports(algo_kind kind, const algo_op *op)
     }
 }
 
+/* A V-op's largest block, in elements: COUNT[j] (AllGatherV, ReduceScatterV), any entry of the
+ * send-count matrix (AlltoAllVC). */
+static uint64_t v_max_block(const algo_op *op)
+{
+    uint32_t n = op->nranks;
+    uint32_t entries = op->coll == ALGO_COLL_ALLTOALLVC ? n * n : n;
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < entries && i < op->ncounts; i++)
+        most = op->counts[i] > most ? op->counts[i] : most;
+    return most;
+}
+
 uint64_t algo_eager_bytes(const algo_op *op)
 {
-    return op->count * hal_dtype_size(op->dtype);
+    if (!algo_counts_symbolic(op->coll))
+        return op->count * hal_dtype_size(op->dtype);
+    if (!op->counts) /* a plan for any count table: only for calls the runtime found to fit */
+        return op->v_eager ? 0 : UINT64_MAX;
+    return v_max_block(op) * hal_dtype_size(op->dtype);
 }
 
 uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
@@ -54,7 +70,9 @@ uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
     return may_go_oneway ? ALGO_EAGER_DEFAULT_BYTES : ALGO_EAGER_CONCURRENT_BYTES;
 }
 
-/* Fixed-size collectives whose per-box data fits a box (V-ops' sizes are not in one count). */
+/* Collectives whose per-box data fits a box. V-ops whose tables are the same on every rank (or,
+ * for AlltoAllVC, the whole matrix is), so that every rank makes the same choice; not AlltoAllV,
+ * where a rank knows only its own row and column. */
 bool algo_eager_supports(const algo_op *op)
 {
     switch (op->coll) {
@@ -64,7 +82,10 @@ bool algo_eager_supports(const algo_op *op)
     case ALGO_COLL_REDUCE_SCATTER:
     case ALGO_COLL_REDUCE:
     case ALGO_COLL_SCATTER:
-    case ALGO_COLL_ALLTOALL: break;
+    case ALGO_COLL_ALLTOALL:
+    case ALGO_COLL_ALLGATHERV:
+    case ALGO_COLL_REDUCE_SCATTERV:
+    case ALGO_COLL_ALLTOALLVC: break;
     default: return false;
     }
     return hal_dtype_size(op->dtype) && algo_eager_bytes(op) <= ALGO_EAGER_BOX;

@@ -10,7 +10,8 @@ install(FILES $<TARGET_FILE_DIR:ascendcl>/libacl_rt.so DESTINATION ${CMAKE_INSTA
 install(DIRECTORY include/acl include/hccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(TARGETS hcclrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(coll all_reduce all_gather reduce_scatter broadcast reduce scatter alltoall alltoallv sendrecv)
+get_property(perf_colls GLOBAL PROPERTY OH_PERF_COLLS) # tools/perf/CMakeLists.txt
+foreach(coll ${perf_colls})
   install(TARGETS ${coll}_perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endforeach()
 

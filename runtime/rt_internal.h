@@ -37,6 +37,9 @@ typedef struct rt_sig {
     uint32_t eager;   /* RT_SIG_EAGER / _ONEWAY when the plan is eager (algos/eager.c): ranks configured
                          with different crossovers (HCCL_EAGER_MAX_BYTES) or one-way settings
                          (HCCL_EAGER_ONEWAY) would run plans that cannot meet */
+    uint32_t vtab;    /* V-ops whose tables every rank shares (AllGatherV, ReduceScatterV, AlltoAllVC):
+                         a hash of them, so that an eager header, which carries no table, tells
+                         calls with other tables apart (rt_publish.c names the entry); else 0 */
 } rt_sig;
 enum { RT_SIG_EAGER = 1, RT_SIG_ONEWAY = 2 };
 
@@ -143,6 +146,7 @@ typedef struct rt_comm {
     pthread_mutex_t lock;     /* op issue: seq numbers, plan cache, slave streams */
     uint64_t seq;             /* last collective op number issued */
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
+    bool vring_warm;          /* rt_vring_warm ran (the first V-op) */
     bool oneway;              /* eager Broadcast/Scatter go one-way (HCCL_EAGER_ONEWAY, header mode): the
                                  roots' credits were given at init (rt_notify.c) */
     uint32_t able_run;        /* calls up to op #seq of one root that could go one-way, back to back
@@ -231,6 +235,9 @@ void rt_ctrl_wait_fetched(rt_comm *c);
  * (every box of its own eager slots, its box of each eager slot of every local peer's, the peers'
  * one-way slots), so a loop's first calls take no page faults. */
 void rt_inbox_warm(rt_comm *c);
+/* The first V-op (c->lock held): maps this process's view of its own and its local peers'
+ * publication and V-table rings (rt_vring_warm.c). */
+void rt_vring_warm(rt_comm *c);
 /* Destroy after one-way calls this rank rooted (rt_oneway.c): compares its receivers' views of
  * them with its own, waiting (bounded) for views not written yet, then for every credit back (a
  * Broadcast's receivers copy out of this rank's inbox). */

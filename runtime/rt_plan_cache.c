@@ -141,7 +141,7 @@ static uint64_t hash_op(const algo_op *op, uint64_t counts_hash)
 {
     uint64_t h = mix(op->coll, op->count);
     h = mix(h, ((uint64_t)op->dtype << 32) | op->redop);
-    h = mix(h, ((uint64_t)op->root << 2) | ((uint64_t)op->oneway_run << 1) | op->in_place);
+    h = mix(h, ((uint64_t)op->root << 3) | ((uint64_t)op->v_eager << 2) | ((uint64_t)op->oneway_run << 1) | op->in_place);
     return mix(h, counts_hash);
 }
 
@@ -164,7 +164,7 @@ static bool same_op(const algo_op *a, const algo_op *b)
 {
     return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
            a->root == b->root && a->in_place == b->in_place && a->deterministic == b->deterministic &&
-           a->oneway_run == b->oneway_run && same_items(a, b);
+           a->oneway_run == b->oneway_run && a->v_eager == b->v_eager && same_items(a, b);
 }
 
 /* Eager plans rely on every plan of the communicator ending full (algos/plan.h, INBOX): a forced
@@ -179,6 +179,27 @@ static uint64_t eager_max(const rt_comm *c)
     return c->eager_max; /* RT_EAGER_AUTO is ALGO_EAGER_AUTO: algo_select applies the default per op */
 }
 
+static algo_topo comm_topo(const rt_comm *c)
+{
+    algo_topo topo = {c->nranks, c->server_of, eager_max(c), c->scratch_budget, c->oneway && !c->net,
+                      c->ranks_fit_cpus};
+    return topo;
+}
+
+/* AllGatherV, ReduceScatterV and AlltoAllVC plans are compiled without counts, so whether this
+ * call's blocks fit the eager protocol is decided here, per call, from its tables (equal on every
+ * rank, so every rank decides alike: FETCH checks them), and it keys the plan. */
+static algo_op with_v_choice(const rt_comm *c, const algo_op *op)
+{
+    algo_op o = *op;
+    o.v_eager = false;
+    if (algo_counts_symbolic(op->coll) && op->counts) {
+        algo_topo topo = comm_topo(c);
+        o.v_eager = algo_select(&o, &topo, ALGO_AUTO) == ALGO_EAGER; /* eager_max is 0 if anything is forced */
+    }
+    return o;
+}
+
 static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
 {
     algo_kind forced = ALGO_AUTO;
@@ -187,8 +208,7 @@ static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
                "<op0>=level0:NA;level1:<algo0>/<op1>=level0:NA;level1:<algo1>", c->algo_spec);
         return HCCL_E_PARA;
     }
-    algo_topo topo = {c->nranks, c->server_of, eager_max(c), c->scratch_budget, c->oneway && !c->net,
-                      c->ranks_fit_cpus};
+    algo_topo topo = comm_topo(c);
     algo_kind kind = algo_select(op, &topo, forced);
     int rc = algo_compile(op, &topo, kind, plan);
     if (rc != 0) {
@@ -322,7 +342,8 @@ static HcclResult lookup(rt_comm *c, const algo_op *op, const algo_plan **out)
 HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
 {
     const algo_plan *plan = NULL;
-    CHECK(lookup(c, op, &plan));
+    algo_op key = with_v_choice(c, op);
+    CHECK(lookup(c, &key, &plan));
     HcclResult rc = call_fits(c, op, plan);
     if (rc != HCCL_SUCCESS) {
         rt_plan_put(c, plan);

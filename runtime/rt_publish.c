@@ -50,7 +50,7 @@ bool rt_sig_equal(const rt_sig *a, const rt_sig *b)
     /* A barrier is an AllReduce underneath, but two different calls all the same. */
     return a->cmd == b->cmd && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
            a->root == b->root && a->nranks == b->nranks && a->deterministic == b->deterministic &&
-           a->eager == b->eager;
+           a->eager == b->eager && a->vtab == b->vtab;
 }
 
 static void append_protocol(char *call, size_t cap, uint32_t eager)
@@ -184,6 +184,27 @@ static void mark_fetched(rt_launch_ctx *ctx, uint32_t peer)
             atomic_store_explicit(&fetched[q], ctx->seq, memory_order_release);
 }
 
+/* The same V-op with other tables, whose hash differs (rt_sig.vtab), and so may the protocol: the
+ * tables chose it (algos/select.c). */
+static bool only_tables_differ(const rt_sig *theirs, const rt_sig *mine)
+{
+    rt_sig t = *theirs;
+    t.eager = mine->eager;
+    t.vtab = mine->vtab;
+    return rt_sig_equal(&t, mine);
+}
+
+/* A mismatch with peer's call `theirs`; where it is this V-op with other tables, the table check
+ * names the entry, from the tables the peer published for this call (rt_vpublish, in record and
+ * header mode alike). */
+static int report_call_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig *theirs, char *msg, size_t len)
+{
+    if (ctx->vop && only_tables_differ(theirs, &ctx->sig) &&
+        rt_vcheck_peer(ctx, peer, rt_ctrl_vtable(ctx->c->peers[peer].ctrl, ctx->seq), msg, len))
+        return HAL_E_ABORTED;
+    return report_mismatch(ctx, peer, theirs, msg, len);
+}
+
 int rt_fetch_task(void *arg, char *msg, size_t len)
 {
     rt_fetch_arg *fa = arg;
@@ -199,7 +220,7 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     rt_sig theirs;
     const rt_sig *mine;
     if (ready != seq && c->eager_hdr && header_of_call(c, peer, seq, &theirs)) /* an eager peer in header mode */
-        return report_mismatch(ctx, peer, &theirs, msg, len);
+        return report_call_mismatch(ctx, peer, &theirs, msg, len);
     if (ready != seq && c->eager_hdr && stale_oneway(c, peer, seq, &theirs, &mine))
         return rt_mismatch_report(c, peer, &theirs, mine, msg, len);
     if (ready != seq) {
@@ -209,7 +230,7 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
         return HAL_E_INTERNAL;
     }
     if (!rt_sig_equal(&rec->sig, &ctx->sig))
-        return report_mismatch(ctx, peer, &rec->sig, msg, len);
+        return report_call_mismatch(ctx, peer, &rec->sig, msg, len);
     if (ctx->vop && rt_vcheck_peer(ctx, peer, rec->vcounts ? rt_ctrl_vtable(pc, seq) : NULL, msg, len))
         return HAL_E_ABORTED; /* before bind_peer: nothing can address the peer's buffers */
     bind_peer(ctx, peer, rec);
@@ -234,6 +255,8 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     bool oneway = ctx->plan->oneway, own = ctx->plan->oneway_pull; /* a Broadcast root: its own box */
     size_t from = oneway ? sizeof sig.seq : 0; /* one-way: the seq is the PUB signal, stored after the data */
     _Static_assert(offsetof(rt_sig, seq) == 0, "a header's seq comes first");
+    if (ctx->vop) /* the tables, for the check that names an entry where a header's hash differs */
+        rt_vpublish(ctx, rt_ctrl_vtable(c->ctrl, ctx->seq));
     for (uint32_t q = 0; q < c->nranks; q++)
         if (own ? q == c->rank : q != c->rank)
             memcpy((char *)rt_box_hdr(ctx->inbox[q], c->rank, oneway) + from, (char *)&sig + from, sizeof sig - from);
@@ -297,7 +320,7 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     if (theirs.seq != ctx->seq)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))
-        return report_mismatch(ctx, fa->peer, &theirs, msg, len);
+        return report_call_mismatch(ctx, fa->peer, &theirs, msg, len);
     mark_fetched(ctx, fa->peer); /* as after a record */
     return 0;
 }

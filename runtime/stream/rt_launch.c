@@ -213,7 +213,10 @@ static void bind_self(rt_launch_ctx *ctx, const rt_call *call)
     if (call->op.coll == ALGO_COLL_ALLTOALLVC && call->op.counts && ctx->vmatrix) {
         memcpy(ctx->vmatrix, call->op.counts, (size_t)c->nranks * c->nranks * sizeof(uint64_t));
         ctx->vhash = rt_vmatrix_hash(ctx->vmatrix, (size_t)c->nranks * c->nranks);
+        ctx->sig.vtab = (uint32_t)ctx->vhash;
     }
+    if (ctx->vop && (call->op.coll == ALGO_COLL_ALLGATHERV || call->op.coll == ALGO_COLL_REDUCE_SCATTERV))
+        ctx->sig.vtab = (uint32_t)rt_vmatrix_hash(ctx->vt, 2 * (size_t)c->nranks); /* COUNT, then DISPL */
 }
 
 HcclResult rt_launch(rt_comm *c, rt_call *call)
@@ -235,6 +238,8 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->plan_held = true;
         fill_sig(ctx, call);
         bind_self(ctx, call);
+        if (ctx->vop)
+            rt_vring_warm(c);
         ctx->staged = call->staged;
         ctx->pre = call->pre;
         ctx->post = call->post;

@@ -107,6 +107,15 @@ Test(selected, mesh_n9) { expect_compiled("mesh", 9, REDUCING_AND_MOVING, all_op
 Test(selected, pairwise_n3) { expect_compiled("pairwise", 3, A2A, a2a_ops, 3); }
 /* Nothing forced, 16 ranks on one server, 256 KiB (past the eager crossover): mesh, not ring. */
 Test(selected, auto_mesh_n16) { expect_compiled_as("auto", "mesh", 16, REDUCING_AND_MOVING, 65539, all_ops, 11); }
+/* Nothing forced, small blocks: the V-ops whose tables every rank shares go eager; AlltoAllV, whose
+ * ranks each know only their own row and column, stays mesh (algos/select.c). */
+static const char *const shared_v_ops[] = {"HcclAllGatherV", "HcclReduceScatterV", "HcclAlltoAllVC"};
+static const char *const a2av_op[] = {"HcclAlltoAllV"};
+Test(selected, auto_eager_v_n4)
+{
+    expect_compiled_as("auto", "eager", 4, "allgatherv,reducescatterv,alltoallvc", 7, shared_v_ops, 3);
+    expect_compiled_as("auto", "mesh", 4, "alltoallv", 7, a2av_op, 1);
+}
 
 /* HCCL_ALGO's per-op form: named ops get their algorithm, the others the automatic choice
  * (mesh at 3 ranks). */

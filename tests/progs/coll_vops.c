@@ -16,6 +16,9 @@
  *       the same for ReduceScatterV (int32 sums; some blocks empty, gaps between blocks), every
  *       call's result and untouched tail checked; run it under HCCL_ALGO / HCCL_DETERMINISTIC to
  *       cover each algorithm.
+ *   backtoback CALLS
+ *       AllGatherV, ReduceScatterV and AlltoAllVC back to back, both sides of the eager crossover,
+ *       in and out of place, checked after one synchronize (coll_vops_seq.c).
  *   rsv-scratch
  *       ReduceScatterV whose scratch need (deterministic ring: the whole IN) grows with the counts,
  *       under HCCL_BUFFSIZE=1: a call needing 2 MiB fails with HCCL_E_MEMORY on every rank, the
@@ -24,7 +27,7 @@
  *       AllReduces alternating between two shapes, queued, then synchronized one by one; with
  *       "evict" (run with HCCL_PLAN_CACHE_SIZE=1) each synchronized call compiles, else none does.
  * Prints "coll_vops SCENARIO: PASS" or "... FAIL" and exits non-zero on failure. */
-#include "prog_common.h"
+#include "coll_vops.h"
 
 #include <string.h>
 
@@ -552,6 +555,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(sc, "random-reducescatterv")) {
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 500;
         bad = random_reducescatterv(&e, calls ? calls : 1);
+    } else if (!strcmp(sc, "backtoback")) {
+        uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 300;
+        bad = vops_backtoback(&e, calls ? calls : 1);
     } else if (!strcmp(sc, "rsv-scratch")) {
         bad = rsv_scratch(&e);
     } else if (!strcmp(sc, "cache-lru")) {

@@ -1,5 +1,5 @@
 /* The eager algorithm: every collective it does, verified for 1..9, 12 and 16 ranks, counts (zero, odd, a
- * full box), roots, in/out of place, several dtypes and reduce ops; the inbox rules the verifier
+ * full box), roots, in/out of place, several dtypes and reduce ops, V-ops over irregular tables; the inbox rules the verifier
  * enforces; full end (plan.h, INBOX) of eager and of the mesh plans that run next to them; and
  * the selector's crossover. */
 #include "test_algo_util.h"
@@ -126,7 +126,11 @@ Test(algo_eager, v_ops_end_full_with_mesh)
 Test(algo_eager, not_for_unsupported)
 {
     algo_op op = {.coll = ALGO_COLL_ALLGATHERV, .nranks = 2, .dtype = HAL_DT_FP32};
-    cr_expect_not(algo_supports(ALGO_EAGER, &op));
+    cr_expect_not(algo_supports(ALGO_EAGER, &op), "no counts and not chosen by the runtime");
+    uint64_t v[8] = {1, 1, 0, 1, 1, 1, 0, 1};
+    op.coll = ALGO_COLL_ALLTOALLV, op.counts = v, op.ncounts = 8;
+    cr_expect_not(algo_supports(ALGO_EAGER, &op), "AlltoAllV");
+    op.counts = NULL, op.ncounts = 0;
     op.coll = ALGO_COLL_ALLTOALL, op.in_place = true, op.count = 1;
     cr_expect_not(algo_supports(ALGO_EAGER, &op));
     op.in_place = false, op.count = ALGO_EAGER_BOX / 4 + 1;
@@ -134,6 +138,8 @@ Test(algo_eager, not_for_unsupported)
     algo_plan *p = NULL;
     cr_expect_eq(algo_compile(&op, NULL, ALGO_EAGER, &p), HAL_E_NOT_SUPPORTED);
 }
+
+static algo_topo topo4k = {.nranks = 4, .server_of = NULL};
 
 Test(algo_eager, select_crossover)
 {
@@ -161,11 +167,99 @@ Test(algo_eager, select_crossover)
     cr_expect_eq(algo_select(&op, &big, ALGO_AUTO), ALGO_EAGER, "16 ranks on one server: eager");
     big.nranks = op.nranks = ALGO_MESH_MAX_RANKS + 1;
     cr_expect_eq(algo_select(&op, &big, ALGO_AUTO), ALGO_RING, "n > 16: ring plans do not end full");
-    op.nranks = 4, op.coll = ALGO_COLL_ALLGATHERV;
-    uint64_t c[8] = {1, 1, 1, 1, 0, 1, 2, 3};
-    op.counts = c, op.ncounts = 8;
-    cr_expect_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_MESH, "V-ops stay mesh");
     cr_expect_str_eq(algo_kind_name(ALGO_EAGER), "eager");
+}
+
+/* V-ops whose tables every rank knows go eager by their largest block; AlltoAllV, whose ranks know
+ * only their own row and column, stays mesh. Compiled without counts, the runtime's choice decides. */
+Test(algo_eager, select_v_ops)
+{
+    topo4k.eager_max = 4096;
+    algo_op op = {.coll = ALGO_COLL_ALLGATHERV, .nranks = 4, .dtype = HAL_DT_FP32};
+    uint64_t c[8] = {1, 1024, 0, 3, 0, 1, 1025, 1028};
+    op.counts = c, op.ncounts = 8;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "largest block 4096 B");
+    op.coll = ALGO_COLL_REDUCE_SCATTERV;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "ReduceScatterV too");
+    c[2] = 1025;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "one block past the crossover");
+    uint64_t m[16] = {0};
+    op.coll = ALGO_COLL_ALLTOALLVC, op.counts = m, op.ncounts = 16;
+    m[9] = 1024;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "AlltoAllVC: every matrix entry fits");
+    m[14] = 1025;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "AlltoAllVC: one entry past it");
+    uint64_t v[16] = {1, 1, 1, 1, 0, 1, 2, 3, 1, 1, 1, 1, 0, 1, 2, 3};
+    op.coll = ALGO_COLL_ALLTOALLV, op.counts = v;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "AlltoAllV stays mesh");
+    op.coll = ALGO_COLL_ALLGATHERV, op.counts = NULL, op.ncounts = 0;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "no counts: mesh");
+    op.v_eager = true;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "no counts, the runtime's choice: eager");
+    topo4k.eager_max = 0;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "eager off");
+}
+
+/* V-ops: count tables from ta_fill_counts (irregular, zero blocks, gaps) whose largest block is at
+ * most c, up to a full box; every rank count to `max_n`, in and out of place. */
+static int v_sweep(algo_coll coll, hal_dtype dt, hal_redop rop, bool det, uint32_t max_n)
+{
+    static uint64_t m[ALGO_MESH_MAX_RANKS * ALGO_MESH_MAX_RANKS];
+    int fails = 0;
+    for (size_t ni = 0; ni < sizeof k_ranks / sizeof k_ranks[0] && k_ranks[ni] <= max_n; ni++) {
+        uint32_t n = k_ranks[ni];
+        uint64_t sizes[5] = {0, 1, n + 1, 97, ALGO_EAGER_BOX / hal_dtype_size(dt)};
+        for (uint32_t ci = 0; ci < 5; ci++)
+            for (int inp = 0; inp < 2; inp++) {
+                algo_op o = {.coll = coll, .nranks = n, .dtype = dt, .redop = rop, .in_place = inp, .deterministic = det};
+                ta_fill_counts(&o, m, sizes[ci]);
+                if (!algo_supports(ALGO_EAGER, &o))
+                    continue;
+                algo_verify_report rep;
+                int rc = algo_verify(&o, NULL, ALGO_EAGER, &rep);
+                if (rc == 0 && rep.full_end)
+                    continue;
+                printf("FAIL eager %s n=%u size=%llu %s dt=%d: rc %d full_end %d\n%s", algo_coll_name(coll), n,
+                       (unsigned long long)sizes[ci], inp ? "in-place" : "out-of-place", dt, rc, rep.full_end, rep.msg);
+                if (++fails > 5)
+                    return fails;
+            }
+    }
+    return fails;
+}
+
+static const algo_coll k_eager_vcolls[] = {ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_ALLTOALLVC};
+
+Test(algo_eager, v_ops)
+{
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(v_sweep(k_eager_vcolls[i], HAL_DT_FP32, HAL_OP_SUM, false, WIDE), 0, "%s: see above",
+                     algo_coll_name(k_eager_vcolls[i]));
+    cr_expect_eq(v_sweep(ALGO_COLL_REDUCE_SCATTERV, HAL_DT_INT8, HAL_OP_MAX, false, NARROW), 0, "see above");
+    cr_expect_eq(v_sweep(ALGO_COLL_REDUCE_SCATTERV, HAL_DT_BF16, HAL_OP_PROD, true, NARROW), 0, "see above");
+    cr_expect_eq(v_sweep(ALGO_COLL_ALLGATHERV, HAL_DT_INT128, HAL_OP_SUM, false, NARROW), 0, "see above");
+    cr_expect_eq(v_sweep(ALGO_COLL_ALLTOALLVC, HAL_DT_FP16, HAL_OP_SUM, false, NARROW), 0, "see above");
+}
+
+/* One plan serves every count table (the runtime compiles it without counts): it moves what each
+ * call's tables say. */
+Test(algo_eager, v_plans_are_count_free)
+{
+    for (size_t i = 0; i < 3; i++) {
+        algo_op op = {.coll = k_eager_vcolls[i], .nranks = 3, .dtype = HAL_DT_FP32, .v_eager = true};
+        algo_plan *p = NULL;
+        cr_assert_eq(algo_compile(&op, NULL, ALGO_EAGER, &p), 0, "%s", algo_coll_name(op.coll));
+        cr_expect_eq(p->inbox_bytes, ALGO_EAGER_BOX, "any table: a whole box may be used");
+        for (uint32_t k = 0; k < p->streams[0].nsteps; k++) {
+            const algo_step *st = &p->streams[0].steps[k];
+            if (st->kind == ALGO_STEP_COPY)
+                cr_expect(st->u.copy.vcount.tab != ALGO_VT_NONE, "%s: a copy of a fixed size", algo_coll_name(op.coll));
+            if (st->kind == ALGO_STEP_REDUCE)
+                cr_expect(st->u.reduce.vcount.tab != ALGO_VT_NONE, "%s: a reduction of a fixed size",
+                          algo_coll_name(op.coll));
+        }
+        algo_plan_free(p);
+    }
 }
 
 /* Hand-made plans breaking the inbox rules are refused. */

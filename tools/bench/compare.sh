@@ -50,6 +50,9 @@
 # -I: the same at 64 KiB (default 1000; OSU uses 100 above 8 KiB). 100 calls of 20-500 us are 2-50
 #     ms, again the length of the VM's stalls and of the ranks' start one after another: both
 #     libraries' launches spread up to 1.7x with 100, 1.1-1.4x with 1000 (docs/perf.md).
+# -c: the collectives (default: the issue's five); also allgatherv, reducescatterv, alltoallv and
+#     alltoallvc, timed with equal blocks (OpenHCCL's V perf tools; the MPIs' MPI_Allgatherv,
+#     MPI_Reduce_scatter and MPI_Alltoallv; Gloo only does the plain five).
 # Run time: about 11 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 
@@ -109,7 +112,12 @@ perf_name() {
     reducescatter) echo reduce_scatter ;;
     broadcast) echo broadcast ;;
     alltoall) echo alltoall ;;
-    *) echo "compare.sh: unknown collective '$1' (allreduce allgather reducescatter broadcast alltoall)" >&2
+    allgatherv) echo all_gatherv ;;
+    reducescatterv) echo reduce_scatterv ;;
+    alltoallv) echo alltoallv ;;
+    alltoallvc) echo alltoallvc ;;
+    *) echo "compare.sh: unknown collective '$1' (allreduce allgather reducescatter broadcast alltoall" \
+            "allgatherv reducescatterv alltoallv alltoallvc)" >&2
        exit 2 ;;
     esac
 }
@@ -169,6 +177,7 @@ run_peer() { # peer coll n out
     local i
     : >"$4"
     peer_runs_at "$1" "$3" || return 0
+    peer_does "$1" "$2" || return 0
     peer_command "$1" "$3"
     for i in "${!RANGES[@]}"; do
         # shellcheck disable=SC2046

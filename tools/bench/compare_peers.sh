@@ -83,6 +83,12 @@ peer_runs_at() { # peer n
     [[ $1 != mpich ]] || (($2 <= MPICH_MAX_N))
 }
 
+# Gloo's benchmark has the plain collectives only; the MPIs time the V forms too (AlltoAllVC as
+# MPI_Alltoallv: MPI has no such call).
+peer_does() { # peer coll
+    [[ $1 != gloo ]] || [[ $2 != *v && $2 != *vc ]]
+}
+
 # The command line that starts the peer's benchmark on n ranks: sets the array PEER_CMD.
 peer_command() { # peer n
     case $1 in

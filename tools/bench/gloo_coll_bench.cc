@@ -316,6 +316,8 @@ int main(int argc, char **argv)
     g_rank = (int)env_long("GLOO_RANK", 0, LONG_MAX); /* only rank 0 reports bad arguments */
     coll_bench_args a;
     coll_bench_parse(argc, argv, true, fail, &a);
+    if (coll_bench_plain(a.coll) != a.coll) /* compare.sh runs Gloo only for the plain forms */
+        fail("-c (Gloo: allreduce, allgather, reducescatter, broadcast, alltoall)", coll_names[a.coll]);
     /* ReduceScatterHalvingDoubling counts elements and bytes in an int. */
     if (a.coll == REDUCESCATTER && a.maxb > (size_t)INT_MAX)
         fail("-e (reducescatter: at most 2 GiB - 1)", "");

@@ -1,11 +1,14 @@
 /* mpi_coll_bench: the MPI side of tools/bench/compare.sh. Times one MPI collective the way the
  * perf tools and nccl-tests do: after a barrier, `iters` back-to-back calls, host clock, the
  * slowest rank; sizes, per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as
- * nccl-tests (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer).
+ * nccl-tests (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer). The V
+ * forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv (also for alltoallvc,
+ * which MPI does not have: the same call with the counts every rank could derive).
  * Built by compare.sh (compare_peers.sh) with mpicc.openmpi and mpicc.mpich; not part of the CMake
  * build (MPI is optional).
  *
- *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall
+ *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall|allgatherv|
+ *                               reducescatterv|alltoallv|alltoallvc
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4]
  *
  * -a 3 (default): the slowest rank's loop; -a 4: the span from the first rank's start to the last
@@ -21,6 +24,7 @@ typedef struct bench_point {
     size_t count;            /* per-call count as nccl-tests prints it */
     size_t send_elems, recv_elems;
     float *send, *recv;
+    int *counts, *displs;    /* the V forms: count blocks to / from every rank, back to back */
 } bench_point;
 
 static int g_rank, g_n;
@@ -39,7 +43,11 @@ static bench_point make_point(coll_kind k, size_t bytes)
     coll_bench_shape(k, bytes, g_n, &p.count, &p.send_elems, &p.recv_elems);
     p.send = calloc(p.send_elems ? p.send_elems : 1, sizeof(float)); /* zeros: sums stay exact */
     p.recv = calloc(p.recv_elems ? p.recv_elems : 1, sizeof(float));
-    if (!p.send || !p.recv) {
+    p.counts = calloc((size_t)g_n, sizeof(int));
+    p.displs = calloc((size_t)g_n, sizeof(int));
+    for (int j = 0; p.counts && p.displs && j < g_n; j++)
+        p.counts[j] = (int)p.count, p.displs[j] = j * (int)p.count;
+    if (!p.send || !p.recv || !p.counts || !p.displs) {
         fprintf(stderr, "mpi_coll_bench: rank %d: out of memory for %zu bytes\n", g_rank, bytes);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -57,6 +65,17 @@ static void call(coll_kind k, const bench_point *p)
         break;
     case BROADCAST: rc = MPI_Bcast(p->recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
     case ALLTOALL: rc = MPI_Alltoall(p->send, c, MPI_FLOAT, p->recv, c, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case ALLGATHERV:
+        rc = MPI_Allgatherv(p->send, c, MPI_FLOAT, p->recv, p->counts, p->displs, MPI_FLOAT, MPI_COMM_WORLD);
+        break;
+    case REDUCESCATTERV:
+        rc = MPI_Reduce_scatter(p->send, p->recv, p->counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case ALLTOALLV:
+    case ALLTOALLVC:
+        rc = MPI_Alltoallv(p->send, p->counts, p->displs, MPI_FLOAT, p->recv, p->counts, p->displs, MPI_FLOAT,
+                           MPI_COMM_WORLD);
+        break;
     default: break;
     }
     if (rc != MPI_SUCCESS) {
@@ -100,6 +119,8 @@ int main(int argc, char **argv)
         out_settle((unsigned)g_rank);
         free(p.send);
         free(p.recv);
+        free(p.counts);
+        free(p.displs);
         if ((size_t)((double)b * a.factor) == b)
             break;
     }

@@ -14,8 +14,24 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, NCOLL } coll_kind;
-static const char *const coll_names[NCOLL] = {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall"};
+/* The V forms are timed with equal blocks: the sizes, factors and rows of their plain forms. */
+typedef enum {
+    ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL,
+    ALLGATHERV, REDUCESCATTERV, ALLTOALLV, ALLTOALLVC, NCOLL
+} coll_kind;
+static const char *const coll_names[NCOLL] = {"allreduce",  "allgather",      "reducescatter", "broadcast", "alltoall",
+                                              "allgatherv", "reducescatterv", "alltoallv",     "alltoallvc"};
+
+static inline coll_kind coll_bench_plain(coll_kind k)
+{
+    switch (k) {
+    case ALLGATHERV: return ALLGATHER;
+    case REDUCESCATTERV: return REDUCESCATTER;
+    case ALLTOALLV:
+    case ALLTOALLVC: return ALLTOALL;
+    default: return k;
+    }
+}
 
 typedef struct coll_bench_args {
     coll_kind coll;
@@ -53,7 +69,8 @@ static inline coll_kind coll_bench_kind(const char *s, coll_bench_fail_fn fail)
     for (int k = 0; k < NCOLL; k++)
         if (!strcmp(s, coll_names[k]))
             return (coll_kind)k;
-    fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall)", s);
+    fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall, allgatherv, reducescatterv, alltoallv, "
+         "alltoallvc)", s);
     return NCOLL;
 }
 
@@ -100,6 +117,7 @@ static inline void coll_bench_shape(coll_kind k, size_t bytes, int n, size_t *co
 {
     size_t c = bytes / sizeof(float), blk = (c / (size_t)n) & ~(size_t)3, nn = (size_t)n;
     *count = *send = *recv = c;
+    k = coll_bench_plain(k);
     if (k == ALLGATHER)
         *count = *send = blk, *recv = blk * nn;
     else if (k == REDUCESCATTER)
@@ -110,7 +128,7 @@ static inline void coll_bench_shape(coll_kind k, size_t bytes, int n, size_t *co
 
 static inline double coll_bench_bus_factor(coll_kind k, int n)
 {
-    switch (k) {
+    switch (coll_bench_plain(k)) {
     case ALLREDUCE: return 2.0 * (n - 1) / n;
     case ALLGATHER:
     case REDUCESCATTER:

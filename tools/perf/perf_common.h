@@ -15,6 +15,9 @@ typedef enum {
     PERF_ALLTOALL,
     PERF_ALLTOALLV,
     PERF_SENDRECV,
+    PERF_ALL_GATHERV,     /* the V forms with equal blocks: the same sizes, layouts and checks */
+    PERF_REDUCE_SCATTERV, /* as AllGather, ReduceScatter and AlltoAll, through the V calls */
+    PERF_ALLTOALLVC,
 } perf_kind;
 
 /* Parses the flags, runs the sweep, prints the table (rank 0); exit status for main. */

@@ -54,7 +54,7 @@ typedef struct perf_point {
     uint64_t send_elems, recv_elems;
     void *base;                /* in place: the one buffer */
     void *send, *recv;
-    uint64_t *v;               /* AlltoAllV counts/displacements */
+    uint64_t *v;               /* V-op tables (perf_ops.c, v_tables) */
 } perf_point;
 
 const char *perf_name(perf_kind k);

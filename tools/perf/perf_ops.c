@@ -12,15 +12,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-                                    "scatter",    "alltoall",   "alltoallv",      "sendrecv"};
+static const char *const names[] = {"all_reduce", "all_gather", "reduce_scatter",  "broadcast",  "reduce",
+                                    "scatter",    "alltoall",   "alltoallv",       "sendrecv",   "all_gatherv",
+                                    "reduce_scatterv", "alltoallvc"};
 
 const char *perf_name(perf_kind k) { return names[k]; }
-bool perf_reduces(perf_kind k) { return k == PERF_ALL_REDUCE || k == PERF_REDUCE_SCATTER || k == PERF_REDUCE; }
+
+/* A V form is benchmarked with equal blocks: sizes, layout and check of its plain collective. */
+static perf_kind plain(perf_kind k)
+{
+    switch (k) {
+    case PERF_ALL_GATHERV: return PERF_ALL_GATHER;
+    case PERF_REDUCE_SCATTERV: return PERF_REDUCE_SCATTER;
+    case PERF_ALLTOALLV:
+    case PERF_ALLTOALLVC: return PERF_ALLTOALL;
+    default: return k;
+    }
+}
+
+bool perf_reduces(perf_kind k)
+{
+    k = plain(k);
+    return k == PERF_ALL_REDUCE || k == PERF_REDUCE_SCATTER || k == PERF_REDUCE;
+}
 bool perf_rooted(perf_kind k) { return k == PERF_BROADCAST || k == PERF_REDUCE || k == PERF_SCATTER; }
 
 bool perf_has_inplace(perf_kind k)
 {
+    k = plain(k);
     return k == PERF_ALL_REDUCE || k == PERF_ALL_GATHER || k == PERF_REDUCE_SCATTER || k == PERF_REDUCE ||
            k == PERF_BROADCAST;
 }
@@ -32,37 +51,34 @@ void perf_sizes(perf_kind k, size_t bytes, size_t es, uint32_t n, uint64_t *coun
                 uint64_t *recv_elems)
 {
     uint64_t c = bytes / es, blk = (c / n) & ~(uint64_t)(16 / es - 1);
-    switch (k) {
+    switch (plain(k)) {
     case PERF_ALL_GATHER: *count = blk, *send_elems = blk, *recv_elems = blk * n; break;
     case PERF_REDUCE_SCATTER:
     case PERF_SCATTER: *count = blk, *send_elems = blk * n, *recv_elems = blk; break;
-    case PERF_ALLTOALL:
-    case PERF_ALLTOALLV: *count = blk, *send_elems = *recv_elems = blk * n; break;
+    case PERF_ALLTOALL: *count = blk, *send_elems = *recv_elems = blk * n; break;
     default: *count = *send_elems = *recv_elems = c; break;
     }
 }
 
 double perf_alg_bytes(perf_kind k, uint64_t count, size_t es, uint32_t n)
 {
-    switch (k) {
+    switch (plain(k)) {
     case PERF_ALL_GATHER:
     case PERF_REDUCE_SCATTER:
     case PERF_SCATTER:
-    case PERF_ALLTOALL:
-    case PERF_ALLTOALLV: return (double)count * (double)es * n;
+    case PERF_ALLTOALL: return (double)count * (double)es * n;
     default: return (double)count * (double)es;
     }
 }
 
 double perf_bus_factor(perf_kind k, uint32_t n)
 {
-    switch (k) {
+    switch (plain(k)) {
     case PERF_ALL_REDUCE: return 2.0 * (n - 1) / n;
     case PERF_ALL_GATHER:
     case PERF_REDUCE_SCATTER:
     case PERF_SCATTER:
-    case PERF_ALLTOALL:
-    case PERF_ALLTOALLV: return (double)(n - 1) / n;
+    case PERF_ALLTOALL: return (double)(n - 1) / n;
     default: return 1.0;
     }
 }
@@ -77,28 +93,35 @@ static void *dmalloc(uint64_t bytes)
     return p;
 }
 
+/* Equal blocks of c elements: counts then displacements (AllGatherV, ReduceScatterV), twice for
+ * AlltoAllV (send, then receive), or the n x n send-count matrix (AlltoAllVC). */
+static uint64_t *v_tables(perf_kind k, uint32_t n, uint64_t c)
+{
+    uint32_t entries = k == PERF_ALLTOALLVC ? n * n : k == PERF_ALLTOALLV ? 4 * n : 2 * n;
+    uint64_t *v = malloc(entries * sizeof *v);
+    for (uint32_t i = 0; i < entries; i++)
+        v[i] = k == PERF_ALLTOALLVC || (i / n) % 2 == 0 ? c : (i % n) * c;
+    return v;
+}
+
 void perf_alloc(const perf_env *e, perf_point *p)
 {
     uint64_t c = p->count, es = p->es, me = e->rank;
+    perf_kind k = plain(p->kind);
     p->base = p->send = p->recv = NULL;
-    p->v = NULL;
+    p->v = k != p->kind ? v_tables(p->kind, e->n, c) : NULL;
     if (p->inplace) {
         uint64_t total = p->send_elems > p->recv_elems ? p->send_elems : p->recv_elems;
         p->base = dmalloc(total * es);
         p->send = p->recv = p->base;
-        if (p->kind == PERF_ALL_GATHER)
+        if (k == PERF_ALL_GATHER)
             p->send = (char *)p->base + me * c * es; /* sendBuf = recvBuf + rank*count */
-        if (p->kind == PERF_REDUCE_SCATTER)
+        if (k == PERF_REDUCE_SCATTER)
             p->recv = (char *)p->base + me * c * es; /* recvBuf = sendBuf + rank*recvCount */
         return;
     }
     p->send = dmalloc(p->send_elems * es);
     p->recv = dmalloc(p->recv_elems * es);
-    if (p->kind == PERF_ALLTOALLV) {
-        p->v = malloc(4 * e->n * sizeof *p->v);
-        for (uint32_t j = 0; j < e->n; j++)
-            p->v[j] = p->v[2 * e->n + j] = c, p->v[e->n + j] = p->v[3 * e->n + j] = j * c;
-    }
 }
 
 void perf_release(perf_point *p)
@@ -130,6 +153,9 @@ HcclResult perf_call(const perf_env *e, perf_point *p)
     case PERF_ALLTOALL: return HcclAlltoAll(p->send, c, p->dt, p->recv, c, p->dt, cm, st);
     case PERF_ALLTOALLV:
         return HcclAlltoAllV(p->send, p->v, p->v + n, p->dt, p->recv, p->v + 2 * n, p->v + 3 * n, p->dt, cm, st);
+    case PERF_ALL_GATHERV: return HcclAllGatherV(p->send, c, p->recv, p->v, p->v + n, p->dt, cm, st);
+    case PERF_REDUCE_SCATTERV: return HcclReduceScatterV(p->send, p->v, p->v + n, p->recv, c, p->dt, p->op, cm, st);
+    case PERF_ALLTOALLVC: return HcclAlltoAllVC(p->send, p->v, p->dt, p->recv, p->dt, cm, st);
     case PERF_SENDRECV: {
         HcclSendRecvItem it[2] = {{HCCL_SEND, p->send, c, p->dt, (e->rank + 1) % n},
                                   {HCCL_RECV, p->recv, c, p->dt, (e->rank + n - 1) % n}};
@@ -214,7 +240,7 @@ void perf_fill(const perf_env *e, perf_point *p)
 {
     uint64_t n = p->send_elems;
     void *dst = p->send;
-    if (p->kind == PERF_ALL_GATHER && p->inplace)
+    if (plain(p->kind) == PERF_ALL_GATHER && p->inplace)
         n = p->count;
     if (p->kind == PERF_BROADCAST) {
         dst = p->recv;
@@ -238,16 +264,16 @@ void perf_fill(const perf_env *e, perf_point *p)
 static void source(const perf_env *e, const perf_point *p, uint64_t idx, uint32_t *r, uint64_t *s)
 {
     uint64_t c = p->count ? p->count : 1, me = e->rank;
-    switch (p->kind) {
+    switch (plain(p->kind)) {
     case PERF_ALL_REDUCE:
     case PERF_REDUCE: *r = UINT32_MAX, *s = idx; break;
     case PERF_REDUCE_SCATTER: *r = UINT32_MAX, *s = me * c + idx; break;
     case PERF_ALL_GATHER: *r = (uint32_t)(idx / c), *s = idx % c; break;
     case PERF_BROADCAST: *r = p->root, *s = idx; break;
     case PERF_SCATTER: *r = p->root, *s = me * c + idx; break;
-    case PERF_ALLTOALL:
-    case PERF_ALLTOALLV: *r = (uint32_t)(idx / c), *s = me * c + idx % c; break;
+    case PERF_ALLTOALL: *r = (uint32_t)(idx / c), *s = me * c + idx % c; break;
     case PERF_SENDRECV: *r = (e->rank + e->n - 1) % e->n, *s = idx; break;
+    default: break; /* plain() maps every V form */
     }
 }
 
