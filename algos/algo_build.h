@@ -24,6 +24,8 @@ typedef struct algo_b {
     uint8_t *fetched_by; /* fetched_by[q]: q FETCHes this rank, so this rank SIGNALs PUB to q */
     bool no_ring_check; /* SENDRECV: only the item peers take part in the call */
     const algo_topo *topo; /* where ranks sit (algo_compile's), may be NULL */
+    uint8_t when;          /* algo_when of the steps pushed now (algo_b_when), of the block when_sym */
+    algo_vsym when_sym;
     int err;
 } algo_b;
 
@@ -33,6 +35,13 @@ int algo_b_finish(algo_b *b, algo_plan **out);
 void algo_b_abort(algo_b *b);
 
 void algo_b_push(algo_b *b, uint32_t stream, algo_step st);
+/* The steps pushed from now on run only when block `sym` is small / large (plan.h, algo_when), or
+ * always (ALGO_WHEN_ALWAYS). */
+static inline void algo_b_when(algo_b *b, algo_when when, algo_vsym sym)
+{
+    b->when = (uint8_t)when;
+    b->when_sym = sym;
+}
 /* A ref to `owner`'s buffer at `elem_off` elements (owner == this rank -> ALGO_SELF). */
 algo_ref algo_b_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint64_t elem_off);
 /* COPY/REDUCE of `elems` elements; nothing is emitted for 0 elements. */

@@ -11,7 +11,9 @@
  * and dtype (and deterministic mode holds for free).
  * AllGatherV, ReduceScatterV and AlltoAllVC go eager too when every block of the call fits (the
  * runtime's choice from tables equal on every rank: algo_op.v_eager). Their plans serve every count
- * table: a block's size and its place in IN/OUT are V-table entries, its place in a box is fixed. */
+ * table: a block's size and its place in IN/OUT are V-table entries, its place in a box is fixed.
+ * AlltoAllV, whose ranks know only their own row and column, chooses per block instead (a2av_finish
+ * below): both ends of a pair know its size. */
 #include "algos/algo_build.h"
 
 /* Box `box` of `owner`'s inbox, `elem_off` elements in. */
@@ -61,7 +63,7 @@ static algo_ref send_src(const algo_b *b, uint32_t q)
     uint64_t off = 0;
     if (c == ALGO_COLL_REDUCE_SCATTERV)
         return algo_blk_ref(b, ALGO_BUF_IN, b->r, q);
-    if (c == ALGO_COLL_ALLTOALLVC)
+    if (c == ALGO_COLL_ALLTOALLVC || c == ALGO_COLL_ALLTOALLV)
         return algo_ref_v(algo_b_ref(b, ALGO_BUF_IN, b->r, 0), algo_vs(ALGO_VT_DISPL, q));
     if (c == ALGO_COLL_REDUCE_SCATTER || c == ALGO_COLL_SCATTER)
         off = algo_blk_off(b->op, q);
@@ -84,6 +86,7 @@ static elems recv_len(const algo_b *b, uint32_t j)
 {
     switch (b->op->coll) {
     case ALGO_COLL_ALLGATHERV: return entry(ALGO_VT_COUNT, j);
+    case ALGO_COLL_ALLTOALLV:
     case ALGO_COLL_ALLTOALLVC: return entry(ALGO_VT_RCOUNT, j);
     case ALGO_COLL_REDUCE_SCATTERV: return entry(ALGO_VT_COUNT, b->r);
     default: return fixed(b->op->count);
@@ -123,11 +126,15 @@ static void eager_exchange(algo_b *b)
     algo_b_push(b, 0, pub);
     if (parks_own(b))
         copy_e(b, box_ref(b, r, r, 0), send_src(b, r), send_len(b, r));
+    bool per_block = b->op->coll == ALGO_COLL_ALLTOALLV; /* a2av_finish */
     for (uint32_t k = 1; k < n; k++) {
         uint32_t q = (r + k) % n;
+        if (per_block)
+            algo_b_when(b, ALGO_WHEN_SMALL, algo_vs(ALGO_VT_COUNT, q));
         if (sends_to(b, q))
             copy_e(b, box_ref(b, q, r, 0), send_src(b, q), send_len(b, q));
     }
+    algo_b_when(b, ALGO_WHEN_ALWAYS, algo_vs(ALGO_VT_NONE, 0));
     for (uint32_t k = 1; k < n; k++)
         algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_PUB);
     for (uint32_t k = 1; k < n; k++) {
@@ -176,6 +183,7 @@ static algo_ref gather_dst(const algo_b *b, uint32_t j)
     const algo_op *op = b->op;
     switch (op->coll) {
     case ALGO_COLL_ALLGATHERV: return algo_blk_ref(b, ALGO_BUF_OUT, b->r, j);
+    case ALGO_COLL_ALLTOALLV:
     case ALGO_COLL_ALLTOALLVC: return algo_ref_v(algo_b_ref(b, ALGO_BUF_OUT, b->r, 0), algo_vs(ALGO_VT_RDISPL, j));
     case ALGO_COLL_ALLTOALL: return algo_b_ref(b, ALGO_BUF_OUT, b->r, algo_a2a_recv_off(op, j, b->r));
     default: return algo_b_ref(b, ALGO_BUF_OUT, b->r, algo_blk_off(op, j));
@@ -191,6 +199,34 @@ static void gather(algo_b *b)
         else if (!b->op->in_place)
             copy_e(b, gather_dst(b, j), send_src(b, b->r), send_len(b, b->r));
     }
+}
+
+/* AlltoAllV after the exchange (whose inbox writes ran only for small blocks): a block past the
+ * crossover (v_small_bytes) goes straight into its receiver's OUT, at the displacement the
+ * receiver published for this rank, which FETCH checked, then SIGNAL{DATA}; a small one comes out
+ * of the inbox. Sender and receiver see the same size (the sender's count, the receiver's expected
+ * count: FETCH fails the call where they differ, before either path moves data), so both take the
+ * same path. Every rank fetches every rank, so the plan ends full whatever the sizes. */
+static void a2av_finish(algo_b *b)
+{
+    uint32_t n = b->n, r = b->r;
+    algo_a2a_self(b, 0);
+    for (uint32_t k = 1; k < n; k++) {
+        uint32_t q = (r + k) % n;
+        algo_b_when(b, ALGO_WHEN_LARGE, algo_vs(ALGO_VT_COUNT, q));
+        algo_a2a_send(b, 0, q);
+    }
+    for (uint32_t k = 1; k < n; k++) {
+        uint32_t j = (r + n - k) % n;
+        algo_b_when(b, ALGO_WHEN_SMALL, algo_vs(ALGO_VT_RCOUNT, j));
+        copy_e(b, gather_dst(b, j), box_ref(b, r, j, 0), recv_len(b, j));
+    }
+    for (uint32_t k = 1; k < n; k++) {
+        uint32_t j = (r + n - k) % n;
+        algo_b_when(b, ALGO_WHEN_LARGE, algo_vs(ALGO_VT_RCOUNT, j));
+        algo_b_wait(b, 0, j, ALGO_SLOT_DATA);
+    }
+    algo_b_when(b, ALGO_WHEN_ALWAYS, algo_vs(ALGO_VT_NONE, 0));
 }
 
 /* Rooted distribution: the root keeps (or copies) its part, the others take box root. */
@@ -261,8 +297,12 @@ int algo_eager_build(algo_b *b)
     const algo_op *op = b->op;
     if (!algo_eager_supports(op))
         return HAL_E_NOT_SUPPORTED;
-    /* A plan for any count table may fill a box (the runtime chose it for blocks that fit). */
-    b->p->inbox_bytes = sym(b) && !op->counts ? ALGO_EAGER_BOX : algo_eager_bytes(op);
+    /* A plan for any count table may fill a box (the runtime chose it for blocks that fit, or, for
+     * AlltoAllV, sends the others directly). */
+    b->p->inbox_bytes = sym(b) && (!op->counts || op->coll == ALGO_COLL_ALLTOALLV) ? ALGO_EAGER_BOX
+                                                                                    : algo_eager_bytes(op);
+    if (op->coll == ALGO_COLL_ALLTOALLV)
+        b->p->v_small_bytes = algo_eager_crossover(op, b->topo);
     b->p->oneway_able = oneway_able(b);
     if (b->p->oneway_able && op->oneway_run) {
         oneway_build(b);
@@ -282,6 +322,7 @@ int algo_eager_build(algo_b *b)
     case ALGO_COLL_ALLGATHERV:
     case ALGO_COLL_ALLTOALL:
     case ALGO_COLL_ALLTOALLVC: gather(b); break;
+    case ALGO_COLL_ALLTOALLV: a2av_finish(b); break;
     default: take_from_root(b); break; /* BROADCAST, SCATTER */
     }
     return 0;

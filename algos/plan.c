@@ -101,6 +101,8 @@ void algo_b_push(algo_b *b, uint32_t stream, algo_step st)
         l->steps = ns;
         l->cap = cap;
     }
+    st.when = b->when;
+    st.when_sym = b->when_sym;
     l->steps[l->nsteps++] = st;
     if (stream + 1 > b->p->nstreams)
         b->p->nstreams = stream + 1;

@@ -223,8 +223,20 @@ typedef enum algo_step_kind {
     ALGO_STEP_FETCH,
 } algo_step_kind;
 
+/* A step that runs for some calls only: by the size of one block, the executing rank's V-table
+ * entry `sym` (elements) against the plan's v_small_bytes. Eager AlltoAllV sends a block through the
+ * receiver's inbox or straight into its OUT by that size, which both ends of the pair know (the
+ * sender's count, the receiver's expected count), so both skip the same steps (algo_step_runs). */
+typedef enum algo_when {
+    ALGO_WHEN_ALWAYS = 0,
+    ALGO_WHEN_SMALL, /* entry x element size <= v_small_bytes */
+    ALGO_WHEN_LARGE, /* entry x element size > v_small_bytes */
+} algo_when;
+
 typedef struct algo_step {
     uint8_t kind; /* algo_step_kind */
+    uint8_t when; /* algo_when, of the block when_sym */
+    algo_vsym when_sym;
     union {
         /* vcount.tab != NONE: the size is that table entry (elements), bytes/count are 0 */
         struct { algo_ref dst, src; uint64_t bytes; algo_vsym vcount; } copy;
@@ -319,7 +331,17 @@ typedef struct algo_plan {
     bool oneway_pull;        /* ... whose receivers read the root's own box (Broadcast: the same
                               * bytes for all); else the root writes every receiver's (Scatter) */
     bool oneway_able;        /* goes one-way when op.oneway_run says the call is in a run */
+    uint64_t v_small_bytes;  /* the block size that splits ALGO_WHEN_SMALL from _LARGE steps (0: none) */
 } algo_plan;
+
+/* Whether step st of plan p runs, given its when_sym entry `elems` of the executing rank's tables. */
+static inline bool algo_step_runs(const algo_plan *p, const algo_step *st, uint64_t elems)
+{
+    if (st->when == ALGO_WHEN_ALWAYS)
+        return true;
+    bool small = elems * hal_dtype_size(p->op.dtype) <= p->v_small_bytes;
+    return st->when == ALGO_WHEN_SMALL ? small : !small;
+}
 
 /* Compiles op with algorithm `kind` (not AUTO). 0, or HAL_E_NOT_SUPPORTED if the algorithm does not
  * do this collective, HAL_E_PARAM for a bad op, HAL_E_NOMEM. */
@@ -375,5 +397,8 @@ uint64_t algo_eager_bytes(const algo_op *op);
  * call that cannot go one-way where topo's ranks are concurrent, else ALGO_EAGER_DEFAULT_BYTES.
  * The same on every rank (from the op and the topology). */
 uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo);
+/* The crossover for op on topo: topo->eager_max, or algo_eager_default where it is ALGO_EAGER_AUTO
+ * or there is no topology; at most a box; 0: eager off. */
+uint64_t algo_eager_crossover(const algo_op *op, const algo_topo *topo);
 
 #endif

@@ -52,6 +52,8 @@ uint64_t algo_eager_bytes(const algo_op *op)
 {
     if (!algo_counts_symbolic(op->coll))
         return op->count * hal_dtype_size(op->dtype);
+    if (op->coll == ALGO_COLL_ALLTOALLV) /* blocks past the crossover go straight to OUT (eager.c) */
+        return 0;
     if (!op->counts) /* a plan for any count table: only for calls the runtime found to fit */
         return op->v_eager ? 0 : UINT64_MAX;
     return v_max_block(op) * hal_dtype_size(op->dtype);
@@ -70,9 +72,17 @@ uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
     return may_go_oneway ? ALGO_EAGER_DEFAULT_BYTES : ALGO_EAGER_CONCURRENT_BYTES;
 }
 
+uint64_t algo_eager_crossover(const algo_op *op, const algo_topo *topo)
+{
+    uint64_t max = topo ? topo->eager_max : ALGO_EAGER_AUTO;
+    if (max == ALGO_EAGER_AUTO)
+        max = algo_eager_default(op, topo);
+    return max < ALGO_EAGER_BOX ? max : ALGO_EAGER_BOX;
+}
+
 /* Collectives whose per-box data fits a box. V-ops whose tables are the same on every rank (or,
- * for AlltoAllVC, the whole matrix is), so that every rank makes the same choice; not AlltoAllV,
- * where a rank knows only its own row and column. */
+ * for AlltoAllVC, the whole matrix is), so that every rank makes the same choice; AlltoAllV, where
+ * a rank knows only its own row and column, at any size: its plan chooses per block. */
 bool algo_eager_supports(const algo_op *op)
 {
     switch (op->coll) {
@@ -85,7 +95,8 @@ bool algo_eager_supports(const algo_op *op)
     case ALGO_COLL_ALLTOALL:
     case ALGO_COLL_ALLGATHERV:
     case ALGO_COLL_REDUCE_SCATTERV:
-    case ALGO_COLL_ALLTOALLVC: break;
+    case ALGO_COLL_ALLTOALLVC:
+    case ALGO_COLL_ALLTOALLV: break;
     default: return false;
     }
     return hal_dtype_size(op->dtype) && algo_eager_bytes(op) <= ALGO_EAGER_BOX;
@@ -153,9 +164,7 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
         return ALGO_P2P;
     if (algo_topo_one_server(topo, op->nranks) && op->nranks <= ALGO_MESH_MAX_RANKS) {
         /* Eager only where every other plan is mesh (all end full, plan.h INBOX) and unforced. */
-        uint64_t max = topo ? topo->eager_max : 0;
-        if (max == ALGO_EAGER_AUTO)
-            max = algo_eager_default(op, topo);
+        uint64_t max = topo ? algo_eager_crossover(op, topo) : 0;
         if (forced == ALGO_AUTO && max && algo_eager_supports(op) && algo_eager_bytes(op) <= max)
             return ALGO_EAGER;
         return ALGO_MESH;

@@ -434,6 +434,9 @@ static bool publish_may_run(const vsim *s, const vthr *th)
 int vexec_step(vsim *s, vthr *th)
 {
     const algo_step *st = &th->list->steps[th->pc];
+    const algo_plan *plan = s->plans[th->rank];
+    if (st->when != ALGO_WHEN_ALWAYS && !algo_step_runs(plan, st, algo_vt_entry(&plan->op, st->when_sym)))
+        return 1; /* not for this call's block sizes: skipped at launch too */
     uint32_t tid = tid_of(s, th->rank, th->stream);
     if (s->data)
         vsim_vc(s, tid)[tid]++; /* the step's own clock tick, undone if it blocks */

@@ -226,12 +226,14 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     return push_fn(ctx, stream, step, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
 }
 
-/* The first wait of an eager exchange in header mode (docs/runtime.md, "Running ahead"): what came
- * before it (PUBLISH, the writes into peers' inboxes, the PUB signals) may run ahead. Not after a
- * drain, staging copies or anything else that waits. */
+/* The first wait of an eager exchange in header mode, or of an eager AlltoAllV (record mode: its
+ * large blocks need the receivers' OUT; its record and tables go into rings RT_PUB_RING deep, which
+ * the bound of 2D + 1 calls keeps as it keeps the inbox slots) (docs/runtime.md, "Running ahead"):
+ * what came before it (PUBLISH, the writes into peers' inboxes, the PUB signals) may run ahead. Not
+ * after a drain, staging copies or anything else that waits. */
 static bool ahead_able(const rt_launch_ctx *ctx, uint32_t stream)
 {
-    if (stream || !ctx->hdr || ctx->p2p || ctx->plan->oneway || ctx->plan->algo != ALGO_EAGER ||
+    if (stream || !(ctx->hdr || ctx->plan->v_small_bytes) || ctx->p2p || ctx->plan->oneway || ctx->plan->algo != ALGO_EAGER ||
         ctx->plan->nstreams != 1 || ctx->npre)
         return false;
     for (uint32_t i = 0; i < ctx->ninsns; i++)
@@ -279,6 +281,9 @@ static hal_task_fn publish_fn(const rt_launch_ctx *ctx)
 
 static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
+    if (st->when != ALGO_WHEN_ALWAYS &&
+        !algo_step_runs(ctx->plan, st, algo_vt_get(ctx->vt, ctx->c->nranks, st->when_sym)))
+        return HAL_OK; /* not for this call's block sizes (plan.h, algo_when) */
     switch (st->kind) {
     case ALGO_STEP_COPY:
     case ALGO_STEP_REDUCE:
@@ -568,6 +573,18 @@ static bool ranges_meet(uintptr_t a, uint64_t alen, uintptr_t b, uint64_t blen)
     return alen && blen && a < b + blen && b < a + alen;
 }
 
+/* An eager AlltoAllV with a block past the crossover to receive: peers write it into this call's
+ * OUT once its PUBLISH is out, so that runs in order, after the calls before it have ended. */
+static bool receives_directly(const rt_launch_ctx *ctx)
+{
+    const algo_plan *p = ctx->plan;
+    uint32_t n = ctx->c->nranks;
+    for (uint32_t j = 0; p->v_small_bytes && j < n; j++)
+        if (j != ctx->c->rank && algo_vt_get(ctx->vt, n, (algo_vsym){ALGO_VT_RCOUNT, j}) * ctx->esize > p->v_small_bytes)
+            return true;
+    return false;
+}
+
 void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
 {
     uint64_t in_elems = 0, out_elems = 0;
@@ -585,7 +602,7 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
      * mark stays on: its prefix runs in order, and later calls may still run ahead of it. */
     const rt_comm *c = ctx->c;
     uint32_t depth = 0;
-    while (depth < ALGO_AHEAD_MAX) {
+    while (depth < ALGO_AHEAD_MAX && !receives_directly(ctx)) {
         if (depth == c->npending) {
             depth = ALGO_AHEAD_MAX; /* none older in flight */
             break;

@@ -69,26 +69,38 @@ Test(deterministic, mesh_n9, .timeout = 300) { check_env(DET, "mesh", 9, REDUCTI
 
 /* The algorithm that ran: with HCCL_DEBUG=DEBUG every rank logs "compiled <HcclOp> with <algo>"
  * for each plan it compiles. One case of `count` elements per collective, --algo `algo`. */
-static void expect_compiled_as(const char *algo, const char *want, unsigned n, const char *colls, unsigned count,
-                               const char *const *ops, int nops)
+static void expect_in_log(const mr_result *r, const char *algo, unsigned n, const char *op, const char *want)
+{
+    char needle[96];
+    for (unsigned rank = 0; rank < n; rank++) {
+        snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, op, want);
+        cr_expect(strstr(r->out, needle) != NULL, "%u ranks, --algo %s: no \"%.*s\" in the log", n, algo,
+                  (int)strlen(needle) - 1, needle);
+    }
+}
+
+/* ... and every op of `ops` ran `want`, except the one named `except` (NULL: none), which ran
+ * `except_want`. */
+static void expect_compiled_but(const char *algo, const char *want, unsigned n, const char *colls, unsigned count,
+                                const char *const *ops, int nops, const char *except, const char *except_want)
 {
     char args[256];
     snprintf(args, sizeof args, "--algo %s --colls %s --counts %u --dtypes fp32 --ops sum --roots 0 --place out",
              algo, colls, count);
     mr_result r = mr_run_t("HCCL_DEBUG=DEBUG", n, 240, MR_COLL_CHECK, args);
     cr_expect_eq(r.status, 0, "coll_check --algo %s on %u ranks: exit status %d", algo, n, r.status);
-    for (int i = 0; i < nops; i++) {
-        char needle[96];
-        for (unsigned rank = 0; rank < n; rank++) {
-            snprintf(needle, sizeof needle, "rank %u: compiled %s with %s\n", rank, ops[i], want);
-            cr_expect(strstr(r.out, needle) != NULL, "%u ranks, --algo %s: no \"%.*s\" in the log", n, algo,
-                      (int)strlen(needle) - 1, needle);
-        }
-    }
+    for (int i = 0; i < nops; i++)
+        expect_in_log(&r, algo, n, ops[i], except && !strcmp(ops[i], except) ? except_want : want);
     const char *other = !strcmp(want, "ring") ? " with mesh\n" : " with ring\n";
     cr_expect(strstr(r.out, other) == NULL, "%u ranks, --algo %s: a plan compiled%.*s", n, algo,
               (int)strlen(other) - 1, other);
     free(r.out);
+}
+
+static void expect_compiled_as(const char *algo, const char *want, unsigned n, const char *colls, unsigned count,
+                               const char *const *ops, int nops)
+{
+    expect_compiled_but(algo, want, n, colls, count, ops, nops, NULL, NULL);
 }
 
 /* The algorithm forced is the one that ran, for a small case (7 elements). */
@@ -105,16 +117,17 @@ static const char *const a2a_ops[] = {"HcclAlltoAll", "HcclAlltoAllV", "HcclAllt
 Test(selected, ring_n3) { expect_compiled("ring", 3, REDUCING_AND_MOVING, all_ops, 11); }
 Test(selected, mesh_n9) { expect_compiled("mesh", 9, REDUCING_AND_MOVING, all_ops, 11); }
 Test(selected, pairwise_n3) { expect_compiled("pairwise", 3, A2A, a2a_ops, 3); }
-/* Nothing forced, 16 ranks on one server, 256 KiB (past the eager crossover): mesh, not ring. */
-Test(selected, auto_mesh_n16) { expect_compiled_as("auto", "mesh", 16, REDUCING_AND_MOVING, 65539, all_ops, 11); }
-/* Nothing forced, small blocks: the V-ops whose tables every rank shares go eager; AlltoAllV, whose
- * ranks each know only their own row and column, stays mesh (algos/select.c). */
-static const char *const shared_v_ops[] = {"HcclAllGatherV", "HcclReduceScatterV", "HcclAlltoAllVC"};
-static const char *const a2av_op[] = {"HcclAlltoAllV"};
+/* Nothing forced, 16 ranks on one server, 256 KiB (past the eager crossover): mesh, not ring;
+ * AlltoAllV eager, whose plan sends each block through the inbox or straight by its size. */
+Test(selected, auto_mesh_n16)
+{
+    expect_compiled_but("auto", "mesh", 16, REDUCING_AND_MOVING, 65539, all_ops, 11, "HcclAlltoAllV", "eager");
+}
+/* Nothing forced, small blocks: the V-ops go eager (algos/select.c). */
+static const char *const v_ops[] = {"HcclAllGatherV", "HcclReduceScatterV", "HcclAlltoAllVC", "HcclAlltoAllV"};
 Test(selected, auto_eager_v_n4)
 {
-    expect_compiled_as("auto", "eager", 4, "allgatherv,reducescatterv,alltoallvc", 7, shared_v_ops, 3);
-    expect_compiled_as("auto", "mesh", 4, "alltoallv", 7, a2av_op, 1);
+    expect_compiled_as("auto", "eager", 4, "allgatherv,reducescatterv,alltoallvc,alltoallv", 7, v_ops, 4);
 }
 
 /* HCCL_ALGO's per-op form: named ops get their algorithm, the others the automatic choice

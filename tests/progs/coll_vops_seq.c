@@ -1,20 +1,22 @@
-/* coll_vops backtoback CALLS: AllGatherV, ReduceScatterV and AlltoAllVC issued back to back with
+/* coll_vops backtoback CALLS: AllGatherV, ReduceScatterV, AlltoAllVC and AlltoAllV issued back to back with
  * no synchronize in between, each call its own buffers and tables (drawn per call, alike on every
  * rank), blocks of 0 to ~3000 int32 so that calls fall on both sides of the eager crossover (eager
- * calls run ahead of the calls before them and reuse the inbox slots, mesh calls go between), in
+ * calls run ahead of the calls before them and reuse the inbox slots, mesh calls go between; an
+ * AlltoAllV mixes both in one call: its small blocks go through inboxes, its large ones direct), in
  * and out of place (AllGatherV, ReduceScatterV). Then one synchronize and every receive buffer
  * checked on the host, gaps and one element past the end included (they keep their sentinel). */
 #include "coll_vops.h"
 
 #include <string.h>
 
-enum { K_AGV, K_RSV, K_A2AVC, K_KINDS };
-static const char *const kind_name[K_KINDS] = {"AllGatherV", "ReduceScatterV", "AlltoAllVC"};
+enum { K_AGV, K_RSV, K_A2AVC, K_A2AV, K_KINDS };
+static const char *const kind_name[K_KINDS] = {"AllGatherV", "ReduceScatterV", "AlltoAllVC", "AlltoAllV"};
 
 typedef struct vcall {
     int kind;
     bool inplace;
-    uint64_t m[VOPS_SEQ_MAX_RANKS * VOPS_SEQ_MAX_RANKS]; /* AlltoAllVC: the matrix; else cnt[n], then dsp[n] */
+    uint64_t m[VOPS_SEQ_MAX_RANKS * VOPS_SEQ_MAX_RANKS]; /* AlltoAll(V)C: the matrix; else cnt[n], then dsp[n] */
+    uint64_t t[4 * VOPS_SEQ_MAX_RANKS];                  /* AlltoAllV: send counts, displs, recv counts, displs */
     uint64_t in_elems, out_elems;
     uint64_t checked;                            /* OUT's elements checked: the sentinel past it too,
                                                     but not in place for ReduceScatterV (IN's) */
@@ -74,13 +76,41 @@ static void layout_tables(vcall *v, uint32_t n, uint64_t *s, bool big, uint64_t 
     *extent = cur;
 }
 
+/* AlltoAllV: this rank's row and column of the matrix, displacements with gaps of 0..2, the
+ * receive side in reverse peer order (so that the displacements really matter). */
+static void a2av_tables(vcall *v, uint32_t n, uint32_t r, uint64_t *s)
+{
+    uint64_t *sc = v->t, *sd = v->t + n, *rc = v->t + 2 * n, *rd = v->t + 3 * n, cur = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        sc[j] = v->m[(size_t)r * n + j], sd[j] = cur;
+        cur += sc[j] + mix64(s) % 3;
+    }
+    v->in_elems = cur;
+    cur = 0;
+    for (uint32_t j = n; j-- > 0;) {
+        rc[j] = v->m[(size_t)j * n + r], rd[j] = cur;
+        cur += rc[j] + mix64(s) % 3;
+    }
+    v->out_elems = cur;
+}
+
 /* My IN (host, in_elems + 1) and the OUT I must see (v->want), for call it. */
 static int32_t *inputs(prog_env *e, vcall *v, uint32_t it, uint64_t extent)
 {
     uint32_t n = e->n, r = e->rank;
     const uint64_t *cnt = v->m, *dsp = v->m + n;
     int32_t *in;
-    if (v->kind == K_A2AVC) {
+    if (v->kind == K_A2AV) {
+        const uint64_t *sc = v->t, *sd = v->t + n, *rc = v->t + 2 * n, *rd = v->t + 3 * n;
+        in = image(v->in_elems, -2);
+        v->want = image(v->out_elems, -1);
+        for (uint32_t j = 0; j < n; j++) {
+            for (uint64_t i = 0; i < sc[j]; i++)
+                in[sd[j] + i] = val(it, r, j, i);
+            for (uint64_t i = 0; i < rc[j]; i++)
+                v->want[rd[j] + i] = val(it, j, r, i);
+        }
+    } else if (v->kind == K_A2AVC) {
         v->in_elems = prefix(v->m + (size_t)r * n, n, 1);
         v->out_elems = prefix(v->m + r, n, n);
         in = image(v->in_elems, -2);
@@ -122,14 +152,17 @@ static void prepare(prog_env *e, vcall *v, uint32_t it)
     uint64_t s = 0xb2bull + it, extent = 0;
     bool big = mix64(&s) % 3 == 0;
     v->kind = (int)(it % K_KINDS);
-    v->inplace = v->kind != K_A2AVC && (it / K_KINDS) % 2 == 1;
-    if (v->kind == K_A2AVC)
-        for (uint32_t j = 0; j < n * n; j++)
-            v->m[j] = block(&s, big);
+    bool a2a = v->kind == K_A2AVC || v->kind == K_A2AV;
+    v->inplace = !a2a && (it / K_KINDS) % 2 == 1;
+    if (a2a)
+        for (uint32_t j = 0; j < n * n; j++) /* AlltoAllV: small and large blocks in one call */
+            v->m[j] = block(&s, v->kind == K_A2AV ? mix64(&s) % 3 == 0 : big);
     else
         layout_tables(v, n, &s, big, &extent);
+    if (v->kind == K_A2AV)
+        a2av_tables(v, n, e->rank, &s);
     int32_t *in = inputs(e, v, it, extent);
-    uint64_t my = v->kind == K_A2AVC ? 0 : v->m[n + e->rank]; /* dsp[rank] */
+    uint64_t my = a2a ? 0 : v->m[n + e->rank]; /* dsp[rank] */
     v->base = NULL;
     v->checked = v->out_elems + 1;
     if (v->inplace && v->kind == K_AGV) { /* sendBuf = recvBuf + recvDispls[rank], holding my block */
@@ -164,6 +197,9 @@ static HcclResult issue(prog_env *e, const vcall *v)
     case K_RSV:
         return HcclReduceScatterV(v->in, v->m, v->m + n, v->out, v->out_elems, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
                                   e->comm, e->stream);
+    case K_A2AV:
+        return HcclAlltoAllV(v->in, v->t, v->t + n, HCCL_DATA_TYPE_INT32, v->out, v->t + 2 * n, v->t + 3 * n,
+                             HCCL_DATA_TYPE_INT32, e->comm, e->stream);
     default: return HcclAlltoAllVC(v->in, v->m, HCCL_DATA_TYPE_INT32, v->out, HCCL_DATA_TYPE_INT32, e->comm, e->stream);
     }
 }
@@ -209,5 +245,57 @@ int vops_backtoback(prog_env *e, uint32_t calls)
         bad |= check_and_free(e, &v[it], it);
     free(v);
     printf("rank %u: %u back-to-back V calls checked, %s\n", e->rank, calls, bad ? "FAILED" : "all exact");
+    return bad;
+}
+
+/* coll_vops a2av-reuse ROUNDS: rounds of 8 AlltoAllV into one OUT, no synchronize within a round,
+ * alternating two INs: A's blocks small (through the inboxes), B's large (straight into OUT), the
+ * same displacements, so a call's blocks land where the call before put its own. After each round,
+ * OUT must hold the last call's blocks. A call that receives a large block must not let its peers
+ * write its OUT before the calls before it end (rt_prog.c, receives_directly): the call before
+ * still copies its small blocks out of the inbox into the same places. */
+enum { REUSE_CALLS = 8, REUSE_SMALL = 4, REUSE_LARGE = 3000 };
+
+int vops_a2av_reuse(prog_env *e, uint32_t rounds)
+{
+    uint32_t n = e->n, r = e->rank;
+    if (n > VOPS_SEQ_MAX_RANKS)
+        return printf("a2av-reuse supports up to %u ranks\n", VOPS_SEQ_MAX_RANKS), 1;
+    uint64_t t[2][4 * VOPS_SEQ_MAX_RANKS], per = REUSE_LARGE, elems = n * per;
+    int32_t *in[2], *out = dev_alloc(elems * sizeof(int32_t)), *h = xmalloc(elems * sizeof *h);
+    for (int k = 0; k < 2; k++) {
+        for (uint32_t j = 0; j < n; j++) {
+            t[k][j] = t[k][2 * n + j] = k ? REUSE_LARGE : REUSE_SMALL;
+            t[k][n + j] = t[k][3 * n + j] = j * per;
+        }
+        for (uint64_t i = 0; i < elems; i++)
+            h[i] = val((uint32_t)k, r, (uint32_t)(i / per), i % per);
+        in[k] = dev_alloc(elems * sizeof(int32_t));
+        to_dev(in[k], h, elems * sizeof *h);
+    }
+    int bad = 0;
+    for (uint32_t round = 0; round < rounds && !bad; round++) {
+        for (uint32_t c = 0; c < REUSE_CALLS; c++) {
+            uint32_t k = (c + round) % 2;
+            HCCL_OK(HcclAlltoAllV(in[k], t[k], t[k] + n, HCCL_DATA_TYPE_INT32, out, t[k] + 2 * n, t[k] + 3 * n,
+                                  HCCL_DATA_TYPE_INT32, e->comm, e->stream));
+        }
+        ACL_OK(aclrtSynchronizeStream(e->stream));
+        uint32_t last = (REUSE_CALLS - 1 + round) % 2;
+        to_host(h, out, elems * sizeof *h);
+        for (uint32_t j = 0; j < n && !bad; j++)
+            for (uint64_t i = 0; i < t[last][2 * n + j]; i++)
+                if (h[j * per + i] != val(last, j, r, i)) {
+                    printf("FAIL round %u rank %u: element %llu from rank %u is %d, want %d (the last call's)\n",
+                           round, r, (unsigned long long)i, j, h[j * per + i], val(last, j, r, i));
+                    bad = 1;
+                    break;
+                }
+    }
+    dev_free(in[0]);
+    dev_free(in[1]);
+    dev_free(out);
+    free(h);
+    printf("rank %u: %u rounds of AlltoAllV into one OUT, %s\n", r, rounds, bad ? "FAILED" : "all exact");
     return bad;
 }

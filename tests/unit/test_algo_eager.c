@@ -127,10 +127,6 @@ Test(algo_eager, not_for_unsupported)
 {
     algo_op op = {.coll = ALGO_COLL_ALLGATHERV, .nranks = 2, .dtype = HAL_DT_FP32};
     cr_expect_not(algo_supports(ALGO_EAGER, &op), "no counts and not chosen by the runtime");
-    uint64_t v[8] = {1, 1, 0, 1, 1, 1, 0, 1};
-    op.coll = ALGO_COLL_ALLTOALLV, op.counts = v, op.ncounts = 8;
-    cr_expect_not(algo_supports(ALGO_EAGER, &op), "AlltoAllV");
-    op.counts = NULL, op.ncounts = 0;
     op.coll = ALGO_COLL_ALLTOALL, op.in_place = true, op.count = 1;
     cr_expect_not(algo_supports(ALGO_EAGER, &op));
     op.in_place = false, op.count = ALGO_EAGER_BOX / 4 + 1;
@@ -171,7 +167,8 @@ Test(algo_eager, select_crossover)
 }
 
 /* V-ops whose tables every rank knows go eager by their largest block; AlltoAllV, whose ranks know
- * only their own row and column, stays mesh. Compiled without counts, the runtime's choice decides. */
+ * only their own row and column, at any size (its plan chooses per block). Compiled without counts,
+ * the runtime's choice decides. */
 Test(algo_eager, select_v_ops)
 {
     topo4k.eager_max = 4096;
@@ -189,9 +186,11 @@ Test(algo_eager, select_v_ops)
     cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "AlltoAllVC: every matrix entry fits");
     m[14] = 1025;
     cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "AlltoAllVC: one entry past it");
-    uint64_t v[16] = {1, 1, 1, 1, 0, 1, 2, 3, 1, 1, 1, 1, 0, 1, 2, 3};
+    uint64_t v[16] = {1, 1, 1, 1, 0, 1, 2, 3, 5000, 1, 1, 1, 0, 1, 2, 3};
     op.coll = ALGO_COLL_ALLTOALLV, op.counts = v;
-    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "AlltoAllV stays mesh");
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "AlltoAllV: any size");
+    op.counts = NULL, op.ncounts = 0;
+    cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_EAGER, "AlltoAllV without counts too");
     op.coll = ALGO_COLL_ALLGATHERV, op.counts = NULL, op.ncounts = 0;
     cr_expect_eq(algo_select(&op, &topo4k, ALGO_AUTO), ALGO_MESH, "no counts: mesh");
     op.v_eager = true;
@@ -228,24 +227,62 @@ static int v_sweep(algo_coll coll, hal_dtype dt, hal_redop rop, bool det, uint32
     return fails;
 }
 
-static const algo_coll k_eager_vcolls[] = {ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_ALLTOALLVC};
+static const algo_coll k_eager_vcolls[] = {ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTERV, ALGO_COLL_ALLTOALLVC,
+                                           ALGO_COLL_ALLTOALLV};
 
+/* AlltoAllV's blocks up to a box take the inbox or the receiver's OUT by their size against the
+ * crossover (no topology: ALGO_EAGER_DEFAULT_BYTES, 512 fp32): the full-box tables mix both. */
 Test(algo_eager, v_ops)
 {
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < 4; i++)
         cr_expect_eq(v_sweep(k_eager_vcolls[i], HAL_DT_FP32, HAL_OP_SUM, false, WIDE), 0, "%s: see above",
                      algo_coll_name(k_eager_vcolls[i]));
     cr_expect_eq(v_sweep(ALGO_COLL_REDUCE_SCATTERV, HAL_DT_INT8, HAL_OP_MAX, false, NARROW), 0, "see above");
     cr_expect_eq(v_sweep(ALGO_COLL_REDUCE_SCATTERV, HAL_DT_BF16, HAL_OP_PROD, true, NARROW), 0, "see above");
     cr_expect_eq(v_sweep(ALGO_COLL_ALLGATHERV, HAL_DT_INT128, HAL_OP_SUM, false, NARROW), 0, "see above");
     cr_expect_eq(v_sweep(ALGO_COLL_ALLTOALLVC, HAL_DT_FP16, HAL_OP_SUM, false, NARROW), 0, "see above");
+    cr_expect_eq(v_sweep(ALGO_COLL_ALLTOALLV, HAL_DT_INT8, HAL_OP_SUM, false, NARROW), 0, "see above");
+}
+
+/* Eager AlltoAllV: each peer's block has an inbox path (its small steps) and a direct one (its large
+ * steps), on both ends; the crossover is the topology's. */
+Test(algo_eager, alltoallv_paths)
+{
+    algo_topo topo = {.nranks = 3, .eager_max = 64};
+    algo_op op = {.coll = ALGO_COLL_ALLTOALLV, .nranks = 3, .rank = 1, .dtype = HAL_DT_FP32};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &p), 0);
+    cr_expect_eq(p->v_small_bytes, 64);
+    uint32_t small[ALGO_STEP_FETCH + 1] = {0}, large[ALGO_STEP_FETCH + 1] = {0};
+    for (uint32_t k = 0; k < p->streams[0].nsteps; k++) {
+        const algo_step *st = &p->streams[0].steps[k];
+        small[st->kind] += st->when == ALGO_WHEN_SMALL;
+        large[st->kind] += st->when == ALGO_WHEN_LARGE;
+    }
+    cr_expect_eq(small[ALGO_STEP_COPY], 4, "into 2 peers' inboxes, out of 2 boxes");
+    cr_expect_eq(large[ALGO_STEP_COPY], 2, "into 2 peers' OUT");
+    cr_expect_eq(large[ALGO_STEP_SIGNAL], 2, "their DATA signals");
+    cr_expect_eq(large[ALGO_STEP_WAIT], 2, "and the waits for them");
+    cr_expect_eq(small[ALGO_STEP_SIGNAL] + small[ALGO_STEP_WAIT] + small[ALGO_STEP_FETCH] + large[ALGO_STEP_FETCH], 0);
+    algo_plan_free(p);
+    for (uint32_t n = 2; n <= 5; n++) /* 16 fp32 per box at most: the sizes below mix both paths */
+        for (uint64_t c = 1; c <= 40; c += 13) {
+            static uint64_t m[5 * 5];
+            algo_op o = {.coll = ALGO_COLL_ALLTOALLV, .nranks = n, .dtype = HAL_DT_FP32};
+            ta_fill_counts(&o, m, c);
+            algo_verify_report rep;
+            topo.nranks = n;
+            cr_expect_eq(algo_verify(&o, &topo, ALGO_EAGER, &rep), 0, "n=%u c=%llu: %s", n, (unsigned long long)c,
+                         rep.msg);
+            cr_expect(rep.full_end, "n=%u c=%llu does not end full", n, (unsigned long long)c);
+        }
 }
 
 /* One plan serves every count table (the runtime compiles it without counts): it moves what each
  * call's tables say. */
 Test(algo_eager, v_plans_are_count_free)
 {
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         algo_op op = {.coll = k_eager_vcolls[i], .nranks = 3, .dtype = HAL_DT_FP32, .v_eager = true};
         algo_plan *p = NULL;
         cr_assert_eq(algo_compile(&op, NULL, ALGO_EAGER, &p), 0, "%s", algo_coll_name(op.coll));

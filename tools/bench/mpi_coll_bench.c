@@ -39,7 +39,7 @@ static void fail(const char *what, const char *val)
 
 static bench_point make_point(coll_kind k, size_t bytes)
 {
-    bench_point p = {0, 0, 0, NULL, NULL};
+    bench_point p = {0, 0, 0, NULL, NULL, NULL, NULL};
     coll_bench_shape(k, bytes, g_n, &p.count, &p.send_elems, &p.recv_elems);
     p.send = calloc(p.send_elems ? p.send_elems : 1, sizeof(float)); /* zeros: sums stay exact */
     p.recv = calloc(p.recv_elems ? p.recv_elems : 1, sizeof(float));
