@@ -141,7 +141,8 @@ static uint64_t hash_op(const algo_op *op, uint64_t counts_hash)
 {
     uint64_t h = mix(op->coll, op->count);
     h = mix(h, ((uint64_t)op->dtype << 32) | op->redop);
-    h = mix(h, ((uint64_t)op->root << 3) | ((uint64_t)op->v_eager << 2) | ((uint64_t)op->oneway_run << 1) | op->in_place);
+    h = mix(h, ((uint64_t)op->root << 3) | ((uint64_t)op->v_eager << 2) | ((uint64_t)op->oneway_run << 1) |
+                   op->in_place);
     return mix(h, counts_hash);
 }
 

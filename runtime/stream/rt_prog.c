@@ -233,8 +233,8 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
  * after a drain, staging copies or anything else that waits. */
 static bool ahead_able(const rt_launch_ctx *ctx, uint32_t stream)
 {
-    if (stream || !(ctx->hdr || ctx->plan->v_small_bytes) || ctx->p2p || ctx->plan->oneway || ctx->plan->algo != ALGO_EAGER ||
-        ctx->plan->nstreams != 1 || ctx->npre)
+    if (stream || !(ctx->hdr || ctx->plan->v_small_bytes) || ctx->p2p || ctx->plan->oneway ||
+        ctx->plan->algo != ALGO_EAGER || ctx->plan->nstreams != 1 || ctx->npre)
         return false;
     for (uint32_t i = 0; i < ctx->ninsns; i++)
         if (hal_insn_waits(&ctx->insns[i]) || ctx->insns[i].kind == HAL_INSN_AHEAD)
@@ -579,9 +579,11 @@ static bool receives_directly(const rt_launch_ctx *ctx)
 {
     const algo_plan *p = ctx->plan;
     uint32_t n = ctx->c->nranks;
-    for (uint32_t j = 0; p->v_small_bytes && j < n; j++)
-        if (j != ctx->c->rank && algo_vt_get(ctx->vt, n, (algo_vsym){ALGO_VT_RCOUNT, j}) * ctx->esize > p->v_small_bytes)
+    for (uint32_t j = 0; p->v_small_bytes && j < n; j++) {
+        uint64_t elems = algo_vt_get(ctx->vt, n, (algo_vsym){ALGO_VT_RCOUNT, j});
+        if (j != ctx->c->rank && elems * ctx->esize > p->v_small_bytes)
             return true;
+    }
     return false;
 }
 
@@ -602,7 +604,8 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
      * mark stays on: its prefix runs in order, and later calls may still run ahead of it. */
     const rt_comm *c = ctx->c;
     uint32_t depth = 0;
-    while (depth < ALGO_AHEAD_MAX && !receives_directly(ctx)) {
+    bool in_order = receives_directly(ctx);
+    while (depth < ALGO_AHEAD_MAX && !in_order) {
         if (depth == c->npending) {
             depth = ALGO_AHEAD_MAX; /* none older in flight */
             break;

@@ -18,7 +18,8 @@ for f in "$libdir/libascendcl.so" "$libdir/libacl_rt.so" "$libdir/libmsprofiler.
          "$prefix/share/pkgconfig/ascendcl.pc" "$prefix/share/pkgconfig/msprofiler.pc" "$prefix/include/acl/acl_prof.h" \
          "$prefix/share/cmake/OpenHCCL/OpenHCCLConfig.cmake" "$prefix/lib64/libhccl.so" \
          "$prefix/include/acl/acl.h" "$prefix/include/hccl/hccl.h" "$prefix/include/hccl/hccl_ext.h" \
-         "$prefix/bin/hcclrun" "$prefix/bin/all_reduce_perf" "$prefix/bin/alltoallv_perf" "$prefix/bin/alltoallvc_perf"; do
+         "$prefix/bin/hcclrun" "$prefix/bin/all_reduce_perf" "$prefix/bin/alltoallv_perf" \
+         "$prefix/bin/alltoallvc_perf"; do
   [ -e "$f" ] || fail "missing after install: ${f#"$prefix"/}"
 done
 

@@ -1,7 +1,7 @@
 /* The eager algorithm: every collective it does, verified for 1..9, 12 and 16 ranks, counts (zero, odd, a
- * full box), roots, in/out of place, several dtypes and reduce ops, V-ops over irregular tables; the inbox rules the verifier
- * enforces; full end (plan.h, INBOX) of eager and of the mesh plans that run next to them; and
- * the selector's crossover. */
+ * full box), roots, in/out of place, several dtypes and reduce ops, V-ops over irregular tables; the
+ * inbox rules the verifier enforces; full end (plan.h, INBOX) of eager and of the mesh plans that
+ * run next to them; and the selector's crossover. */
 #include "test_algo_util.h"
 
 static const algo_coll k_eager_colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_BROADCAST, ALGO_COLL_ALLGATHER,
@@ -210,7 +210,8 @@ static int v_sweep(algo_coll coll, hal_dtype dt, hal_redop rop, bool det, uint32
         uint64_t sizes[5] = {0, 1, n + 1, 97, ALGO_EAGER_BOX / hal_dtype_size(dt)};
         for (uint32_t ci = 0; ci < 5; ci++)
             for (int inp = 0; inp < 2; inp++) {
-                algo_op o = {.coll = coll, .nranks = n, .dtype = dt, .redop = rop, .in_place = inp, .deterministic = det};
+                algo_op o = {.coll = coll, .nranks = n, .dtype = dt, .redop = rop, .in_place = inp,
+                             .deterministic = det};
                 ta_fill_counts(&o, m, sizes[ci]);
                 if (!algo_supports(ALGO_EAGER, &o))
                     continue;
