@@ -72,7 +72,7 @@ static algo_ref send_src(const algo_b *b, uint32_t q)
     return algo_b_ref(b, ALGO_BUF_IN, b->r, off);
 }
 
-/* How much of it: my block (AllGatherV), block q (ReduceScatterV, AlltoAllVC), else the count. */
+/* How much of it: my block (AllGatherV), block q (ReduceScatterV, AlltoAllV(C)), else the count. */
 static elems send_len(const algo_b *b, uint32_t q)
 {
     if (!sym(b))
@@ -80,7 +80,7 @@ static elems send_len(const algo_b *b, uint32_t q)
     return entry(ALGO_VT_COUNT, b->op->coll == ALGO_COLL_ALLGATHERV ? b->r : q);
 }
 
-/* The size of box j in my inbox: rank j's block (AllGatherV), what j sends me (AlltoAllVC), my
+/* The size of box j in my inbox: rank j's block (AllGatherV), what j sends me (AlltoAllV(C)), my
  * block (ReduceScatterV), else the count. */
 static elems recv_len(const algo_b *b, uint32_t j)
 {

@@ -160,7 +160,8 @@ bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor);
 hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
 /* After rt_prog_build, before the launch takes its place (c->lock held): turns its AHEAD mark on
  * (hal.h, "Running ahead"; docs/runtime.md) unless the call's IN meets the OUT of the launch before
- * it on the same stream, which may still be written when the prefix would run. */
+ * it on the same stream, which may still be written when the prefix would run, or peers write its
+ * own OUT once it publishes (an eager AlltoAllV's large blocks) (rt_prog_ahead.c). */
 void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call);
 
 /* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the

@@ -252,7 +252,7 @@ int vops_backtoback(prog_env *e, uint32_t calls)
  * alternating two INs: A's blocks small (through the inboxes), B's large (straight into OUT), the
  * same displacements, so a call's blocks land where the call before put its own. After each round,
  * OUT must hold the last call's blocks. A call that receives a large block must not let its peers
- * write its OUT before the calls before it end (rt_prog.c, receives_directly): the call before
+ * write its OUT before the calls before it end (rt_prog_ahead.c, receives_directly): the call before
  * still copies its small blocks out of the inbox into the same places. */
 enum { REUSE_CALLS = 8, REUSE_SMALL = 4, REUSE_LARGE = 3000 };
 

@@ -1,0 +1,55 @@
+/* Running ahead (docs/runtime.md, "Running ahead"): how many calls before it a launch's prefix may
+ * pass, set on the AHEAD mark its program build placed (rt_prog.c, ahead_able). */
+#include "runtime/stream/rt_launch.h"
+
+static bool ranges_meet(uintptr_t a, uint64_t alen, uintptr_t b, uint64_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* An eager AlltoAllV with a block past the crossover to receive: peers write it into this call's
+ * OUT once its PUBLISH is out, so that runs in order, after the calls before it have ended. */
+static bool receives_directly(const rt_launch_ctx *ctx)
+{
+    const algo_plan *p = ctx->plan;
+    uint32_t n = ctx->c->nranks;
+    for (uint32_t j = 0; p->v_small_bytes && j < n; j++) {
+        uint64_t elems = algo_vt_get(ctx->vt, n, (algo_vsym){ALGO_VT_RCOUNT, j});
+        if (j != ctx->c->rank && elems * ctx->esize > p->v_small_bytes)
+            return true;
+    }
+    return false;
+}
+
+void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
+{
+    uint64_t in_elems = 0, out_elems = 0;
+    algo_buffer_elems(&call->op, &in_elems, &out_elems);
+    ctx->out_at = (uintptr_t)call->out;
+    ctx->out_bytes = out_elems * ctx->esize;
+    hal_insn *mark = NULL;
+    for (uint32_t i = 0; i < ctx->ninsns && !mark && !hal_insn_waits(&ctx->insns[i]); i++)
+        if (ctx->insns[i].kind == HAL_INSN_AHEAD)
+            mark = &ctx->insns[i];
+    if (!mark)
+        return;
+    /* The launches before, if on this stream, may still write their OUT after their own marks:
+     * this one's prefix runs ahead of as many of them as its IN meets none of. With depth 0 the
+     * mark stays on: its prefix runs in order, and later calls may still run ahead of it. */
+    const rt_comm *c = ctx->c;
+    uint32_t depth = 0;
+    bool in_order = receives_directly(ctx);
+    while (depth < ALGO_AHEAD_MAX && !in_order) {
+        if (depth == c->npending) {
+            depth = ALGO_AHEAD_MAX; /* none older in flight */
+            break;
+        }
+        const rt_launch_ctx *prev = rt_pending_at(c, c->npending - 1 - depth);
+        if (prev->stream != call->stream ||
+            ranges_meet((uintptr_t)call->in, in_elems * ctx->esize, prev->out_at, prev->out_bytes))
+            break;
+        depth++;
+    }
+    mark->u.ahead.group = (uint64_t)(uintptr_t)c->handle;
+    mark->u.ahead.depth = depth;
+}
