@@ -99,6 +99,10 @@ static uint64_t *v_tables(perf_kind k, uint32_t n, uint64_t c)
 {
     uint32_t entries = k == PERF_ALLTOALLVC ? n * n : k == PERF_ALLTOALLV ? 4 * n : 2 * n;
     uint64_t *v = malloc(entries * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "out of memory for %u table entries\n", entries);
+        exit(2);
+    }
     for (uint32_t i = 0; i < entries; i++)
         v[i] = k == PERF_ALLTOALLVC || (i / n) % 2 == 0 ? c : (i % n) * c;
     return v;
