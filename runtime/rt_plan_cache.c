@@ -194,7 +194,7 @@ static algo_op with_v_choice(const rt_comm *c, const algo_op *op)
 {
     algo_op o = *op;
     o.v_eager = false;
-    if (algo_counts_symbolic(op->coll) && op->counts) {
+    if (algo_counts_symbolic(op->coll) && op->counts && !c->net) { /* across servers never eager */
         algo_topo topo = comm_topo(c);
         o.v_eager = algo_select(&o, &topo, ALGO_AUTO) == ALGO_EAGER; /* eager_max is 0 if anything is forced */
     }
