@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "multirank/mr_run.h"
@@ -252,4 +254,74 @@ Test(bench_tools, compare_sh_refuses_a_bad_large_size)
     cr_expect_eq(r.status, 2, "compare.sh -L 2X exited with %d, not 2", r.status);
     cr_expect(strstr(r.out, "-L must be a size like 256M") != NULL, "no word of the bad size:\n%s", r.out);
     free(r.out);
+}
+
+/* tools/bench/drift.sh (docs/perf.md, twenty-seventh pass): OpenHCCL's series alone (no peer in
+ * CI), two rounds of a positive time each and the summary row; then the summary of a saved series
+ * (-S), whose rank correlations must be +1 for a peer that slows down with OpenHCCL, -1 for one that
+ * speeds up as it slows down, computed over the rounds where both ran only. */
+#define DRIFT OH_SOURCE_DIR "/tools/bench/drift.sh -B " OH_BUILD_DIR
+
+Test(bench_tools, drift_sh_times_openhccl_round_by_round, .timeout = 120)
+{
+    mr_result r = mr_run_cmd(DRIFT " -p '' -r 2 -s 0 -i 20 2>&1");
+    cr_expect_eq(r.status, 0, "drift.sh exited with %d:\n%s", r.status, r.out);
+    const char *head = strstr(r.out, "# time openhccl\n");
+    cr_assert(head != NULL, "no series header:\n%s", r.out);
+    const char *line = head + strlen("# time openhccl\n");
+    for (int round = 0; round < 2; round++) {
+        int hh, mm, ss;
+        double us = -1;
+        cr_assert_eq(sscanf(line, "%d:%d:%d %lf", &hh, &mm, &ss, &us), 4, "round %d does not parse: %.80s", round,
+                     line);
+        cr_expect(us > 0 && us < 1e6, "round %d: %g us a call", round, us);
+        line = strchr(line, '\n') + 1;
+    }
+    cr_expect(strstr(r.out, "| openhccl | ") != NULL, "no summary row:\n%s", r.out);
+    free(r.out);
+}
+
+Test(bench_tools, drift_sh_summarizes_a_saved_series)
+{
+    char path[] = "/tmp/oh_drift_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0, "mkstemp failed");
+    FILE *f = fdopen(fd, "w");
+    fputs("# time openhccl with against\n", f);
+    for (int i = 1; i <= 6; i++) /* "with" rises with OpenHCCL's time, "against" falls */
+        fprintf(f, "12:00:0%d %d.0 %d.5 %d.1\n", i, i, 2 * i, 10 - i);
+    fputs("12:00:07 - 0.5 50\n", f); /* OpenHCCL did not run: no pair, yet each peer's own row counts it */
+    fclose(f);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, DRIFT " -S %s 2>&1", path);
+    mr_result r = mr_run_cmd(cmd);
+    unlink(path);
+    cr_expect_eq(r.status, 0, "drift.sh -S exited with %d:\n%s", r.status, r.out);
+    static const char *const want[] = {
+        "| openhccl | 1.0 | 3.0 | 6.0 | 6.0 | - |",
+        "| with | 0.5 | 6.5 | 12.5 | 25.0 | 1.00 |",
+        "| against | 4.1 | 7.1 | 50 | 12.2 | -1.00 |",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(r.out, want[i]) != NULL, "no '%s' in:\n%s", want[i], r.out);
+    free(r.out);
+}
+
+Test(bench_tools, drift_sh_refuses_bad_arguments)
+{
+    static const char *const bad[][2] = {
+        {" -r 0", "-r must be a number >= 1"},
+        {" -b 3X", "-b must be a size like 32 or 64K"},
+        {" -a 5", "-a must be 3 (slowest rank) or 4 (span)"},
+        {" -c foo -p ''", "unknown collective 'foo'"},
+        {" -S /nonexistent/series", "cannot read the series"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, DRIFT "%s 2>&1", bad[i][0]);
+        mr_result r = mr_run_cmd(cmd);
+        cr_expect_eq(r.status, 2, "drift.sh%s exited with %d, not 2", bad[i][0], r.status);
+        cr_expect(strstr(r.out, bad[i][1]) != NULL, "drift.sh%s: no '%s' in:\n%s", bad[i][0], bad[i][1], r.out);
+        free(r.out);
+    }
 }

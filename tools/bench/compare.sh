@@ -105,38 +105,15 @@ for n in $NS; do
     [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
 done
 
-perf_name() {
-    case $1 in
-    allreduce) echo all_reduce ;;
-    allgather) echo all_gather ;;
-    reducescatter) echo reduce_scatter ;;
-    broadcast) echo broadcast ;;
-    alltoall) echo alltoall ;;
-    allgatherv) echo all_gatherv ;;
-    reducescatterv) echo reduce_scatterv ;;
-    alltoallv) echo alltoallv ;;
-    alltoallvc) echo alltoallvc ;;
-    *) echo "compare.sh: unknown collective '$1' (allreduce allgather reducescatter broadcast alltoall" \
-            "allgatherv reducescatterv alltoallv alltoallvc)" >&2
-       exit 2 ;;
-    esac
-}
+# shellcheck source=tools/bench/bench_lib.sh
+source "$ROOT/tools/bench/bench_lib.sh"
 for c in $COLLS; do perf_name "$c" >/dev/null || exit 2; done
 
 # ---- build what is missing ----------------------------------------------------------------------
 targets="hcclrun memcpy_bw"
 for c in $COLLS; do targets="$targets $(perf_name "$c")_perf"; done
-need_build=0
-for t in $targets; do
-    [[ -x $(find "$BUILD/tools" -name "$t" -type f 2>/dev/null | head -1) ]] || need_build=1
-done
-if ((need_build)); then
-    echo "# building $targets in $BUILD"
-    [[ -f $BUILD/CMakeCache.txt ]] || cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 2
-    # shellcheck disable=SC2086
-    cmake --build "$BUILD" -j2 --target $targets >/dev/null || { echo "compare.sh: build failed" >&2; exit 2; }
-fi
-HCCLRUN=$BUILD/tools/hcclrun
+# shellcheck disable=SC2086 # a list of targets
+build_missing $targets
 MEMCPY=$BUILD/tools/bench/memcpy_bw
 
 # shellcheck source=tools/bench/compare_peers.sh
@@ -150,10 +127,6 @@ trap 'rm -rf "$WORK"' EXIT
 # Writes "<size> <time_us> <busbw>" rows to $out for small, 64 KiB, 1 MiB and large (RANGES).
 # OpenHCCL: the out-of-place half; in place for broadcast (its only form); a fourth field, the
 # in-place busbw (N/A for alltoall), for the memcpy table's in-place AllGather.
-small_size() { # coll n
-    case $1 in allreduce | broadcast) echo 8 ;; *) echo $((16 * $2)) ;; esac
-}
-
 range_args() { # index coll n
     local s
     s=$(small_size "$2" "$3")
@@ -161,15 +134,10 @@ range_args() { # index coll n
 }
 
 run_oh() { # coll n out
-    local prog i
-    prog=$BUILD/tools/perf/$(perf_name "$1")_perf
+    local i
     : >"$3"
     for i in "${!RANGES[@]}"; do
-        # shellcheck disable=SC2046
-        timeout $TIMEOUT "$HCCLRUN" -n "$2" --timeout $TIMEOUT "$prog" $(range_args "$i" "$1" "$2") -a "$AGG" -c 0 -m 0 \
-            2>>"$WORK/errors" |
-            sed -n 's/^\[rank 0\] //p' | awk '!/^#/ { t = $6; b = $8; if (t == "N/A") { t = $10; b = $12 }
-                                                print $1, t, b, $12 }' >>"$3"
+        oh_rows "$1" "$2" "$(range_args "$i" "$1" "$2")" "$WORK/errors" >>"$3"
     done
 }
 
@@ -178,11 +146,8 @@ run_peer() { # peer coll n out
     : >"$4"
     peer_runs_at "$1" "$3" || return 0
     peer_does "$1" "$2" || return 0
-    peer_command "$1" "$3"
     for i in "${!RANGES[@]}"; do
-        # shellcheck disable=SC2046
-        timeout $TIMEOUT "${PEER_CMD[@]}" -c "$2" $(range_args "$i" "$2" "$3") -a "$AGG" 2>>"$WORK/errors" |
-            awk '!/^#/ { print $1, $3, $5 }' >>"$4"
+        peer_rows "$1" "$2" "$3" "$(range_args "$i" "$2" "$3")" "$WORK/errors" >>"$4"
     done
 }
 
