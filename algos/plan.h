@@ -354,6 +354,8 @@ algo_kind algo_select(const algo_op *op, const algo_topo *topo, algo_kind forced
 /* Parses HCCL_ALGO's syntax ("level0:NA;level1:ring" or per-op "allreduce=level0:NA;level1:ring/...")
  * into the algorithm forced for coll; ALGO_AUTO when not named. -1 on a syntax error. */
 int algo_parse_env(const char *spec, algo_coll coll, algo_kind *forced);
+/* The same; on a syntax error `why` (len bytes) says what is wrong: the token and what it may be. */
+int algo_parse_env_why(const char *spec, algo_coll coll, algo_kind *forced, char *why, size_t len);
 
 const char *algo_kind_name(algo_kind kind);
 const char *algo_coll_name(algo_coll coll); /* HCCL API name, e.g. "HcclAllReduce" */

@@ -5,6 +5,8 @@
  * over HCCS), or eager (algos/eager.c) when the op's per-box bytes are at most the crossover;
  * otherwise ring for reductions/gathers and pairwise for all-to-all. */
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -191,9 +193,27 @@ static bool token(const char *s, const char *e, char *buf, size_t cap)
     return true;
 }
 
+/* Why a spec was refused (NULL buf: not wanted). */
+typedef struct parse_why {
+    char *buf;
+    size_t len;
+} parse_why;
+
+static int refuse(parse_why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(parse_why *w, const char *fmt, ...)
+{
+    if (w->buf && w->len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->buf, w->len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 /* HCCL's accepted algorithm tokens; the ones we do not implement map to AUTO (HCCL, too, falls
  * back silently when the configured algorithm does not support an op). */
-static int algo_token(const char *t, algo_kind *k)
+static int algo_token(const char *t, algo_kind *k, parse_why *w)
 {
     static const struct { const char *name; algo_kind kind; } map[] = {
         {"ring", ALGO_RING},      {"fullmesh", ALGO_MESH}, {"pairwise", ALGO_PAIRWISE},
@@ -207,34 +227,37 @@ static int algo_token(const char *t, algo_kind *k)
             *k = map[i].kind;
             return 0;
         }
-    return -1;
+    return refuse(w, "unknown algorithm '%s' (ring, fullmesh, pairwise, ring_push, hier; HCCL's null, NA, "
+                     "pipeline, H-D_R, NHR, NHR_V1, AHC, AHC_BROKE and NB leave the choice per call)", t);
 }
 
 /* "level0:NA;level1:ring[;level2:..]" -> the level1 algorithm (level0/2/3 are accepted and
  * ignored: our algorithms are flat). */
-static int parse_levels(const char *s, const char *e, algo_kind *level1)
+static int parse_levels(const char *s, const char *e, algo_kind *level1, parse_why *w)
 {
     bool seen[4] = {false};
     *level1 = ALGO_AUTO;
     if (s == e)
-        return -1;
+        return refuse(w, "no levels (level0:<algo>;level1:<algo>)");
     while (s < e) {
         const char *semi = memchr(s, ';', (size_t)(e - s));
         const char *end = semi ? semi : e;
         const char *colon = memchr(s, ':', (size_t)(end - s));
         char lv[16], al[16];
-        algo_kind k;
+        algo_kind k = ALGO_AUTO;
         if (!colon || !token(s, colon, lv, sizeof(lv)) || !token(colon + 1, end, al, sizeof(al)))
-            return -1;
-        if (strncasecmp(lv, "level", 5) || lv[5] < '0' || lv[5] > '3' || lv[6] || seen[lv[5] - '0'])
-            return -1;
+            return refuse(w, "'%.*s' is not level<0-3>:<algorithm>", (int)(end - s), s);
+        if (strncasecmp(lv, "level", 5) || lv[5] < '0' || lv[5] > '3' || lv[6])
+            return refuse(w, "'%s' is not level0, level1, level2 or level3", lv);
+        if (seen[lv[5] - '0'])
+            return refuse(w, "%s is given twice", lv);
         seen[lv[5] - '0'] = true;
-        if (algo_token(al, &k))
+        if (algo_token(al, &k, w))
             return -1;
         if (lv[5] == '1')
             *level1 = k;
         if (semi && semi + 1 == e)
-            return -1; /* trailing ';' */
+            return refuse(w, "a ';' with no level after it");
         s = semi ? semi + 1 : e;
     }
     return 0;
@@ -265,41 +288,52 @@ static bool op_covers(int idx, algo_coll c)
     return c == cover[idx][0] || c == cover[idx][1] || c == cover[idx][2];
 }
 
-static int parse_spec(const char *spec, algo_coll coll, algo_kind *forced);
+static int parse_spec(const char *spec, algo_coll coll, algo_kind *forced, parse_why *w);
 
 int algo_parse_env(const char *spec, algo_coll coll, algo_kind *forced)
 {
-    int rc = parse_spec(spec, coll, forced);
+    return algo_parse_env_why(spec, coll, forced, NULL, 0);
+}
+
+int algo_parse_env_why(const char *spec, algo_coll coll, algo_kind *forced, char *why, size_t len)
+{
+    parse_why w = {why, len};
+    int rc = parse_spec(spec, coll, forced, &w);
     if (rc)
         *forced = ALGO_AUTO; /* a bad spec forces nothing */
     return rc;
 }
 
-static int parse_spec(const char *spec, algo_coll coll, algo_kind *forced)
+static int parse_spec(const char *spec, algo_coll coll, algo_kind *forced, parse_why *w)
 {
     *forced = ALGO_AUTO;
     if (!spec || !spec[0] || strspn(spec, " \t") == strlen(spec))
         return 0; /* unset or blank */
     const char *s = spec, *e = spec + strlen(spec);
     if (!memchr(s, '=', (size_t)(e - s)))
-        return parse_levels(s, e, forced);
+        return parse_levels(s, e, forced, w);
     uint32_t seen = 0;
     while (s < e) { /* "<op>=<levels>/<op>=<levels>..." */
         const char *slash = memchr(s, '/', (size_t)(e - s));
         const char *end = slash ? slash : e;
         const char *eq = memchr(s, '=', (size_t)(end - s));
         char name[24];
-        algo_kind k;
-        if (!eq || !token(s, eq, name, sizeof(name)) || parse_levels(eq + 1, end, &k))
+        algo_kind k = ALGO_AUTO;
+        if (!eq || !token(s, eq, name, sizeof(name)))
+            return refuse(w, "'%.*s' is not <op>=<levels>", (int)(end - s), s);
+        if (parse_levels(eq + 1, end, &k, w))
             return -1;
         int idx = op_index(name);
-        if (idx < 0 || (seen & (1u << idx)))
-            return -1; /* unknown op, or the same op twice */
+        if (idx < 0)
+            return refuse(w, "unknown op '%s' (allreduce, allgather, reducescatter, broadcast, reduce, scatter, "
+                             "alltoall)", name);
+        if (seen & (1u << idx))
+            return refuse(w, "op '%s' is given twice", name);
         seen |= 1u << idx;
         if (op_covers(idx, coll))
             *forced = k;
         if (slash && slash + 1 == e)
-            return -1; /* trailing '/' */
+            return refuse(w, "a '/' with no op after it");
         s = slash ? slash + 1 : e;
     }
     return 0;

@@ -204,9 +204,11 @@ static algo_op with_v_choice(const rt_comm *c, const algo_op *op)
 static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
 {
     algo_kind forced = ALGO_AUTO;
-    if (c->algo_spec[0] && algo_parse_env(c->algo_spec, op->coll, &forced) != 0) {
-        OH_ERR("algo", "HCCL_ALGO=\"%s\" is malformed; expect: level0:NA;level1:<algo> or "
-               "<op0>=level0:NA;level1:<algo0>/<op1>=level0:NA;level1:<algo1>", c->algo_spec);
+    char why[256] = "";
+    if (c->algo_spec[0] && algo_parse_env_why(c->algo_spec, op->coll, &forced, why, sizeof why) != 0) {
+        OH_ERR("algo", "rank %u: %s refused: HCCL_ALGO (or hcclAlgo) \"%s\": %s; expect level0:NA;level1:<algo> "
+               "or <op0>=level0:NA;level1:<algo0>/<op1>=level0:NA;level1:<algo1>", c->rank,
+               algo_coll_name(op->coll), c->algo_spec, why);
         return HCCL_E_PARA;
     }
     algo_topo topo = comm_topo(c);

@@ -190,6 +190,37 @@ Test(algo_env, syntax_errors)
         parse(bad[i], ALGO_COLL_ALLREDUCE, -1);
 }
 
+/* A refused spec says what is wrong: the token and what it may be (a user who wrote "mesh" reads
+ * that the name is fullmesh). */
+Test(algo_env, refusals_say_why)
+{
+    static const char *const cases[][2] = {
+        {"level0:NA;level1:mesh", "unknown algorithm 'mesh' (ring, fullmesh, pairwise"},
+        {"level4:ring", "'level4' is not level0, level1, level2 or level3"},
+        {"level1:ring;level1:NHR", "level1 is given twice"},
+        {"level0:NA;", "a ';' with no level after it"},
+        {"ring", "'ring' is not level<0-3>:<algorithm>"},
+        {"bogus=level0:NA;level1:ring", "unknown op 'bogus' (allreduce, allgather"},
+        {"allreduce=level1:ring/allreduce=level1:NHR", "op 'allreduce' is given twice"},
+        {"allreduce=level1:ring/", "a '/' with no op after it"},
+        {"allreduce=", "no levels"},
+        {"allreduce=level1:ring/level1:ring", "'level1:ring' is not <op>=<levels>"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char why[256] = "";
+        algo_kind k = (algo_kind)77;
+        cr_expect_eq(algo_parse_env_why(cases[i][0], ALGO_COLL_ALLREDUCE, &k, why, sizeof why), -1, "'%s'",
+                     cases[i][0]);
+        cr_expect_eq(k, ALGO_AUTO, "'%s' forced something", cases[i][0]);
+        cr_expect(strstr(why, cases[i][1]) != NULL, "'%s': '%s' does not say '%s'", cases[i][0], why, cases[i][1]);
+    }
+    char why[8] = "x"; /* a short buffer gets a truncated, terminated reason */
+    algo_kind k;
+    cr_expect_eq(algo_parse_env_why("level1:foo", ALGO_COLL_ALLREDUCE, &k, why, sizeof why), -1);
+    cr_expect_eq(strlen(why), sizeof why - 1, "'%s'", why);
+    cr_expect_eq(algo_parse_env_why("level1:foo", ALGO_COLL_ALLREDUCE, &k, NULL, 0), -1, "no buffer, same verdict");
+}
+
 Test(algo_select, rules)
 {
     algo_op op = mkop(ALGO_COLL_ALLREDUCE, 8, 0, 100);
