@@ -82,6 +82,17 @@ Test(vops, backtoback_n2, .timeout = 200) { backtoback(2); }
 Test(vops, backtoback_n3, .timeout = 200) { backtoback(3); }
 Test(vops, backtoback_n8, .timeout = 200) { backtoback(8); }
 
+/* The same among Broadcasts (in runs of one root: one-way runs start and drain between the V
+ * calls) and AllReduces, small and large, zero counts included: every protocol's running ahead
+ * past the others'. */
+static void mixed(unsigned n)
+{
+    mr_expect_ok(mr_run_t("", n, 150, MR_COLL_VOPS, "mixed 660"), "mixed", "coll_vops mixed: PASS");
+}
+Test(vops, mixed_n3, .timeout = 200) { mixed(3); }
+Test(vops, mixed_n5, .timeout = 200) { mixed(5); }
+Test(vops, mixed_n8, .timeout = 200) { mixed(8); }
+
 /* Eager AlltoAllV into one OUT, small and large blocks alternating (a2av-reuse): a call with a large
  * block to receive runs in order (with it running ahead, peers wrote its OUT while the call before
  * still copied its small blocks there: every rank but rank 0 failed in round 0 at 4 and 8 ranks;

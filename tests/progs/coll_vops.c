@@ -19,6 +19,9 @@
  *   backtoback CALLS
  *       AllGatherV, ReduceScatterV and AlltoAllVC back to back, both sides of the eager crossover,
  *       in and out of place, checked after one synchronize (coll_vops_seq.c).
+ *   mixed CALLS
+ *       the same among Broadcasts (the root kept for runs of calls: one-way runs) and AllReduces,
+ *       small and large, zero counts included.
  *   a2av-reuse ROUNDS
  *       rounds of 8 AlltoAllV into one OUT, small and large blocks alternating, the last call's
  *       blocks checked after each round (coll_vops_seq.c).
@@ -573,9 +576,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(sc, "random-reducescatterv")) {
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 500;
         bad = random_reducescatterv(&e, calls ? calls : 1);
-    } else if (!strcmp(sc, "backtoback")) {
+    } else if (!strcmp(sc, "backtoback") || !strcmp(sc, "mixed")) {
         uint32_t calls = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 300;
-        bad = vops_backtoback(&e, calls ? calls : 1);
+        bad = vops_backtoback(&e, calls ? calls : 1, !strcmp(sc, "mixed"));
     } else if (!strcmp(sc, "a2av-reuse")) {
         uint32_t rounds = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 50;
         bad = vops_a2av_reuse(&e, rounds ? rounds : 1);

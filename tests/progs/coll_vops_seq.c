@@ -4,17 +4,23 @@
  * calls run ahead of the calls before them and reuse the inbox slots, mesh calls go between; an
  * AlltoAllV mixes both in one call: its small blocks go through inboxes, its large ones direct), in
  * and out of place (AllGatherV, ReduceScatterV). Then one synchronize and every receive buffer
- * checked on the host, gaps and one element past the end included (they keep their sentinel). */
+ * checked on the host, gaps and one element past the end included (they keep their sentinel).
+ * coll_vops mixed CALLS: the same among Broadcasts and AllReduces of 0 to ~3000 int32 (the
+ * protocols side by side: one-way runs of a root, eager calls in header mode, AlltoAllV in record
+ * mode, mesh calls; the running ahead of each past the others). */
 #include "coll_vops.h"
 
 #include <string.h>
 
-enum { K_AGV, K_RSV, K_A2AVC, K_A2AV, K_KINDS };
-static const char *const kind_name[K_KINDS] = {"AllGatherV", "ReduceScatterV", "AlltoAllVC", "AlltoAllV"};
+/* The V kinds, then (mixed only) the fixed calls the V-ops run among. */
+enum { K_AGV, K_RSV, K_A2AVC, K_A2AV, K_V_KINDS, K_BCAST = K_V_KINDS, K_AR, K_KINDS };
+static const char *const kind_name[K_KINDS] = {"AllGatherV", "ReduceScatterV", "AlltoAllVC", "AlltoAllV",
+                                               "Broadcast",  "AllReduce"};
 
 typedef struct vcall {
     int kind;
     bool inplace;
+    uint32_t root; /* Broadcast */
     uint64_t m[VOPS_SEQ_MAX_RANKS * VOPS_SEQ_MAX_RANKS]; /* AlltoAll(V)C: the matrix; else cnt[n], then dsp[n] */
     uint64_t t[4 * VOPS_SEQ_MAX_RANKS];                  /* AlltoAllV: send counts, displs, recv counts, displs */
     uint64_t in_elems, out_elems;
@@ -146,14 +152,55 @@ static int32_t *inputs(prog_env *e, vcall *v, uint32_t it, uint64_t extent)
     return in;
 }
 
-static void prepare(prog_env *e, vcall *v, uint32_t it)
+/* Broadcast (in place, the root the same for 3 rounds of the kinds) or AllReduce (int32 sum, in
+ * place every other round): count elements, one sentinel past them. */
+static void prepare_fixed(prog_env *e, vcall *v, uint32_t it, uint32_t kinds, uint64_t count)
+{
+    uint32_t n = e->n, r = e->rank;
+    v->inplace = v->kind == K_BCAST || (it / kinds) % 2 == 1;
+    v->root = (it / (3 * kinds)) % n;
+    v->in_elems = v->out_elems = count;
+    v->checked = count + 1;
+    v->want = image(count, -1);
+    int32_t *in = image(count, -1);
+    for (uint64_t i = 0; i < count; i++) {
+        uint32_t sum = 0; /* int32 sums wrap alike on the device */
+        for (uint32_t q = 0; q < n; q++)
+            sum += (uint32_t)val(it, q, 0, i);
+        v->want[i] = v->kind == K_BCAST ? val(it, v->root, 0, i) : (int32_t)sum;
+        if (v->kind == K_AR || r == v->root)
+            in[i] = val(it, r, 0, i);
+    }
+    v->base = v->in = dev_alloc((count + 1) * sizeof *in);
+    to_dev(v->in, in, (count + 1) * sizeof *in);
+    v->out = v->in;
+    if (!v->inplace) {
+        int32_t *img = image(count, -1);
+        v->base = NULL;
+        v->out = dev_alloc((count + 1) * sizeof *img);
+        to_dev(v->out, img, (count + 1) * sizeof *img);
+        free(img);
+    }
+    free(in);
+}
+
+/* mixed: the kinds in turn, Broadcasts in runs (a call goes one-way after a Broadcast of the same
+ * root, rt_oneway.c) so that one-way runs start and drain between the other calls. */
+static const int k_mixed[] = {K_AGV, K_BCAST, K_BCAST, K_BCAST, K_RSV, K_AR, K_A2AVC, K_BCAST, K_BCAST, K_A2AV, K_AR};
+#define K_MIXED ((uint32_t)(sizeof k_mixed / sizeof k_mixed[0]))
+
+static void prepare(prog_env *e, vcall *v, uint32_t it, bool mixed)
 {
     uint32_t n = e->n;
     uint64_t s = 0xb2bull + it, extent = 0;
     bool big = mix64(&s) % 3 == 0;
-    v->kind = (int)(it % K_KINDS);
+    v->kind = mixed ? k_mixed[it % K_MIXED] : (int)(it % K_V_KINDS);
+    if (v->kind >= K_V_KINDS) {
+        prepare_fixed(e, v, it, K_MIXED, block(&s, big));
+        return;
+    }
     bool a2a = v->kind == K_A2AVC || v->kind == K_A2AV;
-    v->inplace = !a2a && (it / K_KINDS) % 2 == 1;
+    v->inplace = !a2a && (it / (mixed ? K_MIXED : K_V_KINDS)) % 2 == 1;
     if (a2a)
         for (uint32_t j = 0; j < n * n; j++) /* AlltoAllV: small and large blocks in one call */
             v->m[j] = block(&s, v->kind == K_A2AV ? mix64(&s) % 3 == 0 : big);
@@ -200,6 +247,9 @@ static HcclResult issue(prog_env *e, const vcall *v)
     case K_A2AV:
         return HcclAlltoAllV(v->in, v->t, v->t + n, HCCL_DATA_TYPE_INT32, v->out, v->t + 2 * n, v->t + 3 * n,
                              HCCL_DATA_TYPE_INT32, e->comm, e->stream);
+    case K_BCAST: return HcclBroadcast(v->out, v->out_elems, HCCL_DATA_TYPE_INT32, v->root, e->comm, e->stream);
+    case K_AR:
+        return HcclAllReduce(v->in, v->out, v->out_elems, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, e->stream);
     default: return HcclAlltoAllVC(v->in, v->m, HCCL_DATA_TYPE_INT32, v->out, HCCL_DATA_TYPE_INT32, e->comm, e->stream);
     }
 }
@@ -227,7 +277,7 @@ static int check_and_free(prog_env *e, vcall *v, uint32_t it)
     return bad;
 }
 
-int vops_backtoback(prog_env *e, uint32_t calls)
+int vops_backtoback(prog_env *e, uint32_t calls, bool mixed)
 {
     if (e->n > VOPS_SEQ_MAX_RANKS) {
         printf("backtoback supports up to %u ranks\n", VOPS_SEQ_MAX_RANKS);
@@ -235,7 +285,7 @@ int vops_backtoback(prog_env *e, uint32_t calls)
     }
     vcall *v = xmalloc(calls * sizeof *v);
     for (uint32_t it = 0; it < calls; it++)
-        prepare(e, &v[it], it);
+        prepare(e, &v[it], it, mixed);
     ACL_OK(aclrtSynchronizeDevice());
     for (uint32_t it = 0; it < calls; it++)
         HCCL_OK(issue(e, &v[it]));
@@ -244,7 +294,8 @@ int vops_backtoback(prog_env *e, uint32_t calls)
     for (uint32_t it = 0; it < calls; it++)
         bad |= check_and_free(e, &v[it], it);
     free(v);
-    printf("rank %u: %u back-to-back V calls checked, %s\n", e->rank, calls, bad ? "FAILED" : "all exact");
+    printf("rank %u: %u back-to-back %s calls checked, %s\n", e->rank, calls, mixed ? "V and fixed" : "V",
+           bad ? "FAILED" : "all exact");
     return bad;
 }
 
