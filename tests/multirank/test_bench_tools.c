@@ -65,9 +65,10 @@ Test(bench_tools, gloo_run_gives_every_rank_its_place_and_a_store)
 
 Test(bench_tools, gloo_run_stops_the_others_when_a_rank_fails)
 {
-    /* exec: the rank is the sleep itself, so stopping it closes its end of the output pipe. */
-    mr_result r = mr_run_cmd(GLOO_RUN " -n 3 -t 600 sh -c "
-                                      "'test \"$GLOO_RANK\" = 2 && exit 3; exec sleep 600' 2>&1");
+    /* exec: the rank is the sleep itself, so stopping it closes its end of the output pipe. A
+     * failure the launcher misses ends at its 60 s timeout (exit 124), not at the suite's. */
+    mr_result r = mr_run_cmd(GLOO_RUN " -n 3 -t 60 sh -c "
+                                      "'test \"$GLOO_RANK\" = 2 && exit 3; exec sleep 120' 2>&1");
     cr_expect_eq(r.status, 3, "the failed rank's status 3 is not the launcher's, %d is", r.status);
     cr_expect(strstr(r.out, "rank 2") && strstr(r.out, "exited with status 3"), "no word of rank 2's failure");
     free(r.out);

@@ -45,16 +45,26 @@ if ! mkfifo "$STORE/nap" || ! exec {NAP}<>"$STORE/nap"; then
     exit 2
 fi
 declare -A RANK_OF=()   # pid -> rank, of the ranks not yet waited for
+declare -A BORN=()      # pid -> its start time (/proc/PID/stat field 22), to tell a reused pid apart
 WATCHDOG=
 PID=
 RC=
 
-# Whether rank pid $1 has ended: a zombie, or already reaped by bash (gone from /proc).
-ended() {
+# The state and the start time of process $1 ("S 12345"), empty when it is gone.
+proc_state() {
     local stat
     read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
-    stat=${stat##*) }
-    [[ ${stat:0:1} == Z ]]
+    read -r -a stat <<<"${stat##*) }" # fields 3.. of stat: the state, ..., the start time (22)
+    echo "${stat[0]} ${stat[19]}"
+}
+
+# Whether rank pid $1 has ended: a zombie, already reaped by bash (gone from /proc), or reaped and
+# its pid taken by another process since (pids wrap at 32768 here, and threads take them too: the
+# ranks of other tests start hundreds of threads a second).
+ended() {
+    local st
+    st=$(proc_state "$1")
+    [[ -z $st || ${st:0:1} == Z || (-n ${BORN[$1]:-} && ${st#* } != "${BORN[$1]}") ]]
 }
 
 # Sets PID and RC to a rank, or the timer $1, that has ended; PID empty: none yet (it naps 0.2 s
@@ -74,12 +84,24 @@ next_ended() {
     read -r -t 0.2 -u "$NAP" _ 2>/dev/null  # a FIFO nobody writes: a nap without a process
 }
 
+# Drops the ranks that have ended from RANK_OF: a pid that is another process's now is not ours to kill.
+# shellcheck disable=SC2317 # called from stop_all
+forget_ended() {
+    local p
+    for p in "${!RANK_OF[@]}"; do
+        ended "$p" || continue
+        wait "$p" 2>/dev/null
+        unset "RANK_OF[$p]"
+    done
+}
+
 # Kills the ranks still running, by pid: SIGTERM, SIGKILL for those alive 2 s later.
 # shellcheck disable=SC2317 # called from the EXIT trap
 stop_all() {
     local grace
     [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null
     WATCHDOG=
+    forget_ended
     ((${#RANK_OF[@]})) || return 0
     kill -TERM "${!RANK_OF[@]}" 2>/dev/null
     sleep 2 &
@@ -90,6 +112,7 @@ stop_all() {
         [[ $PID == "$grace" ]] && break
         unset "RANK_OF[$PID]"
     done
+    forget_ended
     if ((${#RANK_OF[@]})); then
         kill -KILL "${!RANK_OF[@]}" 2>/dev/null
         wait "${!RANK_OF[@]}" 2>/dev/null
@@ -107,6 +130,8 @@ for ((r = 0; r < N; r++)); do
         GLOO_RANK=$r GLOO_SIZE=$N GLOO_STORE_DIR=$STORE "$@" >/dev/null &
     fi
     RANK_OF[$!]=$r
+    st=$(proc_state $!)
+    BORN[$!]=${st#* }
 done
 
 # The timeout is a child like the ranks: next_ended finds whichever ends first.
