@@ -49,22 +49,24 @@ declare -A BORN=()      # pid -> its start time (/proc/PID/stat field 22), to te
 WATCHDOG=
 PID=
 RC=
+PSTATE=
 
-# The state and the start time of process $1 ("S 12345"), empty when it is gone.
+# Sets PSTATE to the state and the start time of process $1 ("S 12345"), empty when it is gone
+# (no command substitution: this runs every 0.2 s per rank and need not fork).
 proc_state() {
     local stat
+    PSTATE=
     read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
     read -r -a stat <<<"${stat##*) }" # fields 3.. of stat: the state, ..., the start time (22)
-    echo "${stat[0]} ${stat[19]}"
+    PSTATE="${stat[0]} ${stat[19]}"
 }
 
 # Whether rank pid $1 has ended: a zombie, already reaped by bash (gone from /proc), or reaped and
 # its pid taken by another process since (pids wrap at 32768 here, and threads take them too: the
 # ranks of other tests start hundreds of threads a second).
 ended() {
-    local st
-    st=$(proc_state "$1")
-    [[ -z $st || ${st:0:1} == Z || (-n ${BORN[$1]:-} && ${st#* } != "${BORN[$1]}") ]]
+    proc_state "$1"
+    [[ -z $PSTATE || ${PSTATE:0:1} == Z || (-n ${BORN[$1]:-} && ${PSTATE#* } != "${BORN[$1]}") ]]
 }
 
 # Sets PID and RC to a rank, or the timer $1, that has ended; PID empty: none yet (it naps 0.2 s
@@ -130,8 +132,8 @@ for ((r = 0; r < N; r++)); do
         GLOO_RANK=$r GLOO_SIZE=$N GLOO_STORE_DIR=$STORE "$@" >/dev/null &
     fi
     RANK_OF[$!]=$r
-    st=$(proc_state $!)
-    BORN[$!]=${st#* }
+    proc_state $!
+    BORN[$!]=${PSTATE#* }
 done
 
 # The timeout is a child like the ranks: next_ended finds whichever ends first.
