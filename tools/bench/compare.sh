@@ -211,11 +211,21 @@ verdict_line() { # key le|ge limit text
               printf "\n" }' "$WORK/criteria"
 }
 
+# Where a spread failed: the command that shows whether the machine or the library moved.
+spread_hint() {
+    [[ -f $WORK/criteria ]] || return 0
+    awk '$1 == "spread" && $2 + 0 > 2 && $2 + 0 > w { w = $2 + 0; c = $3; n = $4 }
+         END { if (w) { sub(/^N=/, "", n)
+                        printf "#     the machine or the library? tools/bench/drift.sh -c %s -n %s (docs/perf.md)\n", c, n } }' \
+        "$WORK/criteria"
+}
+
 verdict() {
     echo "# issue #8's criteria, each by its worst row:"
     verdict_line lat2 le 3 "small and 64 KiB at 2 ranks: time / best peer's <= 3"
     verdict_line lat le 1 "small and 64 KiB at more ranks: time / best peer's <= 1"
     verdict_line spread le 2 "small and 64 KiB: slowest / fastest trial <= 2"
+    spread_hint
     verdict_line mib ge 1 "1 MiB: busbw / best peer's >= 1"
     verdict_line large ge 2 "$LARGE: busbw / best peer's >= 2"
     verdict_line copy ge 0.7 "$LARGE at 2 ranks, Broadcast, AllGather, AlltoAll: busbw / 2-thread memcpy >= 0.7"
