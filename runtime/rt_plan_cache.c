@@ -189,16 +189,17 @@ static algo_topo comm_topo(const rt_comm *c)
 
 /* AllGatherV, ReduceScatterV and AlltoAllVC plans are compiled without counts, so whether this
  * call's blocks fit the eager protocol is decided here, per call, from its tables (equal on every
- * rank, so every rank decides alike: FETCH checks them), and it keys the plan. */
-static algo_op with_v_choice(const rt_comm *c, const algo_op *op)
+ * rank, so every rank decides alike: FETCH checks them), and it keys the plan: the op to look up,
+ * `op` itself for every other call, else `key` with the choice. */
+static const algo_op *with_v_choice(const rt_comm *c, const algo_op *op, algo_op *key)
 {
-    algo_op o = *op;
-    o.v_eager = false;
-    if (algo_counts_symbolic(op->coll) && op->counts && !c->net) { /* across servers never eager */
-        algo_topo topo = comm_topo(c);
-        o.v_eager = algo_select(&o, &topo, ALGO_AUTO) == ALGO_EAGER; /* eager_max is 0 if anything is forced */
-    }
-    return o;
+    if (!algo_counts_symbolic(op->coll) || !op->counts || c->net) /* across servers never eager */
+        return op;
+    *key = *op;
+    key->v_eager = false;
+    algo_topo topo = comm_topo(c);
+    key->v_eager = algo_select(key, &topo, ALGO_AUTO) == ALGO_EAGER; /* eager_max is 0 if anything is forced */
+    return key;
 }
 
 static HcclResult compile(rt_comm *c, const algo_op *op, algo_plan **plan)
@@ -345,8 +346,8 @@ static HcclResult lookup(rt_comm *c, const algo_op *op, const algo_plan **out)
 HcclResult rt_plan_get(rt_comm *c, const algo_op *op, const algo_plan **out)
 {
     const algo_plan *plan = NULL;
-    algo_op key = with_v_choice(c, op);
-    CHECK(lookup(c, &key, &plan));
+    algo_op key;
+    CHECK(lookup(c, with_v_choice(c, op, &key), &plan));
     HcclResult rc = call_fits(c, op, plan);
     if (rc != HCCL_SUCCESS) {
         rt_plan_put(c, plan);

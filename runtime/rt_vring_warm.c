@@ -28,10 +28,10 @@ static void warm_rings(const rt_comm *c, rt_ctrl *ctrl, size_t page)
 
 void rt_vring_warm(rt_comm *c)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    if (c->vring_warm)
+    if (c->vring_warm) /* every later V-op: one load */
         return;
     c->vring_warm = true;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     warm_rings(c, c->ctrl, page);
     for (uint32_t q = 0; q < c->nranks; q++)
         if (q != c->rank && !c->peers[q].remote)
