@@ -122,6 +122,7 @@ struct rt_launch_ctx {
      * sets those again and skips the build (rt_prog.c). NULL: build anew. */
     const algo_plan *built;
     uint64_t built_evictions;  /* the plan cache's evictions then: a later plan may reuse the address */
+    uint64_t *built_vt;        /* [4*nranks] a V-op's: the tables its offsets and sizes came from */
     rt_rebind *rebinds;        /* what such a program binds per call */
     uint32_t nrebinds, rebinds_cap;
 };

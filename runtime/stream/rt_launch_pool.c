@@ -30,7 +30,7 @@ bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 static rt_launch_ctx *ctx_alloc(rt_comm *c)
 {
     uint32_t n = c->nranks;
-    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n + n) * sizeof(void *) + 4 * n * sizeof(uint64_t) +
+    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n + n) * sizeof(void *) + 2 * 4 * n * sizeof(uint64_t) +
                    n * sizeof(rt_fetch_arg);
     rt_launch_ctx *ctx = calloc(1, bytes);
     if (!ctx)
@@ -40,6 +40,7 @@ static rt_launch_ctx *ctx_alloc(rt_comm *c)
     ctx->vbase = (void **)p, p += n * sizeof(void *);
     ctx->inbox = (void **)p, p += n * sizeof(void *);
     ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
+    ctx->built_vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
     ctx->fetch = (rt_fetch_arg *)p;
     for (uint32_t r = 0; r < n; r++) {
         ctx->fetch[r].ctx = ctx;

@@ -4,6 +4,7 @@
  * stream's list becomes its own program, submitted by rt_prog_submit.c. Arrays live in the launch
  * context until it is reclaimed. */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "runtime/net/rt_net.h"
 #include "runtime/stream/rt_launch.h"
@@ -485,12 +486,29 @@ uint64_t rt_prog_build_count(void)
 /* A collective's program holds, besides the plan and the communicator's static state (notifies,
  * scratch, events, timeouts), only this call's own IN/OUT and inbox slot as descriptor addresses
  * (listed in ctx->rebinds); peers' buffers are read through the context (FETCH fills them) and the
- * instructions' arguments point into the context. Not so: p2p items, staging copies and staging
- * buffers, V-ops (offsets and sizes from this call's counts), steps across servers, a drain. */
+ * instructions' arguments point into the context. A V-op's also holds offsets and sizes from its
+ * V tables (and which AlltoAllV blocks go eager), so it serves only calls with the same tables
+ * (tables_match): a loop that gathers the same uneven shards builds once. Not reusable: p2p items,
+ * staging copies and staging buffers, steps across servers, a drain. */
 static bool reusable(const rt_launch_ctx *ctx)
 {
-    return !ctx->p2p && !ctx->staged && !ctx->vop && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
-           !algo_counts_symbolic(ctx->plan->op.coll);
+    return !ctx->p2p && !ctx->staged && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
+           (ctx->vop || !algo_counts_symbolic(ctx->plan->op.coll));
+}
+
+/* Whether a program built from the tables `built` serves this call: always for a fixed-size op. */
+static bool tables_match(const rt_launch_ctx *ctx, const uint64_t *built)
+{
+    return !ctx->vop || !memcmp(ctx->vt, built, 4 * (size_t)ctx->c->nranks * sizeof *built);
+}
+
+/* The program in ctx's arrays now serves later calls of its plan (and tables). */
+static void mark_built(rt_launch_ctx *ctx, uint64_t evictions)
+{
+    ctx->built = ctx->plan;
+    ctx->built_evictions = evictions;
+    if (ctx->vop)
+        memcpy(ctx->built_vt, ctx->vt, 4 * (size_t)ctx->c->nranks * sizeof *ctx->vt);
 }
 
 /* A one-way receiver's flag wait (hal_flag_wait): the header of its root's box in this call's slot,
@@ -525,15 +543,15 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
     bind_flag_wait(ctx);
-    if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx)) {
+    if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx) &&
+        tables_match(ctx, ctx->built_vt)) {
         rebind(ctx); /* this context's program for the same plan */
         return HAL_OK;
     }
     const rt_launch_ctx *donor = rt_pending_newest(ctx->c); /* the launch before, often the same plan */
     if (reusable(ctx) && donor && donor->built == ctx->plan && donor->built_evictions == evictions &&
-        rt_prog_clone(ctx, donor)) {
-        ctx->built = ctx->plan;
-        ctx->built_evictions = evictions;
+        tables_match(ctx, donor->built_vt) && rt_prog_clone(ctx, donor)) {
+        mark_built(ctx, evictions);
         rebind(ctx);
         return HAL_OK;
     }
@@ -561,9 +579,7 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
         else if (in->kind == HAL_INSN_FN && (in->u.fn.fn == rt_net_write_task || in->u.fn.fn == rt_net_signal_task))
             in->u.fn.arg = &ctx->netops[k++];
     }
-    if (reusable(ctx)) {
-        ctx->built = ctx->plan;
-        ctx->built_evictions = evictions;
-    }
+    if (reusable(ctx))
+        mark_built(ctx, evictions);
     return HAL_OK;
 }

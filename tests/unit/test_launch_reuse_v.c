@@ -1,0 +1,270 @@
+/* A V-op's program holds offsets and sizes from the tables it was built for, so a launch reuses one
+ * (its pooled context's, or the launch before's: rt_prog.c) only for the same tables. Here three
+ * ranks (threads, HcclCommInitAll) run AllGatherV and AlltoAllV with table sets that differ in
+ * counts, or only in displacements, or not at all, back to back on three buffer pairs: every
+ * element of every OUT is checked (written where the tables say, untouched elsewhere), and a burst
+ * of one table set builds once per rank, not once per call (rt_prog_build_count). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include "common/comm_fixture.h"
+#include "runtime/rt_internal.h"
+
+#define NR 3
+#define PAIRS 3
+#define NTABS 4
+#define BUF 16384 /* int32 elements per buffer */
+#define SENTINEL (-55)
+#define BURST 40
+
+/* Table set t: rank r sends cnt[t][r][q] elements to rank q (AlltoAllV); AllGatherV gathers
+ * cnt[t][r][0] from rank r. Sets 0 and 1 have the same counts and differ in displacements (gap);
+ * set 2 has a zero; set 3's blocks are past the eager crossover (a mesh plan). */
+static const uint64_t cnt[NTABS][NR][NR] = {
+    {{5, 3, 7}, {2, 4, 6}, {1, 8, 3}},
+    {{5, 3, 7}, {2, 4, 6}, {1, 8, 3}},
+    {{1, 0, 9}, {9, 1, 0}, {0, 9, 1}},
+    {{3000, 100, 2000}, {2500, 900, 3100}, {1200, 2800, 700}},
+};
+static const uint64_t gap[NTABS] = {0, 11, 3, 5};
+
+typedef struct rank_t {
+    HcclComm comm;
+    uint32_t rank;
+    aclrtStream s;
+    int32_t *in[PAIRS], *out[PAIRS];
+    int32_t *host;
+    int bad;
+} rank_t;
+
+typedef enum { OP_AGV, OP_A2AV } vop;
+
+static int32_t value(int call, uint32_t from, uint32_t to, uint64_t j)
+{
+    return (int32_t)((uint32_t)call * 1009u + from * 101u + to * 7u + (uint32_t)(j % 997));
+}
+
+/* Displacements of table set t, blocks in rank order with gap elements before each. */
+static void displs(int t, const uint64_t *counts, uint64_t *d)
+{
+    uint64_t at = 0;
+    for (uint32_t q = 0; q < NR; q++) {
+        at += gap[t] * (q + 1);
+        d[q] = at;
+        at += counts[q];
+    }
+}
+
+/* What one call of op with table set t makes rank r's OUT hold (SENTINEL where nothing lands). */
+static void expected(vop op, int t, int call, uint32_t r, int32_t *want)
+{
+    uint64_t rc[NR], rd[NR];
+    for (uint32_t q = 0; q < NR; q++)
+        rc[q] = op == OP_AGV ? cnt[t][q][0] : cnt[t][q][r];
+    displs(t, rc, rd);
+    for (uint64_t j = 0; j < BUF; j++)
+        want[j] = SENTINEL;
+    for (uint32_t q = 0; q < NR; q++)
+        for (uint64_t j = 0; j < rc[q]; j++)
+            want[rd[q] + j] = value(call, q, op == OP_AGV ? 0 : r, j);
+}
+
+static void put(void *dev, const void *host, size_t bytes)
+{
+    cr_assert_eq(aclrtMemcpy(dev, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+}
+
+/* Fills pair p's IN with call's data for table set t and its OUT with sentinels (synchronous). */
+static void fill(rank_t *r, vop op, int t, int call, int p)
+{
+    uint64_t sc[NR], sd[NR];
+    for (uint32_t q = 0; q < NR; q++)
+        sc[q] = op == OP_AGV ? (q ? 0 : cnt[t][r->rank][0]) : cnt[t][r->rank][q];
+    displs(t, sc, sd);
+    int32_t *h = r->host;
+    for (uint64_t j = 0; j < BUF; j++)
+        h[j] = SENTINEL;
+    put(r->out[p], h, BUF * sizeof *h);
+    for (uint32_t q = 0; q < NR; q++)
+        for (uint64_t j = 0; j < sc[q]; j++)
+            h[(op == OP_AGV ? 0 : sd[q]) + j] = value(call, r->rank, op == OP_AGV ? 0 : q, j);
+    put(r->in[p], h, BUF * sizeof *h);
+}
+
+/* One call of op with table set t on pair p; nothing is synchronized. */
+static void issue(rank_t *r, vop op, int t, int p)
+{
+    uint64_t sc[NR], sd[NR], rc[NR], rd[NR];
+    for (uint32_t q = 0; q < NR; q++) {
+        sc[q] = cnt[t][r->rank][q];
+        rc[q] = op == OP_AGV ? cnt[t][q][0] : cnt[t][q][r->rank];
+    }
+    displs(t, sc, sd);
+    displs(t, rc, rd);
+    if (op == OP_AGV)
+        cr_assert_eq(HcclAllGatherV(r->in[p], cnt[t][r->rank][0], r->out[p], rc, rd, HCCL_DATA_TYPE_INT32, r->comm,
+                                    r->s), HCCL_SUCCESS);
+    else
+        cr_assert_eq(HcclAlltoAllV(r->in[p], sc, sd, HCCL_DATA_TYPE_INT32, r->out[p], rc, rd, HCCL_DATA_TYPE_INT32,
+                                   r->comm, r->s), HCCL_SUCCESS);
+}
+
+static void check(rank_t *r, vop op, int t, int call, int p)
+{
+    int32_t *want = malloc(BUF * sizeof *want);
+    cr_assert_not_null(want);
+    expected(op, t, call, r->rank, want);
+    cr_assert_eq(aclrtMemcpy(r->host, BUF * sizeof(int32_t), r->out[p], BUF * sizeof(int32_t),
+                             ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (uint64_t j = 0; j < BUF && r->bad < 3; j++)
+        if (r->host[j] != want[j]) {
+            cr_log_error("rank %u %s table set %d call %d pair %d: element %llu is %d, want %d", r->rank,
+                         op == OP_AGV ? "AllGatherV" : "AlltoAllV", t, call, p, (unsigned long long)j, r->host[j],
+                         want[j]);
+            r->bad++;
+        }
+    free(want);
+}
+
+/* Rounds of one call per pair, back to back, then a synchronize and the checks. In round k pair p
+ * runs table set (p + k) % NTABS: launches meet pooled contexts and in-flight launches built for
+ * every other set, and for the same set rounds later. */
+static void rounds(rank_t *r, vop op)
+{
+    for (int k = 0; k < 2 * NTABS; k++) {
+        for (int p = 0; p < PAIRS; p++)
+            fill(r, op, (p + k) % NTABS, k * PAIRS + p, p);
+        for (int p = 0; p < PAIRS; p++)
+            issue(r, op, (p + k) % NTABS, p);
+        cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+        for (int p = 0; p < PAIRS; p++)
+            check(r, op, (p + k) % NTABS, k * PAIRS + p, p);
+    }
+}
+
+/* BURST calls of table set t back to back, cycling the pairs (each pair's inputs fixed). */
+static void burst(rank_t *r, vop op, int t)
+{
+    for (int p = 0; p < PAIRS; p++)
+        fill(r, op, t, p, p);
+    for (int i = 0; i < BURST; i++)
+        issue(r, op, t, i % PAIRS);
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    for (int p = 0; p < PAIRS; p++)
+        check(r, op, t, p, p);
+}
+
+typedef struct job {
+    rank_t *r;
+    vop op;
+    bool burst;
+} job;
+
+static void *rank_main(void *arg)
+{
+    job *jb = arg;
+    cr_assert_eq(aclrtSetDevice((int32_t)jb->r->rank), ACL_SUCCESS);
+    if (jb->burst)
+        burst(jb->r, jb->op, 0);
+    else
+        rounds(jb->r, jb->op);
+    return NULL;
+}
+
+static void run(rank_t *ranks, vop op, bool is_burst)
+{
+    pthread_t th[NR];
+    job jobs[NR];
+    for (uint32_t i = 0; i < NR; i++) {
+        jobs[i] = (job){&ranks[i], op, is_burst};
+        cr_assert_eq(pthread_create(&th[i], NULL, rank_main, &jobs[i]), 0);
+    }
+    for (uint32_t i = 0; i < NR; i++)
+        pthread_join(th[i], NULL);
+    for (uint32_t i = 0; i < NR; i++)
+        cr_assert_eq(ranks[i].bad, 0, "rank %u: %d wrong elements", i, ranks[i].bad);
+}
+
+static void setup(rank_t *ranks)
+{
+    HcclComm comms[NR];
+    comm_fixture_init_all(NR, comms);
+    for (uint32_t i = 0; i < NR; i++) {
+        rank_t *r = &ranks[i];
+        *r = (rank_t){.comm = comms[i], .rank = i};
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
+        for (int p = 0; p < PAIRS; p++) {
+            cr_assert_eq(aclrtMalloc((void **)&r->in[p], BUF * sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST),
+                         ACL_SUCCESS);
+            cr_assert_eq(aclrtMalloc((void **)&r->out[p], BUF * sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST),
+                         ACL_SUCCESS);
+        }
+        r->host = malloc(BUF * sizeof(int32_t));
+        cr_assert_not_null(r->host);
+    }
+}
+
+static void teardown(rank_t *ranks)
+{
+    for (uint32_t i = 0; i < NR; i++) {
+        rank_t *r = &ranks[i];
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        cr_assert_eq(HcclCommDestroy(r->comm), HCCL_SUCCESS);
+        for (int p = 0; p < PAIRS; p++) {
+            aclrtFree(r->in[p]);
+            aclrtFree(r->out[p]);
+        }
+        aclrtDestroyStream(r->s);
+        free(r->host);
+    }
+    aclFinalize();
+}
+
+static void rounds_of(vop op)
+{
+    rank_t ranks[NR];
+    setup(ranks);
+    run(ranks, op, false);
+    teardown(ranks);
+}
+
+/* Programs built for a burst of one table set (results checked). */
+static uint64_t burst_builds(vop op)
+{
+    rank_t ranks[NR];
+    setup(ranks);
+    uint64_t before = rt_prog_build_count();
+    run(ranks, op, true);
+    uint64_t builds = rt_prog_build_count() - before;
+    teardown(ranks);
+    return builds;
+}
+
+Test(launch_reuse_v, allgatherv_tables_change_between_calls, .timeout = 120)
+{
+    rounds_of(OP_AGV);
+}
+
+Test(launch_reuse_v, alltoallv_tables_change_between_calls, .timeout = 120)
+{
+    rounds_of(OP_A2AV);
+}
+
+Test(launch_reuse_v, allgatherv_burst_of_one_table_builds_once, .timeout = 120)
+{
+    uint64_t builds = burst_builds(OP_AGV);
+    cr_expect_leq(builds, 2 * NR, "%llu programs built for %d back-to-back AllGatherV of one table set",
+                  (unsigned long long)builds, BURST);
+}
+
+Test(launch_reuse_v, alltoallv_burst_of_one_table_builds_once, .timeout = 120)
+{
+    uint64_t builds = burst_builds(OP_A2AV);
+    cr_expect_leq(builds, 2 * NR, "%llu programs built for %d back-to-back AlltoAllV of one table set",
+                  (unsigned long long)builds, BURST);
+}
