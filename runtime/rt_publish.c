@@ -255,8 +255,15 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     bool oneway = ctx->plan->oneway, own = ctx->plan->oneway_pull; /* a Broadcast root: its own box */
     size_t from = oneway ? sizeof sig.seq : 0; /* one-way: the seq is the PUB signal, stored after the data */
     _Static_assert(offsetof(rt_sig, seq) == 0, "a header's seq comes first");
-    if (ctx->vop) /* the tables, for the check that names an entry where a header's hash differs */
+    if (rt_a2av_receives_directly(ctx)) { /* senders of large blocks need my OUT: a record too */
+        int rc = rt_publish_task(ctx, msg, len);
+        if (rc)
+            return rc;
+    } else if (ctx->vop) { /* the tables: AlltoAllV's checks, the others' entry named where a hash differs */
+        if (rt_vself_check(ctx, msg, len))
+            return HAL_E_ABORTED;
         rt_vpublish(ctx, rt_ctrl_vtable(c->ctrl, ctx->seq));
+    }
     for (uint32_t q = 0; q < c->nranks; q++)
         if (own ? q == c->rank : q != c->rank)
             memcpy((char *)rt_box_hdr(ctx->inbox[q], c->rank, oneway) + from, (char *)&sig + from, sizeof sig - from);
@@ -306,6 +313,32 @@ static int oneway_not_this_call(rt_fetch_arg *fa, char *msg, size_t len)
     return HAL_E_INTERNAL;
 }
 
+/* An eager AlltoAllV in header mode, after the peer's header of this call: its tables against
+ * mine (the sig has no hash of them: every rank's differ), then, where a block of mine to it is
+ * past the crossover, its OUT from the record it published because it receives that block directly
+ * (rt_eager_post_task). Both before any step addresses its OUT. */
+static int a2av_check_peer(rt_launch_ctx *ctx, uint32_t peer, char *msg, size_t len)
+{
+    rt_comm *c = ctx->c;
+    rt_ctrl *pc = c->peers[peer].ctrl;
+    if (rt_vcheck_peer(ctx, peer, rt_ctrl_vtable(pc, ctx->seq), msg, len))
+        return HAL_E_ABORTED;
+    if (!rt_a2av_sends_directly(ctx, peer))
+        return 0;
+    const rt_pub_record *rec = rt_ctrl_pub(pc, ctx->seq);
+    uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
+    if (ready != ctx->seq) { /* the tables agree, so it receives directly and published first */
+        snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu (HcclAlltoAllV) but found op #%llu",
+                 c->name, c->rank, peer, (unsigned long long)ctx->seq, (unsigned long long)ready);
+        rt_abort_all(c, HCCL_E_INTERNAL, msg);
+        return HAL_E_INTERNAL;
+    }
+    bind_peer(ctx, peer, rec);
+    if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
+        return report_destroyed(ctx, peer, ctx->seq, msg, len);
+    return 0;
+}
+
 /* After the peer's PUB signal. A header of another call means the signal was not this call's
  * data: the peer destroyed its communicator (a FINALIZE record) or runs a plan that publishes
  * (a mismatch); its record says which, as in the record mode. */
@@ -321,6 +354,11 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))
         return report_call_mismatch(ctx, fa->peer, &theirs, msg, len);
+    if (ctx->plan->v_small_bytes) { /* AlltoAllV: no hash of tables that differ per rank */
+        int rc = a2av_check_peer(ctx, fa->peer, msg, len);
+        if (rc)
+            return rc;
+    }
     mark_fetched(ctx, fa->peer); /* as after a record */
     return 0;
 }

@@ -30,6 +30,26 @@ static const uint64_t *my_tab(const rt_launch_ctx *ctx, algo_vtab tab)
     return ctx->vt + (size_t)(tab - 1) * ctx->c->nranks;
 }
 
+/* An entry of this call's table tab, in bytes, is past the eager AlltoAllV's crossover. */
+static bool block_direct(const rt_launch_ctx *ctx, algo_vtab tab, uint32_t peer)
+{
+    uint64_t small = ctx->plan->v_small_bytes;
+    return ctx->vop && small && peer != ctx->c->rank && my_tab(ctx, tab)[peer] * ctx->esize > small;
+}
+
+bool rt_a2av_sends_directly(const rt_launch_ctx *ctx, uint32_t peer)
+{
+    return block_direct(ctx, ALGO_VT_COUNT, peer);
+}
+
+bool rt_a2av_receives_directly(const rt_launch_ctx *ctx)
+{
+    for (uint32_t q = 0; q < ctx->c->nranks; q++)
+        if (block_direct(ctx, ALGO_VT_RCOUNT, q))
+            return true;
+    return false;
+}
+
 uint64_t rt_vmatrix_hash(const uint64_t *m, size_t entries)
 {
     uint64_t h = 0xcbf29ce484222325ull;

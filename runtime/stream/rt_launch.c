@@ -247,9 +247,9 @@ HcclResult rt_launch(rt_comm *c, rt_call *call)
         ctx->npost = call->npost;
         /* The seq this op will take (c->lock is held). */
         ctx->seq = c->seq + 1;
-        /* Header mode: task functions reach every peer's inbox. Not AlltoAllV, whose large blocks
-         * go into the receivers' OUT: only a record carries its address. */
-        ctx->hdr = c->eager_hdr && !c->net && ctx->plan->algo == ALGO_EAGER && !ctx->plan->v_small_bytes;
+        /* Header mode: task functions reach every peer's inbox. An AlltoAllV whose large blocks
+         * go into a receiver's OUT reads that receiver's record for its address too. */
+        ctx->hdr = c->eager_hdr && !c->net && ctx->plan->algo == ALGO_EAGER;
         rt_oneway_prepare(c, ctx);
         rc = rt_launch_prepare(c, ctx);
         if (rc != HCCL_SUCCESS)

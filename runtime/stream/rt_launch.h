@@ -171,6 +171,10 @@ uint64_t rt_vmatrix_hash(const uint64_t *m, size_t entries);
 
 /* V-op tables (rt_vcheck.c), on the device inside PUBLISH / FETCH. */
 bool rt_vop_is_a2a(const rt_launch_ctx *ctx);
+/* An eager AlltoAllV's blocks past its plan's crossover (v_small_bytes), which go straight into the
+ * receiver's OUT: one to peer, or one from any peer. False for every other launch. */
+bool rt_a2av_sends_directly(const rt_launch_ctx *ctx, uint32_t peer);
+bool rt_a2av_receives_directly(const rt_launch_ctx *ctx);
 /* Writes what peers check into t (RT_VTABLE_ENTRIES(nranks) entries of the control block). */
 void rt_vpublish(const rt_launch_ctx *ctx, uint64_t *t);
 /* This rank's own tables (AlltoAllV: what it sends itself must be what it expects from itself).

@@ -227,9 +227,9 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     return push_fn(ctx, stream, step, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
 }
 
-/* The first wait of an eager exchange in header mode, or of an eager AlltoAllV (record mode: its
- * large blocks need the receivers' OUT; its record and tables go into rings RT_PUB_RING deep, which
- * the bound of 2D + 1 calls keeps as it keeps the inbox slots) (docs/runtime.md, "Running ahead"):
+/* The first wait of an eager exchange in header mode, or of an eager AlltoAllV in record mode (its
+ * record and tables go into rings RT_PUB_RING deep, which the bound of 2D + 1 calls keeps as it
+ * keeps the inbox slots) (docs/runtime.md, "Running ahead"):
  * what came before it (PUBLISH, the writes into peers' inboxes, the PUB signals) may run ahead. Not
  * after a drain, staging copies or anything else that waits. */
 static bool ahead_able(const rt_launch_ctx *ctx, uint32_t stream)

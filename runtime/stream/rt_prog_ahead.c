@@ -7,20 +7,6 @@ static bool ranges_meet(uintptr_t a, uint64_t alen, uintptr_t b, uint64_t blen)
     return alen && blen && a < b + blen && b < a + alen;
 }
 
-/* An eager AlltoAllV with a block past the crossover to receive: peers write it into this call's
- * OUT once its PUBLISH is out, so that runs in order, after the calls before it have ended. */
-static bool receives_directly(const rt_launch_ctx *ctx)
-{
-    const algo_plan *p = ctx->plan;
-    uint32_t n = ctx->c->nranks;
-    for (uint32_t j = 0; p->v_small_bytes && j < n; j++) {
-        uint64_t elems = algo_vt_get(ctx->vt, n, (algo_vsym){ALGO_VT_RCOUNT, j});
-        if (j != ctx->c->rank && elems * ctx->esize > p->v_small_bytes)
-            return true;
-    }
-    return false;
-}
-
 void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
 {
     uint64_t in_elems = 0, out_elems = 0;
@@ -38,7 +24,9 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
      * mark stays on: its prefix runs in order, and later calls may still run ahead of it. */
     const rt_comm *c = ctx->c;
     uint32_t depth = 0;
-    bool in_order = receives_directly(ctx);
+    /* An eager AlltoAllV with a block past the crossover to receive: peers write it into this call's
+     * OUT once its PUBLISH is out, so that runs in order, after the calls before it have ended. */
+    bool in_order = rt_a2av_receives_directly(ctx);
     while (depth < ALGO_AHEAD_MAX && !in_order) {
         if (depth == c->npending) {
             depth = ALGO_AHEAD_MAX; /* none older in flight */

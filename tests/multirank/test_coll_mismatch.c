@@ -50,6 +50,16 @@ Test(mismatch, eager_vs_mesh_allreduce_n8, .timeout = 150) { mismatch(8, "xcount
 static const char *const proto_w[] = {"HcclAllReduce(count=64, fp32, sum) with the eager protocol", NULL};
 Test(mismatch, eager_off_on_one_rank_n2, .timeout = 150) { mismatch(2, "protocol", proto_w); }
 Test(mismatch, eager_off_on_one_rank_n4, .timeout = 150) { mismatch(4, "protocol", proto_w); }
+/* The same for an AlltoAllV of small blocks, whose eager ranks publish no record (header mode). */
+static const char *const proto_a2av_w[] = {"HcclAlltoAllV(count=0, fp32) with the eager protocol", NULL};
+Test(mismatch, eager_off_on_one_rank_alltoallv_n2, .timeout = 150)
+{
+    mismatch(2, "protocol-alltoallv", proto_a2av_w);
+}
+Test(mismatch, eager_off_on_one_rank_alltoallv_n4, .timeout = 150)
+{
+    mismatch(4, "protocol-alltoallv", proto_a2av_w);
+}
 /* A peer process that dies is noticed by the watchdog within about a second. */
 Test(mismatch, peer_exits_n2, .timeout = 150) { mismatch(2, "exit", exit_w); }
 Test(mismatch, peer_exits_n8, .timeout = 150) { mismatch(8, "exit", exit_w); }

@@ -103,7 +103,21 @@ static int determinism(prog_env *e, void *buf, double t0)
 /* Rank 0 turns the eager protocol off (HCCL_EAGER_MAX_BYTES=0, read when a communicator is
  * created), the others keep it: the same call compiles to a mesh plan on rank 0 and eager plans
  * elsewhere, which cannot meet; the signature carries the protocol, so it fails on every rank. */
-static int protocol(prog_env *e, void *buf, double t0)
+/* AlltoAllV of 8 elements per peer, buf's first half to its second: eager wherever it is on. */
+static HcclResult a2av_small(prog_env *e, void *buf)
+{
+    uint64_t cnt[64], dsp[64];
+    for (uint32_t q = 0; q < e->n; q++) {
+        cnt[q] = 8;
+        dsp[q] = 8 * (uint64_t)q;
+    }
+    return HcclAlltoAllV(buf, cnt, dsp, HCCL_DATA_TYPE_FP32, (float *)buf + MM_COUNT, cnt, dsp, HCCL_DATA_TYPE_FP32,
+                         e->comm, e->stream);
+}
+
+/* Rank 0 with the eager protocol off, the others on: an AllReduce, or (a2av) an AlltoAllV, whose
+ * eager ranks publish no record unless a block is past the crossover. */
+static int protocol(prog_env *e, void *buf, bool a2av, double t0)
 {
     uint32_t *ids = xmalloc(e->n * sizeof *ids);
     for (uint32_t i = 0; i < e->n; i++)
@@ -115,7 +129,9 @@ static int protocol(prog_env *e, void *buf, double t0)
     HcclComm world = e->comm, sub = NULL;
     HCCL_OK(HcclCreateSubCommConfig(&world, e->n, ids, 8, e->rank, &cfg, &sub));
     e->comm = sub;
-    int bad = observe(e, ar(e, buf, MM_EAGER), e->rank == 0 ? "HcclAllReduce (mesh)" : "HcclAllReduce (eager)", t0);
+    const char *what = e->rank == 0 ? (a2av ? "HcclAlltoAllV (mesh)" : "HcclAllReduce (mesh)")
+                                    : (a2av ? "HcclAlltoAllV (eager)" : "HcclAllReduce (eager)");
+    int bad = observe(e, a2av ? a2av_small(e, buf) : ar(e, buf, MM_EAGER), what, t0);
     e->comm = world;
     HCCL_OK(HcclCommDestroy(sub));
     free(ids);
@@ -231,8 +247,8 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "count")) {
         rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
         bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
-    } else if (!strcmp(kind, "protocol")) {
-        bad = protocol(e, buf, t0);
+    } else if (!strcmp(kind, "protocol") || !strcmp(kind, "protocol-alltoallv")) {
+        bad = protocol(e, buf, !strcmp(kind, "protocol-alltoallv"), t0);
     } else if (!strncmp(kind, "xcount-", 7)) {
         bad = cross_count(e, kind + 7, t0);
     } else if (!strcmp(kind, "determinism")) {
