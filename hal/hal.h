@@ -175,6 +175,10 @@ enum hal_event_flags {
     HAL_EVENT_TIMING = 1u << 0,    /* record a timestamp (for elapsed_time) */
     HAL_EVENT_WAIT_UNRECORDED_BLOCKS = 1u << 1, /* a wait on a never-recorded event blocks until a record
                                                    (default: completes at once, like a CUDA event) */
+    HAL_EVENT_SERIAL = 1u << 2,    /* the caller never makes two calls on the event at once (record, wait,
+                                      sync, help, query, destroy): a backend may skip locking what a
+                                      record leaves for a later sync (a launch's completion event,
+                                      used under its communicator's lock) */
 };
 
 /* Inter-process sharing by key (aclrtIpcMem*, aclrtNotify*Key): a key is a NUL-terminated string

@@ -81,7 +81,7 @@ hal_result emu_event_create(hal_device *dev, uint32_t flags, hal_event **out)
 {
     if (!out || !emu_device_live(dev))
         return HAL_E_PARAM;
-    if (flags & ~(uint32_t)(HAL_EVENT_TIMING | HAL_EVENT_WAIT_UNRECORDED_BLOCKS)) {
+    if (flags & ~(uint32_t)(HAL_EVENT_TIMING | HAL_EVENT_WAIT_UNRECORDED_BLOCKS | HAL_EVENT_SERIAL)) {
         OH_ERR("emu", "event_create: unknown flags 0x%x", flags);
         return HAL_E_PARAM;
     }
@@ -131,6 +131,22 @@ static hal_result event_enqueue(hal_event *e, hal_stream *s, emu_task_kind kind,
     return emu_stream_push_at(s, t, pos, gen);
 }
 
+/* The record's bookkeeping (rec_enq and where a sync finds the record) is set and read by callers
+ * of the event's API only, under e->mu, unless they serialize their calls (HAL_EVENT_SERIAL): a
+ * loop of small collectives records and helps one launch event per call, and those two locks were
+ * a third of its lock operations. Completion (rec_done, err) never needs them. */
+static void serial_lock(hal_event *e)
+{
+    if (!(e->flags & HAL_EVENT_SERIAL))
+        pthread_mutex_lock(&e->mu);
+}
+
+static void serial_unlock(hal_event *e)
+{
+    if (!(e->flags & HAL_EVENT_SERIAL))
+        pthread_mutex_unlock(&e->mu);
+}
+
 /* e->mu across the push (then s->mu: the order emu_event_complete takes them in), so the
  * record's sequence number and where a sync finds it are set together, one lock per record. */
 hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint64_t *seq_slot)
@@ -141,7 +157,7 @@ hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint6
         emu_task_free(t);
         return HAL_E_PARAM;
     }
-    pthread_mutex_lock(&e->mu);
+    serial_lock(e);
     uint64_t seq = e->rec_enq + 1, pos;
     uint32_t gen;
     atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
@@ -155,7 +171,7 @@ hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint6
     } else { /* never queued: a sync must not wait for it */
         atomic_store_explicit(&e->rec_enq, seq - 1, memory_order_release);
     }
-    pthread_mutex_unlock(&e->mu);
+    serial_unlock(e);
     return rc;
 }
 
@@ -347,9 +363,9 @@ hal_result emu_event_help(hal_event *e)
         hal_stream *s;
         uint32_t gen;
         uint64_t pos;
-        pthread_mutex_lock(&e->mu);
+        serial_lock(e);
         bool pending = pending_record(e, sync_target(e), &s, &gen, &pos);
-        pthread_mutex_unlock(&e->mu);
+        serial_unlock(e);
         if (pending)
             emu_stream_help_until(s, gen, pos);
     }

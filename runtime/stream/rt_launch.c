@@ -129,7 +129,7 @@ HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)
     bind_inbox(c, ctx);
     CHECK(rt_streams_ensure(c, ctx->plan->nstreams));
     if (!ctx->done) /* a pooled context keeps its event */
-        CHECK_MAP(c->hal->event_create(c->dev, 0, &ctx->done), rt_from_hal);
+        CHECK_MAP(c->hal->event_create(c->dev, HAL_EVENT_SERIAL, &ctx->done), rt_from_hal);
     CHECK_MAP(rt_prog_build(ctx), rt_from_hal);
     return HCCL_SUCCESS;
 }

@@ -164,7 +164,7 @@ static bool grow_touched(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 static bool ctx_warm(rt_launch_ctx *ctx)
 {
     uint32_t m = ctx->c->nranks < RT_WARM_RANKS ? ctx->c->nranks : RT_WARM_RANKS;
-    return ctx->c->hal->event_create(ctx->c->dev, 0, &ctx->done) == HAL_OK &&
+    return ctx->c->hal->event_create(ctx->c->dev, HAL_EVENT_SERIAL, &ctx->done) == HAL_OK &&
            grow_touched((void **)&ctx->insns, &ctx->insns_cap, 5 * m, sizeof *ctx->insns) &&
            grow_touched((void **)&ctx->isrc, &ctx->isrc_cap, 5 * m, sizeof *ctx->isrc) &&
            grow_touched((void **)&ctx->descs, &ctx->descs_cap, 2 * m + RT_DMA_MAX_PIECES, sizeof *ctx->descs) &&

@@ -55,15 +55,20 @@ typedef struct help_fix {
     hal_event *e;
 } help_fix;
 
-static help_fix fix_open(void)
+static help_fix fix_open_flags(uint32_t event_flags)
 {
     help_fix f = {.h = ht_hal()};
     cr_assert_not_null(f.h->event_help, "the emulator offers event_help");
     f.d = ht_open(f.h, 0);
     HT_OK(f.h->stream_create(f.d, &f.s));
     emu_stream_test_park(f.s);
-    HT_OK(f.h->event_create(f.d, 0, &f.e));
+    HT_OK(f.h->event_create(f.d, event_flags, &f.e));
     return f;
+}
+
+static help_fix fix_open(void)
+{
+    return fix_open_flags(0);
 }
 
 static void fix_close(help_fix *f)
@@ -80,25 +85,46 @@ static void expect_entry(const help_log *log, int k, int id, bool here)
                  here ? "off" : "on");
 }
 
-Test(emu_help, runs_queued_programs_on_the_calling_thread, .timeout = 60)
+/* Three programs, the event recorded after them (by the last one's own record: prog_record, as a
+ * launch records its completion), then a help: all three run on this thread. */
+static void runs_queued(uint32_t event_flags, bool prog_record)
 {
-    help_fix f = fix_open();
+    help_fix f = fix_open_flags(event_flags);
     static help_log log;
     static help_item items[3];
     static hal_insn prog[3][1];
+    atomic_store(&log.n, 0);
     for (int i = 0; i < 3; i++) {
         items[i] = (help_item){&log, i};
         prog[i][0] = fn_insn(&items[i]);
-        HT_OK(f.h->prog_launch(f.s, prog[i], 1));
+        if (i == 2 && prog_record)
+            HT_OK(f.h->prog_launch_record(f.s, prog[i], 1, f.e));
+        else
+            HT_OK(f.h->prog_launch(f.s, prog[i], 1));
     }
-    HT_OK(f.h->event_record(f.e, f.s));
+    if (!prog_record)
+        HT_OK(f.h->event_record(f.e, f.s));
     cr_assert_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "parked: nothing ran before the help");
     HT_OK(f.h->event_help(f.e));
     cr_assert_eq(atomic_load(&log.n), 3);
     for (int i = 0; i < 3; i++)
         expect_entry(&log, i, i, true);
     HT_OK(f.h->event_help(f.e)); /* complete: nothing to run */
+    HT_OK(f.h->event_sync(f.e, -1));
     fix_close(&f);
+}
+
+Test(emu_help, runs_queued_programs_on_the_calling_thread, .timeout = 60)
+{
+    runs_queued(0, false);
+}
+
+/* A launch's completion event (HAL_EVENT_SERIAL: its caller serializes the calls, so the record's
+ * bookkeeping goes unlocked) finds its record the same way. */
+Test(emu_help, serial_event_runs_queued_programs_on_the_calling_thread, .timeout = 60)
+{
+    runs_queued(HAL_EVENT_SERIAL, false);
+    runs_queued(HAL_EVENT_SERIAL, true);
 }
 
 Test(emu_help, stops_before_a_host_function, .timeout = 60)
