@@ -60,6 +60,12 @@ static void append_protocol(char *call, size_t cap, uint32_t eager)
                 cap - strlen(call) - 1);
 }
 
+static void append_crossover(char *call, size_t cap, uint32_t bytes)
+{
+    size_t n = strlen(call);
+    snprintf(call + n, cap - n, " with an eager crossover of %u B (HCCL_EAGER_MAX_BYTES)", bytes);
+}
+
 int rt_mismatch_report(rt_comm *c, uint32_t peer, const rt_sig *theirs, const rt_sig *my_sig, char *msg, size_t len)
 {
     char mine[160], other[160];
@@ -68,6 +74,9 @@ int rt_mismatch_report(rt_comm *c, uint32_t peer, const rt_sig *theirs, const rt
     if (theirs->eager != my_sig->eager) { /* the protocol is not part of the call: say which ran it */
         append_protocol(other, sizeof other, theirs->eager);
         append_protocol(mine, sizeof mine, my_sig->eager);
+    } else if (theirs->cmd == HCCL_CMD_ALLTOALLV && theirs->eager && theirs->vtab != my_sig->vtab) {
+        append_crossover(other, sizeof other, theirs->vtab); /* an eager AlltoAllV's vtab (rt_launch.c) */
+        append_crossover(mine, sizeof mine, my_sig->vtab);
     }
     if (theirs->cmd == HCCL_CMD_FINALIZE)
         snprintf(msg, len, "comm %s: rank %u called %s after op #%llu where rank %u called %s as op #%llu", c->name,

@@ -197,6 +197,11 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_call *call)
     /* Ranks that disagree on determinism would run different reduction plans (a hang or wrong sums). */
     ctx->sig.deterministic = reduces && op->deterministic;
     ctx->sig.eager = ctx->plan->oneway ? RT_SIG_ONEWAY : ctx->plan->algo == ALGO_EAGER ? RT_SIG_EAGER : 0;
+    /* Eager AlltoAllV: no table hash (every rank's tables differ); its crossover instead. Ranks
+     * configured with others (HCCL_EAGER_MAX_BYTES) would send a block through the inbox that its
+     * receiver waits for in its OUT, until the timeout. */
+    if (ctx->plan->v_small_bytes)
+        ctx->sig.vtab = (uint32_t)ctx->plan->v_small_bytes;
 }
 
 static void bind_self(rt_launch_ctx *ctx, const rt_call *call)

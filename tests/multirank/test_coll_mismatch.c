@@ -60,6 +60,18 @@ Test(mismatch, eager_off_on_one_rank_alltoallv_n4, .timeout = 150)
 {
     mismatch(4, "protocol-alltoallv", proto_a2av_w);
 }
+/* Rank 0's eager crossover 64 KiB, the others' the default (8 KiB or less): an AlltoAllV of 16 KiB
+ * blocks, inbox blocks on rank 0 and direct ones elsewhere. Before the crossover was part of the
+ * signature, rank 0 completed the call reading its inbox, which its peers had not written. */
+static const char *const crossover_w[] = {"with an eager crossover of 65536 B (HCCL_EAGER_MAX_BYTES)", NULL};
+Test(mismatch, eager_crossovers_differ_alltoallv_n2, .timeout = 150)
+{
+    mismatch(2, "protocol-crossover", crossover_w);
+}
+Test(mismatch, eager_crossovers_differ_alltoallv_n4, .timeout = 150)
+{
+    mismatch(4, "protocol-crossover", crossover_w);
+}
 /* A peer process that dies is noticed by the watchdog within about a second. */
 Test(mismatch, peer_exits_n2, .timeout = 150) { mismatch(2, "exit", exit_w); }
 Test(mismatch, peer_exits_n8, .timeout = 150) { mismatch(8, "exit", exit_w); }

@@ -100,40 +100,55 @@ static int determinism(prog_env *e, void *buf, double t0)
     return bad;
 }
 
-/* Rank 0 turns the eager protocol off (HCCL_EAGER_MAX_BYTES=0, read when a communicator is
- * created), the others keep it: the same call compiles to a mesh plan on rank 0 and eager plans
- * elsewhere, which cannot meet; the signature carries the protocol, so it fails on every rank. */
-/* AlltoAllV of 8 elements per peer, buf's first half to its second: eager wherever it is on. */
-static HcclResult a2av_small(prog_env *e, void *buf)
+/* AlltoAllV of `block` fp32 elements per peer, in and out of buffers of its own. */
+static HcclResult a2av_blocks(prog_env *e, uint64_t block, float **in, float **out)
 {
     uint64_t cnt[64], dsp[64];
     for (uint32_t q = 0; q < e->n; q++) {
-        cnt[q] = 8;
-        dsp[q] = 8 * (uint64_t)q;
+        cnt[q] = block;
+        dsp[q] = block * q;
     }
-    return HcclAlltoAllV(buf, cnt, dsp, HCCL_DATA_TYPE_FP32, (float *)buf + MM_COUNT, cnt, dsp, HCCL_DATA_TYPE_FP32,
-                         e->comm, e->stream);
+    size_t bytes = (size_t)block * e->n * sizeof(float);
+    *in = dev_alloc(bytes);
+    *out = dev_alloc(bytes);
+    ACL_OK(aclrtMemset(*in, bytes, 0, bytes));
+    return HcclAlltoAllV(*in, cnt, dsp, HCCL_DATA_TYPE_FP32, *out, cnt, dsp, HCCL_DATA_TYPE_FP32, e->comm, e->stream);
 }
 
-/* Rank 0 with the eager protocol off, the others on: an AllReduce, or (a2av) an AlltoAllV, whose
- * eager ranks publish no record unless a block is past the crossover. */
-static int protocol(prog_env *e, void *buf, bool a2av, double t0)
+typedef enum { PROTO_ALLREDUCE, PROTO_ALLTOALLV, PROTO_CROSSOVER } proto_case;
+
+/* Rank 0 configures the eager protocol otherwise than the others (HCCL_EAGER_MAX_BYTES, read when
+ * a communicator is created), which cannot meet; the signature carries the protocol, so the call
+ * fails on every rank. Rank 0 with it off: an AllReduce compiles to a mesh plan there and to eager
+ * plans elsewhere, so does an AlltoAllV of 8-element blocks (whose eager ranks publish no record).
+ * Rank 0 with a crossover of 64 KiB: its AlltoAllV sends 16 KiB blocks through the inboxes that the
+ * others (crossovers of 8 KiB or less) expect straight into their OUT. */
+static int protocol(prog_env *e, void *buf, proto_case pc, double t0)
 {
     uint32_t *ids = xmalloc(e->n * sizeof *ids);
     for (uint32_t i = 0; i < e->n; i++)
         ids[i] = i;
     if (e->rank == 0)
-        setenv("HCCL_EAGER_MAX_BYTES", "0", 1);
+        setenv("HCCL_EAGER_MAX_BYTES", pc == PROTO_CROSSOVER ? "65536" : "0", 1);
     HcclCommConfig cfg;
     HcclCommConfigInit(&cfg);
     HcclComm world = e->comm, sub = NULL;
     HCCL_OK(HcclCreateSubCommConfig(&world, e->n, ids, 8, e->rank, &cfg, &sub));
     e->comm = sub;
-    const char *what = e->rank == 0 ? (a2av ? "HcclAlltoAllV (mesh)" : "HcclAllReduce (mesh)")
-                                    : (a2av ? "HcclAlltoAllV (eager)" : "HcclAllReduce (eager)");
-    int bad = observe(e, a2av ? a2av_small(e, buf) : ar(e, buf, MM_EAGER), what, t0);
+    float *in = NULL, *out = NULL;
+    HcclResult rc = pc == PROTO_ALLREDUCE ? ar(e, buf, MM_EAGER)
+                                          : a2av_blocks(e, pc == PROTO_CROSSOVER ? 4096 : 8, &in, &out);
+    const char *names[] = {"HcclAllReduce", "HcclAlltoAllV", "HcclAlltoAllV (16 KiB blocks)"};
+    char what[96];
+    snprintf(what, sizeof what, "%s, rank %u's HCCL_EAGER_MAX_BYTES %s", names[pc], e->rank,
+             e->rank ? "unset" : pc == PROTO_CROSSOVER ? "65536" : "0");
+    int bad = observe(e, rc, what, t0);
     e->comm = world;
     HCCL_OK(HcclCommDestroy(sub));
+    if (in) {
+        dev_free(in);
+        dev_free(out);
+    }
     free(ids);
     return bad;
 }
@@ -247,8 +262,10 @@ int misc_mismatch(prog_env *e, const char *kind)
     } else if (!strcmp(kind, "count")) {
         rc = ar(e, buf, e->rank == 0 ? MM_COUNT : 2 * MM_COUNT);
         bad = observe(e, rc, e->rank == 0 ? "HcclAllReduce count 256" : "HcclAllReduce count 512", t0);
-    } else if (!strcmp(kind, "protocol") || !strcmp(kind, "protocol-alltoallv")) {
-        bad = protocol(e, buf, !strcmp(kind, "protocol-alltoallv"), t0);
+    } else if (!strcmp(kind, "protocol") || !strcmp(kind, "protocol-alltoallv") || !strcmp(kind, "protocol-crossover")) {
+        proto_case pc = !strcmp(kind, "protocol-alltoallv") ? PROTO_ALLTOALLV
+                        : !strcmp(kind, "protocol-crossover") ? PROTO_CROSSOVER : PROTO_ALLREDUCE;
+        bad = protocol(e, buf, pc, t0);
     } else if (!strncmp(kind, "xcount-", 7)) {
         bad = cross_count(e, kind + 7, t0);
     } else if (!strcmp(kind, "determinism")) {
