@@ -5,30 +5,22 @@
  * hands it to another device. Ranks are threads of this process (HcclCommInitAll), so the
  * process-wide build counter (rt_prog_build_count) sees every rank. */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
-#include "common/comm_fixture.h"
+#include "common/pair_ranks.h"
 #include "runtime/rt_internal.h"
 
 #define NRANKS 2
-#define PAIRS 3         /* buffer pairs a rank cycles through */
+#define PAIRS PAIR_RANKS_PAIRS /* buffer pairs a rank cycles through */
 #define SMALL 7         /* eager */
 #define BIG 70001       /* 280 KB of int32: a mesh plan */
 #define GUARD 16        /* elements after count that must keep their sentinel */
 #define SENTINEL (-77)
 
-typedef struct rank_t {
-    HcclComm comm;
-    uint32_t rank;
-    aclrtStream s;
-    int32_t *in[PAIRS], *out[PAIRS];
-    int32_t *host;
-    int calls, bad;
-} rank_t;
+typedef pair_rank rank_t;
 
 static int32_t value(int call, uint32_t rank, uint64_t j)
 {
@@ -178,52 +170,21 @@ static void *rank_main(void *arg)
 
 static void run(rank_t *ranks, scenario sc)
 {
-    pthread_t th[NRANKS];
     job jobs[NRANKS];
-    for (uint32_t i = 0; i < NRANKS; i++) {
+    for (uint32_t i = 0; i < NRANKS; i++)
         jobs[i] = (job){&ranks[i], sc};
-        cr_assert_eq(pthread_create(&th[i], NULL, rank_main, &jobs[i]), 0);
-    }
-    for (uint32_t i = 0; i < NRANKS; i++)
-        pthread_join(th[i], NULL);
-    for (uint32_t i = 0; i < NRANKS; i++)
-        cr_assert_eq(ranks[i].bad, 0, "rank %u: %d wrong elements", i, ranks[i].bad);
+    pair_ranks_run(ranks, NRANKS, rank_main, jobs, sizeof *jobs);
 }
 
 static void setup(rank_t *ranks)
 {
-    HcclComm comms[NRANKS];
-    comm_fixture_init_all(NRANKS, comms);
-    for (uint32_t i = 0; i < NRANKS; i++) {
-        rank_t *r = &ranks[i];
-        *r = (rank_t){.comm = comms[i], .rank = i};
-        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
-        cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
-        size_t bytes = (BIG + GUARD) * sizeof(int32_t);
-        for (int p = 0; p < PAIRS; p++) {
-            cr_assert_eq(aclrtMalloc((void **)&r->in[p], bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-            cr_assert_eq(aclrtMalloc((void **)&r->out[p], bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-        }
-        r->host = malloc(bytes);
-        cr_assert_not_null(r->host);
-    }
+    pair_ranks_open(ranks, NRANKS, (BIG + GUARD) * sizeof(int32_t));
     run(ranks, SC_WARM);
 }
 
 static void teardown(rank_t *ranks)
 {
-    for (uint32_t i = 0; i < NRANKS; i++) {
-        rank_t *r = &ranks[i];
-        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
-        cr_assert_eq(HcclCommDestroy(r->comm), HCCL_SUCCESS);
-        for (int p = 0; p < PAIRS; p++) {
-            aclrtFree(r->in[p]);
-            aclrtFree(r->out[p]);
-        }
-        aclrtDestroyStream(r->s);
-        free(r->host);
-    }
-    aclFinalize();
+    pair_ranks_close(ranks, NRANKS);
 }
 
 /* Programs built while every rank runs scenario sc (results checked as it runs). */

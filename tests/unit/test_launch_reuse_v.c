@@ -5,17 +5,16 @@
  * element of every OUT is checked (written where the tables say, untouched elsewhere), and a burst
  * of one table set builds once per rank, not once per call (rt_prog_build_count). */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
-#include "common/comm_fixture.h"
+#include "common/pair_ranks.h"
 #include "runtime/rt_internal.h"
 
 #define NR 3
-#define PAIRS 3
+#define PAIRS PAIR_RANKS_PAIRS
 #define NTABS 4
 #define BUF 16384 /* int32 elements per buffer */
 #define SENTINEL (-55)
@@ -32,14 +31,7 @@ static const uint64_t cnt[NTABS][NR][NR] = {
 };
 static const uint64_t gap[NTABS] = {0, 11, 3, 5};
 
-typedef struct rank_t {
-    HcclComm comm;
-    uint32_t rank;
-    aclrtStream s;
-    int32_t *in[PAIRS], *out[PAIRS];
-    int32_t *host;
-    int bad;
-} rank_t;
+typedef pair_rank rank_t;
 
 typedef enum { OP_AGV, OP_A2AV } vop;
 
@@ -177,52 +169,20 @@ static void *rank_main(void *arg)
 
 static void run(rank_t *ranks, vop op, bool is_burst)
 {
-    pthread_t th[NR];
     job jobs[NR];
-    for (uint32_t i = 0; i < NR; i++) {
+    for (uint32_t i = 0; i < NR; i++)
         jobs[i] = (job){&ranks[i], op, is_burst};
-        cr_assert_eq(pthread_create(&th[i], NULL, rank_main, &jobs[i]), 0);
-    }
-    for (uint32_t i = 0; i < NR; i++)
-        pthread_join(th[i], NULL);
-    for (uint32_t i = 0; i < NR; i++)
-        cr_assert_eq(ranks[i].bad, 0, "rank %u: %d wrong elements", i, ranks[i].bad);
+    pair_ranks_run(ranks, NR, rank_main, jobs, sizeof *jobs);
 }
 
 static void setup(rank_t *ranks)
 {
-    HcclComm comms[NR];
-    comm_fixture_init_all(NR, comms);
-    for (uint32_t i = 0; i < NR; i++) {
-        rank_t *r = &ranks[i];
-        *r = (rank_t){.comm = comms[i], .rank = i};
-        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
-        cr_assert_eq(aclrtCreateStream(&r->s), ACL_SUCCESS);
-        for (int p = 0; p < PAIRS; p++) {
-            cr_assert_eq(aclrtMalloc((void **)&r->in[p], BUF * sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST),
-                         ACL_SUCCESS);
-            cr_assert_eq(aclrtMalloc((void **)&r->out[p], BUF * sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST),
-                         ACL_SUCCESS);
-        }
-        r->host = malloc(BUF * sizeof(int32_t));
-        cr_assert_not_null(r->host);
-    }
+    pair_ranks_open(ranks, NR, BUF * sizeof(int32_t));
 }
 
 static void teardown(rank_t *ranks)
 {
-    for (uint32_t i = 0; i < NR; i++) {
-        rank_t *r = &ranks[i];
-        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
-        cr_assert_eq(HcclCommDestroy(r->comm), HCCL_SUCCESS);
-        for (int p = 0; p < PAIRS; p++) {
-            aclrtFree(r->in[p]);
-            aclrtFree(r->out[p]);
-        }
-        aclrtDestroyStream(r->s);
-        free(r->host);
-    }
-    aclFinalize();
+    pair_ranks_close(ranks, NR);
 }
 
 static void rounds_of(vop op)
