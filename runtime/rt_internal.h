@@ -417,6 +417,9 @@ uint64_t rt_plan_cache_evictions(const rt_plan_cache *pc);
 uint64_t rt_plan_compile_count(void);
 /* Launch programs built by this process so far (rt_prog.c; tests check their reuse). */
 uint64_t rt_prog_build_count(void);
+/* Launch contexts allocated by this process so far past the pools warmed at init (rt_launch_pool.c;
+ * tests check that loops recycle them). */
+uint64_t rt_launch_ctx_alloc_count(void);
 
 /* --- environment --- */
 int32_t rt_env_exec_timeout_s(void);

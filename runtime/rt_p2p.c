@@ -134,6 +134,7 @@ static void fill_sig(rt_launch_ctx *ctx, const rt_p2p_req *reqs, uint32_t n)
 static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req *reqs, uint32_t n, hal_stream *s)
 {
     rt_launch_reclaim(c, false);
+    rt_launch_help(c); /* without it a loop runs ahead of the worker and allocates a context per call */
     CHECK(rt_pending_reserve(c)); /* before the ordinals are taken: the push cannot fail */
     const algo_plan *plan = NULL;
     CHECK(rt_plan_get(c, op, &plan));

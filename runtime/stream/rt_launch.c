@@ -82,7 +82,7 @@ uint32_t rt_launch_help_from(const rt_comm *c)
  * those older than the newest half of the window (rt_launch_help_from). What it cannot run (a
  * hold, a peer that is late) stays with the worker, and the next try waits for half a window more
  * launches. */
-static void help(rt_comm *c)
+void rt_launch_help(rt_comm *c)
 {
     uint32_t window = rt_launch_help_from(c);
     if (c->npending < window) {
@@ -104,7 +104,7 @@ static void help(rt_comm *c)
  * stops allocating, and the worker it would compete with for the cores goes idle. */
 static void throttle(rt_comm *c)
 {
-    help(c);
+    rt_launch_help(c);
     if (c->npending < RT_LAUNCH_INFLIGHT_MAX)
         return;
     rt_launch_ctx *mid = pending_leaving(c, RT_LAUNCH_INFLIGHT_MAX / 2);

@@ -249,6 +249,9 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s);
 
 /* Pending launches: reclaim the finished ones; wait for all (destroy). */
 void rt_launch_reclaim(rt_comm *c, bool wait_all);
+/* With a window of launches in flight (rt_launch_help_from), runs the older half of them on the
+ * calling thread as far as that cannot block it, and reclaims what completed (c->lock held). */
+void rt_launch_help(rt_comm *c);
 /* The ring of pending launches (rt_launch_pending.c; what is used on every launch is inline):
  * grow it by doubling (HCCL_E_MEMORY if it cannot); free it (destroy, after the last reclaim). */
 HcclResult rt_pending_grow(rt_comm *c);

@@ -3,8 +3,9 @@
  * launch after which k are younger" in one step. As a linked list that was a walk of up to 127
  * launches on every call while the device was behind: 8 B calls enqueued behind a held stream
  * cost 244-262 ns each with 100 pending against 146-160 with 16 (enqueue_bench). Point-to-point
- * launches are not throttled, so the ring grows by doubling; rt_pending_reserve makes room
- * before a launch takes its seq, so that its push cannot fail. */
+ * launches are helped but not throttled (a receive may wait for a send its own thread issues
+ * later), so the ring grows by doubling; rt_pending_reserve makes room before a launch takes its
+ * seq, so that its push cannot fail. */
 #include <stdlib.h>
 
 #include "runtime/stream/rt_launch.h"

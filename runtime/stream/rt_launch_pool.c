@@ -1,6 +1,7 @@
 /* Launch contexts, pooled per communicator: a reclaimed context keeps its memory (per-rank
  * bindings, instruction and descriptor arrays, p2p items) and its completion event, and serves the
  * next launch. In steady state a launch allocates nothing and creates no HAL object. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,11 +87,21 @@ static rt_launch_ctx *pool_take(rt_comm *c, const algo_plan *plan)
     return ctx;
 }
 
+static _Atomic uint64_t g_allocs;
+
+uint64_t rt_launch_ctx_alloc_count(void)
+{
+    return atomic_load(&g_allocs);
+}
+
 rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
 {
     rt_launch_ctx *ctx = pool_take(c, plan);
-    if (!ctx && !(ctx = ctx_alloc(c)))
-        return NULL;
+    if (!ctx) {
+        if (!(ctx = ctx_alloc(c)))
+            return NULL;
+        atomic_fetch_add(&g_allocs, 1);
+    }
     uint32_t n = c->nranks;
     /* AlltoAllVC keeps this call's whole matrix for the checks (rt_vcheck.c). */
     ctx->vmatrix = NULL;
