@@ -26,6 +26,16 @@ static void fill_record(rt_launch_ctx *ctx, rt_pub_record *rec, uint64_t seq)
     }
 }
 
+/* A V-op's own tables checked, then written where peers check them (rt_vcheck.c); *t: where. */
+static int publish_tables(rt_launch_ctx *ctx, uint64_t **t, char *msg, size_t len)
+{
+    if (rt_vself_check(ctx, msg, len))
+        return HAL_E_ABORTED;
+    *t = rt_ctrl_vtable(ctx->c->ctrl, ctx->seq);
+    rt_vpublish(ctx, *t);
+    return 0;
+}
+
 int rt_publish_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
@@ -33,10 +43,9 @@ int rt_publish_task(void *arg, char *msg, size_t len)
     rt_pub_record *rec = rt_ctrl_pub(c->ctrl, ctx->seq);
     fill_record(ctx, rec, ctx->seq);
     if (ctx->vop) {
-        if (rt_vself_check(ctx, msg, len))
+        uint64_t *t;
+        if (publish_tables(ctx, &t, msg, len))
             return HAL_E_ABORTED;
-        uint64_t *t = rt_ctrl_vtable(c->ctrl, ctx->seq);
-        rt_vpublish(ctx, t);
         rec->vcounts = (uint64_t)(uintptr_t)t;
         if (rt_vop_is_a2a(ctx))
             rec->vdispl = (uint64_t)(uintptr_t)(t + 2 * (size_t)c->nranks);
@@ -214,6 +223,26 @@ static int report_call_mismatch(rt_launch_ctx *ctx, uint32_t peer, const rt_sig 
     return report_mismatch(ctx, peer, theirs, msg, len);
 }
 
+/* The peer's record slot holds another call than this one, which it should hold by now. */
+static int wrong_record(rt_launch_ctx *ctx, uint32_t peer, uint64_t ready, char *msg, size_t len)
+{
+    rt_comm *c = ctx->c;
+    snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu but found op #%llu", c->name, c->rank,
+             peer, (unsigned long long)ctx->seq, (unsigned long long)ready);
+    rt_abort_all(c, HCCL_E_INTERNAL, msg);
+    return HAL_E_INTERNAL;
+}
+
+/* Binds the peer's buffers from its record, unless the peer released it while we read it (then the
+ * bindings are not ours). */
+static int bind_live(rt_launch_ctx *ctx, uint32_t peer, const rt_pub_record *rec, char *msg, size_t len)
+{
+    bind_peer(ctx, peer, rec);
+    if (!rt_ctrl_peer_live(ctx->c, peer))
+        return report_destroyed(ctx, peer, ctx->seq, msg, len);
+    return 0;
+}
+
 int rt_fetch_task(void *arg, char *msg, size_t len)
 {
     rt_fetch_arg *fa = arg;
@@ -232,19 +261,15 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
         return report_call_mismatch(ctx, peer, &theirs, msg, len);
     if (ready != seq && c->eager_hdr && stale_oneway(c, peer, seq, &theirs, &mine))
         return rt_mismatch_report(c, peer, &theirs, mine, msg, len);
-    if (ready != seq) {
-        snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu but found op #%llu", c->name,
-                 c->rank, peer, (unsigned long long)seq, (unsigned long long)ready);
-        rt_abort_all(c, HCCL_E_INTERNAL, msg);
-        return HAL_E_INTERNAL;
-    }
+    if (ready != seq)
+        return wrong_record(ctx, peer, ready, msg, len);
     if (!rt_sig_equal(&rec->sig, &ctx->sig))
         return report_call_mismatch(ctx, peer, &rec->sig, msg, len);
     if (ctx->vop && rt_vcheck_peer(ctx, peer, rec->vcounts ? rt_ctrl_vtable(pc, seq) : NULL, msg, len))
         return HAL_E_ABORTED; /* before bind_peer: nothing can address the peer's buffers */
-    bind_peer(ctx, peer, rec);
-    if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
-        return report_destroyed(ctx, peer, seq, msg, len);
+    int rc = bind_live(ctx, peer, rec, msg, len);
+    if (rc)
+        return rc;
     mark_fetched(ctx, peer); /* its record may be released now */
     return 0;
 }
@@ -269,9 +294,9 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
         if (rc)
             return rc;
     } else if (ctx->vop) { /* the tables: AlltoAllV's checks, the others' entry named where a hash differs */
-        if (rt_vself_check(ctx, msg, len))
+        uint64_t *t;
+        if (publish_tables(ctx, &t, msg, len))
             return HAL_E_ABORTED;
-        rt_vpublish(ctx, rt_ctrl_vtable(c->ctrl, ctx->seq));
     }
     for (uint32_t q = 0; q < c->nranks; q++)
         if (own ? q == c->rank : q != c->rank)
@@ -336,16 +361,9 @@ static int a2av_check_peer(rt_launch_ctx *ctx, uint32_t peer, char *msg, size_t 
         return 0;
     const rt_pub_record *rec = rt_ctrl_pub(pc, ctx->seq);
     uint64_t ready = atomic_load_explicit(&((rt_pub_record *)rec)->ready, memory_order_acquire);
-    if (ready != ctx->seq) { /* the tables agree, so it receives directly and published first */
-        snprintf(msg, len, "comm %s: rank %u expected rank %u's record of op #%llu (HcclAlltoAllV) but found op #%llu",
-                 c->name, c->rank, peer, (unsigned long long)ctx->seq, (unsigned long long)ready);
-        rt_abort_all(c, HCCL_E_INTERNAL, msg);
-        return HAL_E_INTERNAL;
-    }
-    bind_peer(ctx, peer, rec);
-    if (!rt_ctrl_peer_live(c, peer)) /* released while we read: the bindings are not ours */
-        return report_destroyed(ctx, peer, ctx->seq, msg, len);
-    return 0;
+    if (ready != ctx->seq) /* the tables agree, so it receives directly and published first */
+        return wrong_record(ctx, peer, ready, msg, len);
+    return bind_live(ctx, peer, rec, msg, len);
 }
 
 /* After the peer's PUB signal. A header of another call means the signal was not this call's

@@ -30,22 +30,30 @@ static const uint64_t *my_tab(const rt_launch_ctx *ctx, algo_vtab tab)
     return ctx->vt + (size_t)(tab - 1) * ctx->c->nranks;
 }
 
-/* An entry of this call's table tab, in bytes, is past the eager AlltoAllV's crossover. */
-static bool block_direct(const rt_launch_ctx *ctx, algo_vtab tab, uint32_t peer)
+/* An entry of this call's table tab, in bytes, is past the eager AlltoAllV's crossover (0: the
+ * launch is no eager AlltoAllV). */
+static bool block_direct(const rt_launch_ctx *ctx, algo_vtab tab, uint32_t peer, uint64_t small)
 {
-    uint64_t small = ctx->plan->v_small_bytes;
-    return ctx->vop && small && peer != ctx->c->rank && my_tab(ctx, tab)[peer] * ctx->esize > small;
+    return small && peer != ctx->c->rank && my_tab(ctx, tab)[peer] * ctx->esize > small;
+}
+
+/* The eager AlltoAllV's crossover, 0 for every other launch (its tables are not filled then). */
+static uint64_t a2av_crossover(const rt_launch_ctx *ctx)
+{
+    return ctx->vop ? ctx->plan->v_small_bytes : 0;
 }
 
 bool rt_a2av_sends_directly(const rt_launch_ctx *ctx, uint32_t peer)
 {
-    return block_direct(ctx, ALGO_VT_COUNT, peer);
+    return block_direct(ctx, ALGO_VT_COUNT, peer, a2av_crossover(ctx));
 }
 
+/* Called for every eager post and launch: other collectives leave at the first test. */
 bool rt_a2av_receives_directly(const rt_launch_ctx *ctx)
 {
-    for (uint32_t q = 0; q < ctx->c->nranks; q++)
-        if (block_direct(ctx, ALGO_VT_RCOUNT, q))
+    uint64_t small = a2av_crossover(ctx);
+    for (uint32_t q = 0; small && q < ctx->c->nranks; q++)
+        if (block_direct(ctx, ALGO_VT_RCOUNT, q, small))
             return true;
     return false;
 }
