@@ -9,7 +9,9 @@
  * the same plan: all receives are announced before anything waits; sends come before the receive
  * waits (a rank that sends to and receives from a peer never needs its receive done to send); and
  * sends to different peers run on different streams (one slow receiver does not hold the sends to
- * the others) — up to ALGO_MAX_STREAMS peers, beyond which peers share streams round robin. */
+ * the others) — up to ALGO_MAX_STREAMS peers, beyond which peers share streams round robin.
+ * The runtime may carry a small send through the receiver's inbox instead of its FETCH and COPY
+ * (eager; runtime/stream/rt_prog_p2p.c): the plan stays the same. */
 #include "algos/algo_build.h"
 #include "common/oh_check.h"
 

@@ -61,6 +61,13 @@ static bool env_oneway(void)
     return !env || strcmp(env, "0") != 0;
 }
 
+/* HCCL_EAGER_P2P=0: this rank's small sends wait for the receiver's record as large ones do. */
+static bool env_p2p_eager(void)
+{
+    const char *env = getenv("HCCL_EAGER_P2P");
+    return !env || strcmp(env, "0") != 0;
+}
+
 static uint32_t env_deterministic(void)
 {
     const char *env = getenv("HCCL_DETERMINISTIC");
@@ -82,6 +89,7 @@ static void apply_defaults(rt_comm *c)
     c->buffsize_mb = env_buffsize_mb();
     c->eager_max = env_eager_max();
     c->oneway_wanted = env_oneway();
+    c->p2p_eager = env_p2p_eager();
     int32_t set = atomic_load(&g_deterministic);
     c->deterministic = set >= 0 ? (uint32_t)set : env_deterministic();
     c->exec_timeout_s = rt_env_exec_timeout_s();

@@ -16,9 +16,11 @@
 #define RT_PUB_RING 2048        /* collective records and V tables kept per rank (by seq % RT_PUB_RING); ranks
                                    drift apart by up to the one-way slots (rt_comm.ow_slots) */
 #define RT_P2P_RING 64          /* p2p records kept per peer (by ordinal); the most items per peer in one call */
-#define RT_SLOTS (ALGO_MAX_SLOTS + 2) /* notify slots per sender: the plans', then the two below */
-#define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS     /* publishes p2p */
+#define RT_SLOTS (ALGO_MAX_SLOTS + 3) /* notify slots per sender: the plans', then the three below */
+#define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS     /* publishes p2p (rt_p2p_on_flags: wakes a sender asleep in its
+                                              wait for the receive record) */
 #define RT_SLOT_OW_WAKE (ALGO_MAX_SLOTS + 1) /* wakes a one-way receiver asleep in its flag wait (rt_oneway.c) */
+#define RT_SLOT_P2P_CREDIT (ALGO_MAX_SLOTS + 2) /* a p2p box read: wakes its sender asleep in its wait for it */
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
 #define RT_CTRL_MAGIC 0x4f48434cu /* "OHCL" */
 #define RT_MSG_LEN 512
@@ -134,6 +136,9 @@ typedef struct rt_comm {
     void *inbox;              /* eager inbox: rt_inbox_slots() x nranks boxes (pooled; rt_inbox_bytes) */
     bool eager_hdr;           /* eager plans in header mode (rt_publish.c): task functions can write
                                  peers' inboxes (hal host_mapped_mem) */
+    bool p2p_flags;           /* the backend has what p2p through boxes needs (rt_p2p_boxes) */
+    bool p2p_eager;           /* HCCL_EAGER_P2P (default on): this rank sends small messages eager */
+    uint32_t p2p_box_bytes;   /* a p2p box's data, the eager limit (RT_P2P_EAGER_FIT / _SHARED) */
     size_t inbox_pool_bytes;
     bool staging;             /* HCCL_ASCEND_STAGING: calls go through the staging buffers (rt_staging.c) */
     void *stage;              /* staging IN (stage_half bytes), then staging OUT (stage_half bytes) */
@@ -285,10 +290,69 @@ static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
 {
     return ALGO_EAGER_SLOTS * (uint64_t)c->nranks * RT_BOX_STRIDE;
 }
+/* Point to point with a peer of this server (docs/runtime.md, "Point to point"): each receiver
+ * keeps, per sender, a line with the ordinal of its last receive from that sender (`read`) and
+ * RT_P2P_BOXES boxes, one per ordinal modulo RT_P2P_BOXES. A send ends by writing its box's
+ * header line (rt_sig, seq = its ordinal, stored last): with its bytes when they fit the box
+ * (eager: it waited only for the box to be free), after its copy into the receive buffer otherwise. The receiver waits for that header in the line it reads. Up to
+ * RT_P2P_INLINE_BYTES the bytes ride in the header's line, beyond in the box's data, apart so that
+ * the headers of all boxes are one page: the boxes of a loop of small calls, direct or eager, touch
+ * one page, not 33. The eager limit is the boxes' data size (rt_comm.p2p_box_bytes), as eager
+ * collectives' crossover: 2 KiB where this server's ranks fit its CPUs (beyond, the direct copy
+ * costs less than the two copies), 8 KiB where they share them (a direct send waits for its
+ * receiver to get a CPU; eager ones run ahead): docs/perf.md, "Eager Send/Recv". */
+#define RT_P2P_EAGER_FIT 2048u
+#define RT_P2P_EAGER_SHARED 8192u
+#define RT_P2P_INLINE_BYTES (64u - RT_BOX_HDR)
+#define RT_P2P_BOXES 64u
+#define RT_P2P_HDRS_AT 64u                                    /* after `read` */
+#define RT_P2P_DATA_AT (RT_P2P_HDRS_AT + RT_P2P_BOXES * 64u)  /* after the header lines */
+#define RT_P2P_EAGER_MAX_RANKS ALGO_MESH_MAX_RANKS /* boxes for every rank: bounded, as eager collectives */
+/* A direct send waits for no box: the receive record of its ordinal is there only once every
+ * launch before the receive's has ended, and a launch holds at most RT_P2P_RING receives per peer. */
+_Static_assert(RT_P2P_BOXES >= RT_P2P_RING, "a direct send's box is free once its receive record is there");
+/* Whether the inboxes have p2p boxes: the same on every rank (the backend, staging mode, nranks). */
+static inline bool rt_p2p_boxes(const rt_comm *c)
+{
+    return c->p2p_flags && c->nranks <= RT_P2P_EAGER_MAX_RANKS;
+}
+/* p2p with peer goes through the boxes (else: counted notifies, PUB and DATA). */
+static inline bool rt_p2p_on_flags(const rt_comm *c, uint32_t peer)
+{
+    return rt_p2p_boxes(c) && !c->peers[peer].remote;
+}
+/* One writer's part of an inbox: `read`, the header lines, the data. */
+static inline uint64_t rt_p2p_writer_bytes(const rt_comm *c)
+{
+    return RT_P2P_DATA_AT + (uint64_t)RT_P2P_BOXES * c->p2p_box_bytes;
+}
+static inline uint64_t rt_inbox_p2p_bytes(const rt_comm *c)
+{
+    return rt_p2p_boxes(c) ? (uint64_t)c->nranks * rt_p2p_writer_bytes(c) : 0;
+}
 /* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return rt_inbox_eager_bytes(c) + (uint64_t)c->ow_slots * RT_OW_BOX_STRIDE;
+    return rt_inbox_eager_bytes(c) + (uint64_t)c->ow_slots * RT_OW_BOX_STRIDE + rt_inbox_p2p_bytes(c);
+}
+/* writer's `read` line in an inbox, ours or a peer's. */
+static inline _Atomic uint64_t *rt_p2p_read(const rt_comm *c, void *inbox, uint32_t writer)
+{
+    uint64_t at = rt_inbox_bytes(c) - rt_inbox_p2p_bytes(c) + (uint64_t)writer * rt_p2p_writer_bytes(c);
+    return (_Atomic uint64_t *)(void *)((char *)inbox + at);
+}
+/* The header of writer's box for its send `ordinal`. */
+static inline rt_sig *rt_p2p_box(const rt_comm *c, void *inbox, uint32_t writer, uint64_t ordinal)
+{
+    return (rt_sig *)(void *)((char *)rt_p2p_read(c, inbox, writer) + RT_P2P_HDRS_AT + ordinal % RT_P2P_BOXES * 64u);
+}
+/* Where the bytes of a send of `bytes` go in its box: after the header in its line, or its data. */
+static inline void *rt_p2p_box_bytes(const rt_comm *c, void *inbox, uint32_t writer, uint64_t ordinal,
+                                     uint64_t bytes)
+{
+    if (bytes <= RT_P2P_INLINE_BYTES)
+        return (char *)rt_p2p_box(c, inbox, writer, ordinal) + RT_BOX_HDR;
+    return (char *)rt_p2p_read(c, inbox, writer) + RT_P2P_DATA_AT + ordinal % RT_P2P_BOXES * c->p2p_box_bytes;
 }
 /* Slot `slot` (< rt_inbox_slots) of an inbox, ours or a peer's. */
 static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)

@@ -84,13 +84,23 @@ static algo_p2p_item *to_algo_items(const rt_p2p_req *reqs, uint32_t n, algo_p2p
     return pi;
 }
 
+/* A send goes eager when it is small and its receiver on this server has boxes for it (the
+ * sender's choice alone: the receiver finds out which way it came, rt_p2p_recv_task). */
+static bool goes_eager(const rt_comm *c, const rt_p2p_req *r)
+{
+    uint32_t p = r->item.remoteRank;
+    return r->item.sendRecvType == HCCL_SEND && p != c->rank && c->p2p_eager && rt_p2p_on_flags(c, p) &&
+           req_bytes(r) <= c->p2p_box_bytes;
+}
+
 static rt_p2p_item *to_launch_items(rt_launch_ctx *ctx, const rt_p2p_req *reqs, uint32_t n)
 {
     rt_p2p_item *it = rt_launch_ctx_items(ctx, n); /* the pooled context's memory */
     for (uint32_t i = 0; it && i < n; i++) {
         const HcclSendRecvItem *r = &reqs[i].item;
         it[i] = (rt_p2p_item){.ctx = ctx, .peer = r->remoteRank, .is_send = r->sendRecvType == HCCL_SEND,
-                              .cmd = reqs[i].cmd, .dtype = (uint32_t)r->dataType, .count = r->count, .buf = r->buf};
+                              .cmd = reqs[i].cmd, .dtype = (uint32_t)r->dataType, .count = r->count, .buf = r->buf,
+                              .eager = goes_eager(ctx->c, &reqs[i])};
     }
     return it;
 }
@@ -119,6 +129,7 @@ static HcclResult assign_ordinals(rt_comm *c, rt_p2p_item *items, uint32_t n)
                it->is_send ? "sends to" : "receives from", it->peer);
         return HCCL_E_PARA;
     }
+    rt_p2p_bind_waits(c, items, n);
     return HCCL_SUCCESS;
 }
 
@@ -168,6 +179,7 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
         rt_launch_ctx_put(ctx);
         return rc;
     }
+    rt_prog_p2p_ahead(ctx, s);
     return rt_launch_ctx_enqueue(c, ctx, s);
 }
 

@@ -7,7 +7,10 @@
  * both p2p slots of every peer: a peer blocked sending to this rank reads the FINALIZE; a peer blocked
  * receiving from it wakes on the data slot and finds its own record not taken (a sender on another
  * server does the same over the link, runtime/net). So a receiver never
- * reads the sender's memory after its wait (the sender may have released it by then). */
+ * reads the sender's memory after its wait (the sender may have released it by then).
+ * With a peer of this server where the inboxes have p2p boxes, sends end by writing a box of the
+ * receiver's inbox and small ones go eager (rt_p2p_box.c); the records and FETCH stay for the
+ * direct sends. */
 #include <stdio.h>
 #include <string.h>
 
@@ -64,13 +67,24 @@ static int fail(rt_comm *c, HcclResult code, int hal_rc, const char *msg)
     return hal_rc;
 }
 
-static int report_destroy(const rt_p2p_item *it, char *msg, size_t len)
+int rt_p2p_report_destroy(const rt_p2p_item *it, char *msg, size_t len)
 {
     rt_comm *c = it->ctx->c;
     char mine[256];
     format_item(it, mine, sizeof mine);
     snprintf(msg, len, "comm %s: rank %u called HcclCommDestroy while rank %u waits in %s", c->name, it->peer,
              c->rank, mine);
+    return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
+}
+
+int rt_p2p_report_mismatch(rt_comm *c, const rt_p2p_item *send, uint32_t sender, const rt_p2p_item *recv,
+                           char *msg, size_t len)
+{
+    char s[256], r[256];
+    format_item(send, s, sizeof s);
+    format_item(recv, r, sizeof r);
+    snprintf(msg, len, "comm %s: p2p mismatch: rank %u calls %s but rank %u calls %s", c->name, sender, s,
+             send->peer, r);
     return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
 }
 
@@ -82,23 +96,18 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
     rt_pub_record *rec = rt_ctrl_p2p(c->peers[it->peer].ctrl, c->rank, it->ordinal);
     uint64_t ready = atomic_load_explicit(&rec->ready, memory_order_acquire);
     if (!rt_ctrl_peer_live(c, it->peer)) /* its block left this communicator: not ours to read */
-        return report_destroy(it, msg, len);
+        return rt_p2p_report_destroy(it, msg, len);
     if (ready != it->ordinal) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's record of receive #%llu from rank %u but found #%llu",
                  c->name, c->rank, it->peer, (unsigned long long)it->ordinal, c->rank, (unsigned long long)ready);
         return fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
     }
     if (rec->sig.cmd == HCCL_CMD_FINALIZE)
-        return report_destroy(it, msg, len);
+        return rt_p2p_report_destroy(it, msg, len);
     if (rec->sig.count != it->count || rec->sig.dtype != it->dtype) {
         rt_p2p_item theirs = {.peer = c->rank, .is_send = 0, .cmd = rec->sig.cmd, .dtype = rec->sig.dtype,
                               .count = rec->sig.count, .ordinal = it->ordinal};
-        char mine[256], other[256];
-        format_item(it, mine, sizeof mine);
-        format_item(&theirs, other, sizeof other);
-        snprintf(msg, len, "comm %s: p2p mismatch: rank %u calls %s but rank %u calls %s", c->name, c->rank, mine,
-                 it->peer, other);
-        return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
+        return rt_p2p_report_mismatch(c, it, c->rank, &theirs, msg, len);
     }
     it->peer_buf = (void *)(uintptr_t)rec->out;
     if (c->staging && !c->peers[it->peer].remote) { /* its staging OUT, as imported here */
@@ -112,7 +121,7 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
         }
     }
     if (!rt_ctrl_peer_live(c, it->peer)) /* released while we read: the buffer is not ours */
-        return report_destroy(it, msg, len);
+        return rt_p2p_report_destroy(it, msg, len);
     /* Before the copy and the data signal: the receiver checks it after its wait. */
     atomic_store_explicit(&rec->p2p_taken, it->ordinal, memory_order_release);
     if (c->peers[it->peer].remote) /* rec is my mirror of its block: the mark goes over the link too */
@@ -121,15 +130,18 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
 }
 
 /* A receive item after its data signal: a sender signals data only after taking the record, so
- * a record not taken means the signal was the sender's destroy. Reads this rank's memory only. */
+ * a record not taken means the signal was the sender's destroy. Reads this rank's memory only.
+ * With a peer on flags, its box's header came instead (rt_p2p_box.c). */
 int rt_p2p_recv_task(void *arg, char *msg, size_t len)
 {
-    const rt_p2p_item *it = arg;
+    rt_p2p_item *it = arg;
     rt_comm *c = it->ctx->c;
+    if (rt_p2p_on_flags(c, it->peer))
+        return rt_p2p_box_receive(it, msg, len);
     rt_pub_record *rec = rt_ctrl_p2p(c->ctrl, it->peer, it->ordinal);
     /* A remote sender's taken mark came over the link before its data and signal (rt_net_push_taken). */
     if (atomic_load_explicit(&rec->p2p_taken, memory_order_acquire) != it->ordinal)
-        return report_destroy(it, msg, len);
+        return rt_p2p_report_destroy(it, msg, len);
     return 0;
 }
 
@@ -145,11 +157,14 @@ static void write_finalize(rt_comm *c, uint32_t peer, uint64_t ordinal)
 }
 
 /* Called by HcclCommDestroy once this rank's launches are complete (caller holds c->lock): a peer
- * blocked sending to this rank waits on its PUB slot, one blocked receiving on its data slot. */
+ * blocked sending to this rank waits on its PUB slot (through the boxes: for the record, which is
+ * the FINALIZE, or for a box, whose wait's check sees the destroy), one blocked receiving on its
+ * data slot (through the boxes: the check of its wait sees the destroy). */
 void rt_p2p_finalize(rt_comm *c)
 {
     if (c->nranks < 2 || atomic_load(&c->ctrl->abort))
         return;
+    atomic_store(&c->ctrl->destroyed, 1); /* before the wake-ups: the checks of flag waits read it */
     for (uint32_t p = 0; p < c->nranks; p++) {
         if (p == c->rank)
             continue;
@@ -163,6 +178,8 @@ void rt_p2p_finalize(rt_comm *c)
             continue;
         c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_P2P_PUB], s);
         c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_P2P_DATA], s);
+        if (rt_p2p_boxes(c)) /* a sender waiting for a box: its check then sees the destroy */
+            c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_P2P_CREDIT], s);
     }
     c->hal->stream_sync(s, -1);
     c->hal->stream_destroy(s);

@@ -34,6 +34,12 @@ typedef struct rt_p2p_item {
     uint64_t ordinal;          /* 1-based: this rank's n-th send to (receive from) peer */
     void *buf;                 /* this rank's buffer */
     void *peer_buf;            /* sends: the receiver's buffer, bound by FETCH */
+    bool eager;                /* sends: bytes and header into the receiver's box (rt_p2p_eager_send_task) */
+    bool sent;                 /* an eager send done ahead of the launches before (rt_p2p_eager_try_task) */
+    hal_flag_wait wait;        /* with a peer on flags (rt_p2p_on_flags, runtime/stream/rt_prog_p2p.c):
+                                  an eager send's for its box, another send's for the receive record,
+                                  a receive's for its box's header; flag and value set with the
+                                  ordinal (rt_p2p_bind_waits) */
 } rt_p2p_item;
 
 /* A descriptor address bound directly to what changes per call (this rank's IN/OUT, the inbox
@@ -164,6 +170,9 @@ hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
  * it on the same stream, which may still be written when the prefix would run, or peers write its
  * own OUT once it publishes (an eager AlltoAllV's large blocks) (rt_prog_ahead.c). */
 void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call);
+/* The same for a p2p launch on `stream`, its ordinals taken: its eager sends of stream 0 run ahead
+ * of as many launches before as write none of their send buffers (rt_prog_ahead.c). */
+void rt_prog_p2p_ahead(rt_launch_ctx *ctx, hal_stream *stream);
 
 /* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the
  * entries no pair of them exchanges (rt_publish.c). */
@@ -207,11 +216,29 @@ int rt_publish_task(void *arg, char *msg, size_t len);
 int rt_fetch_task(void *arg, char *msg, size_t len);
 int rt_eager_post_task(void *arg, char *msg, size_t len);  /* header mode's PUBLISH (arg: ctx) */
 int rt_eager_check_task(void *arg, char *msg, size_t len); /* header mode's FETCH (arg: rt_fetch_arg) */
-/* p2p (runtime/rt_p2p_pub.c): PUBLISH (arg: ctx), FETCH of a send item and the check after a
- * receive item's data signal (arg: the rt_p2p_item). */
+/* p2p (runtime/rt_p2p_pub.c): PUBLISH (arg: ctx), FETCH of a send item, an eager send's write
+ * into its receiver's box, and the check (an eager receive: the copy out) after a receive item's
+ * data signal (arg: the rt_p2p_item). */
 int rt_p2p_publish_task(void *arg, char *msg, size_t len);
 int rt_p2p_fetch_task(void *arg, char *msg, size_t len);
+int rt_p2p_eager_send_task(void *arg, char *msg, size_t len);
+/* The same in a launch's prefix run ahead (rt_prog_p2p.c): only if its box is free now. */
+int rt_p2p_eager_try_task(void *arg, char *msg, size_t len);
+int rt_p2p_delivered_task(void *arg, char *msg, size_t len); /* a direct send's header, after its copy */
 int rt_p2p_recv_task(void *arg, char *msg, size_t len);
+/* A receive with a peer on flags, after its box's header came: the check (an eager send: the
+ * copy out) and the box given back (runtime/rt_p2p_box.c). */
+int rt_p2p_box_receive(rt_p2p_item *it, char *msg, size_t len);
+/* Fails the communicator on every rank naming the peer's destroy / both calls, the send first;
+ * returns the hal_result the task returns (rt_p2p_pub.c). */
+int rt_p2p_report_destroy(const rt_p2p_item *it, char *msg, size_t len);
+int rt_p2p_report_mismatch(rt_comm *c, const rt_p2p_item *send, uint32_t sender, const rt_p2p_item *recv,
+                           char *msg, size_t len);
+/* The check of a flag wait with a peer (hal_flag_wait.check, arg: the item): fails it naming the
+ * destroy once the peer has left and the flag is still short. */
+int rt_p2p_peer_check(void *arg, char *msg, size_t len);
+/* After the ordinals (caller holds c->lock): what each item's flag wait waits for. */
+void rt_p2p_bind_waits(rt_comm *c, rt_p2p_item *items, uint32_t n);
 /* runtime/dma: a p2p ref (vdispl = item index): the item's own buffer or the peer's for it. */
 hal_ref rt_p2p_bind(rt_launch_ctx *ctx, const algo_ref *r);
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "runtime/net/rt_net.h"
-#include "runtime/stream/rt_launch.h"
+#include "runtime/stream/rt_prog_build.h"
 
 /* A slave list that only copies, reduces and signals, moving at most this much, runs inline in
  * stream 0's program at its FORK: waking a slave stream's worker and joining it back costs more
@@ -25,7 +25,7 @@ typedef struct prog_builder {
     uint32_t inlined; /* bit k: slave k's list ran inline (at its FORK or in a fan-out); its JOIN is a no-op */
 } prog_builder;
 
-static uint32_t wait_timeout_ms(const rt_comm *c)
+uint32_t rt_prog_wait_timeout_ms(const rt_comm *c)
 {
     if (c->exec_timeout_s == 0)
         return UINT32_MAX; /* 0 = never time out, as CANN */
@@ -34,7 +34,7 @@ static uint32_t wait_timeout_ms(const rt_comm *c)
 }
 
 /* Waits poll the communicator's abort word (an _Atomic uint32_t: same layout as a plain one). */
-static const volatile uint32_t *rt_abort_flag(rt_comm *c)
+const volatile uint32_t *rt_prog_abort_flag(rt_comm *c)
 {
     return (const volatile uint32_t *)(void *)&c->ctrl->abort;
 }
@@ -44,7 +44,7 @@ static uint32_t map_slot(const rt_launch_ctx *ctx, uint32_t slot)
     return (ctx->p2p && slot == ALGO_SLOT_PUB) ? RT_SLOT_P2P_PUB : slot;
 }
 
-static hal_insn *push_insn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, uint8_t kind)
+hal_insn *rt_prog_push_insn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, uint8_t kind)
 {
     uint32_t need = ctx->ninsns + 1;
     if (!rt_grow((void **)&ctx->insns, &ctx->insns_cap, need, sizeof *ctx->insns))
@@ -57,14 +57,14 @@ static hal_insn *push_insn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, u
     return in;
 }
 
-static hal_result push_notify(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, bool wait, hal_notify *n)
+hal_result rt_prog_push_notify(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, bool wait, hal_notify *n)
 {
-    hal_insn *in = push_insn(ctx, stream, step, wait ? HAL_INSN_NOTIFY_WAIT : HAL_INSN_NOTIFY_RECORD);
+    hal_insn *in = rt_prog_push_insn(ctx, stream, step, wait ? HAL_INSN_NOTIFY_WAIT : HAL_INSN_NOTIFY_RECORD);
     if (!in)
         return HAL_E_NOMEM;
     in->u.notify.n = n;
-    in->u.notify.timeout_ms = wait ? wait_timeout_ms(ctx->c) : 0;
-    in->u.notify.abort_flag = wait ? rt_abort_flag(ctx->c) : NULL;
+    in->u.notify.timeout_ms = wait ? rt_prog_wait_timeout_ms(ctx->c) : 0;
+    in->u.notify.abort_flag = wait ? rt_prog_abort_flag(ctx->c) : NULL;
     in->u.notify.at_least = 0;
     in->u.notify.keep_rest = wait; /* from_peer notifies: only this rank's launches wait on them */
     in->u.notify.check = NULL;
@@ -82,14 +82,14 @@ static void set_check(rt_launch_ctx *ctx, hal_task_fn check, rt_fetch_arg *arg)
 /* Stream 0 waits until n holds at_least signals, taking none (hal_ops.notify_wait_count). */
 static hal_result push_count_wait(rt_launch_ctx *ctx, hal_notify *n, uint32_t at_least)
 {
-    CHECK(push_notify(ctx, 0, 0, true, n));
+    CHECK(rt_prog_push_notify(ctx, 0, 0, true, n));
     ctx->insns[ctx->ninsns - 1].u.notify.at_least = at_least;
     return HAL_OK;
 }
 
-static hal_result push_fn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, hal_task_fn fn, void *arg)
+hal_result rt_prog_push_fn(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, hal_task_fn fn, void *arg)
 {
-    hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_FN);
+    hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_FN);
     if (!in)
         return HAL_E_NOMEM;
     in->u.fn.fn = fn;
@@ -137,7 +137,7 @@ static hal_result build_net_copy(rt_launch_ctx *ctx, uint32_t stream, uint32_t s
     op->buf = dst->buf;
     op->item = ctx->p2p && dst->vdispl >= 0 ? (uint32_t)dst->vdispl : 0;
     ctx->ndescs += n;
-    return push_fn(ctx, stream, step, rt_net_write_task, NULL); /* arg set in rt_prog_build */
+    return rt_prog_push_fn(ctx, stream, step, rt_net_write_task, NULL); /* arg set in rt_prog_build */
 }
 
 /* The addresses of this call that the step's n new descriptors hold (rt_rebind). */
@@ -161,6 +161,8 @@ static hal_result note_rebinds(rt_launch_ctx *ctx, const algo_step *st, uint32_t
 
 static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
 {
+    if (rt_prog_p2p_skips(ctx, st))
+        return HAL_OK;
     if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + RT_DMA_MAX_PIECES, sizeof *ctx->descs))
         return HAL_E_NOMEM;
     bool is_copy = st->kind == ALGO_STEP_COPY;
@@ -172,7 +174,7 @@ static hal_result build_dma(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     if (n == 0)
         return HAL_OK; /* nothing to move (an empty V block) */
     CHECK(note_rebinds(ctx, st, n));
-    hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_DMA);
+    hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_DMA);
     if (!in)
         return HAL_E_NOMEM;
     ctx->isrc[ctx->ninsns - 1].desc = ctx->ndescs;
@@ -193,8 +195,8 @@ static hal_result build_oneway_signal(rt_launch_ctx *ctx, uint32_t stream, uint3
 {
     const algo_step_list *l = &ctx->plan->streams[stream];
     if (!step || !is_pub_signal(&l->steps[step - 1]))
-        CHECK(push_fn(ctx, stream, step, rt_oneway_flag_task, ctx));
-    CHECK(push_notify(ctx, stream, step, false, ctx->c->peers[peer].to_peer[RT_SLOT_OW_WAKE]));
+        CHECK(rt_prog_push_fn(ctx, stream, step, rt_oneway_flag_task, ctx));
+    CHECK(rt_prog_push_notify(ctx, stream, step, false, ctx->c->peers[peer].to_peer[RT_SLOT_OW_WAKE]));
     ctx->insns[ctx->ninsns - 1].kind = HAL_INSN_NOTIFY_WAKE;
     return HAL_OK;
 }
@@ -210,13 +212,15 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
         if (!op)
             return HAL_E_NOMEM;
         op->slot = slot;
-        return push_fn(ctx, stream, step, rt_net_signal_task, NULL);
+        return rt_prog_push_fn(ctx, stream, step, rt_net_signal_task, NULL);
     }
     if (st->kind == ALGO_STEP_SIGNAL && ctx->plan->oneway && slot == ALGO_SLOT_PUB)
         return build_oneway_signal(ctx, stream, step, peer);
+    if (ctx->p2p && rt_p2p_on_flags(c, peer))
+        return rt_prog_p2p_sync(ctx, stream, step, st);
     if (st->kind == ALGO_STEP_SIGNAL)
-        return push_notify(ctx, stream, step, false, c->peers[peer].to_peer[slot]);
-    CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[slot]));
+        return rt_prog_push_notify(ctx, stream, step, false, c->peers[peer].to_peer[slot]);
+    CHECK(rt_prog_push_notify(ctx, stream, step, true, c->peers[peer].from_peer[slot]));
     if (slot == ALGO_SLOT_CREDIT) /* a receiver may run another call: its view, where the wait sleeps */
         set_check(ctx, rt_oneway_credit_check, &ctx->fetch[peer]);
     if (!ctx->p2p || slot != ALGO_SLOT_P2P_DATA)
@@ -224,7 +228,7 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     /* A p2p receive: was the signal the sender's data, or its HcclCommDestroy? */
     if (st->u.sync.item >= ctx->plan->op.nitems)
         return HAL_E_PARAM;
-    return push_fn(ctx, stream, step, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
+    return rt_prog_push_fn(ctx, stream, step, rt_p2p_recv_task, &ctx->p2p_items[st->u.sync.item]);
 }
 
 /* The first wait of an eager exchange in header mode, or of an eager AlltoAllV in record mode (its
@@ -249,26 +253,26 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
     uint32_t peer = st->u.fetch.peer, item = st->u.fetch.item;
     if (peer >= c->nranks || peer == c->rank || (ctx->p2p && item >= ctx->plan->op.nitems))
         return HAL_E_PARAM;
+    if (ctx->p2p)
+        return rt_prog_p2p_fetch(ctx, stream, step, &ctx->p2p_items[item]);
     if (ctx->plan->oneway) { /* a receiver: its root's header is the signal (rt_oneway.c) */
-        hal_insn *in = push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
+        hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
         if (!in)
             return HAL_E_NOMEM;
         in->u.flag.w = &ctx->flag_wait; /* its flag and seq: per call (bind_flag_wait) */
-        return push_fn(ctx, stream, step, rt_eager_check_task, &ctx->fetch[peer]);
+        return rt_prog_push_fn(ctx, stream, step, rt_eager_check_task, &ctx->fetch[peer]);
     }
     if (ahead_able(ctx, stream)) { /* off until rt_prog_ahead turns it on for a launch */
-        hal_insn *mark = push_insn(ctx, stream, step, HAL_INSN_AHEAD);
+        hal_insn *mark = rt_prog_push_insn(ctx, stream, step, HAL_INSN_AHEAD);
         if (!mark)
             return HAL_E_NOMEM;
         mark->u.ahead.group = 0;
         mark->u.ahead.depth = 0;
     }
-    CHECK(push_notify(ctx, stream, step, true, c->peers[peer].from_peer[map_slot(ctx, ALGO_SLOT_PUB)]));
-    if (c->oneway && !ctx->p2p) /* the peer may root a one-way call where this rank runs another */
+    CHECK(rt_prog_push_notify(ctx, stream, step, true, c->peers[peer].from_peer[ALGO_SLOT_PUB]));
+    if (c->oneway) /* the peer may root a one-way call where this rank runs another */
         set_check(ctx, rt_oneway_peer_check, &ctx->fetch[peer]);
-    if (ctx->p2p)
-        return push_fn(ctx, stream, step, rt_p2p_fetch_task, &ctx->p2p_items[item]);
-    return push_fn(ctx, stream, step, ctx->hdr ? rt_eager_check_task : rt_fetch_task, &ctx->fetch[peer]);
+    return rt_prog_push_fn(ctx, stream, step, ctx->hdr ? rt_eager_check_task : rt_fetch_task, &ctx->fetch[peer]);
 }
 
 /* A one-way receiver publishes its view as a record: it writes no one's inbox (rt_oneway.c). */
@@ -293,7 +297,7 @@ static hal_result build_step(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
     case ALGO_STEP_WAIT:
         return build_sync(ctx, stream, step, st);
     case ALGO_STEP_PUBLISH:
-        return push_fn(ctx, stream, step, publish_fn(ctx), ctx);
+        return rt_prog_push_fn(ctx, stream, step, publish_fn(ctx), ctx);
     case ALGO_STEP_FETCH:
         return build_fetch(ctx, stream, step, st);
     default:
@@ -411,6 +415,8 @@ static hal_result build_list(prog_builder *b, uint32_t stream)
     rt_launch_ctx *ctx = b->ctx;
     const algo_step_list *l = &ctx->plan->streams[stream];
     uint32_t first = ctx->ninsns;
+    if (stream == 0)
+        CHECK(rt_prog_p2p_prefix(ctx));
     for (uint32_t i = 0; i < l->nsteps; i++) {
         const algo_step *st = &l->steps[i];
         bool fj = st->kind == ALGO_STEP_FORK || st->kind == ALGO_STEP_JOIN;
@@ -432,7 +438,7 @@ static hal_result build_net_end(prog_builder *b)
     if (!ctx->nnetops)
         return HAL_OK;
     uint32_t first = ctx->ninsns, last = ctx->plan->streams[0].nsteps;
-    CHECK(push_fn(ctx, 0, last ? last - 1 : 0, rt_net_drain_task, ctx));
+    CHECK(rt_prog_push_fn(ctx, 0, last ? last - 1 : 0, rt_net_drain_task, ctx));
     return close_prog(b, 0, &first);
 }
 
@@ -448,7 +454,7 @@ static hal_result build_stage_copies(prog_builder *b, const hal_dma_desc *d, uin
     if (!rt_grow((void **)&ctx->descs, &ctx->descs_cap, ctx->ndescs + n, sizeof *ctx->descs))
         return HAL_E_NOMEM;
     uint32_t first = ctx->ninsns;
-    hal_insn *in = push_insn(ctx, 0, step, HAL_INSN_DMA);
+    hal_insn *in = rt_prog_push_insn(ctx, 0, step, HAL_INSN_DMA);
     if (!in)
         return HAL_E_NOMEM;
     ctx->isrc[ctx->ninsns - 1].desc = ctx->ndescs;
@@ -469,7 +475,7 @@ static hal_result build_drain(prog_builder *b)
     if (!ctx->ndrain)
         return HAL_OK;
     uint32_t first = ctx->ninsns;
-    CHECK(push_fn(ctx, 0, 0, rt_oneway_drain_check_task, ctx));
+    CHECK(rt_prog_push_fn(ctx, 0, 0, rt_oneway_drain_check_task, ctx));
     for (uint32_t q = 0; q < c->nranks; q++)
         if (q != c->rank)
             CHECK(push_count_wait(ctx, c->peers[q].from_peer[ALGO_SLOT_CREDIT], c->ow_slots));
@@ -523,7 +529,7 @@ static void bind_flag_wait(rt_launch_ctx *ctx)
     const rt_sig *hdr = rt_box_hdr(ctx->inbox[ctx->plan->oneway_pull ? root : c->rank], root, true);
     ctx->flag_wait = (hal_flag_wait){.flag = &hdr->seq, .at_least = ctx->seq,
                                      .wake = c->peers[root].from_peer[RT_SLOT_OW_WAKE],
-                                     .timeout_ms = wait_timeout_ms(c), .abort_flag = rt_abort_flag(c),
+                                     .timeout_ms = rt_prog_wait_timeout_ms(c), .abort_flag = rt_prog_abort_flag(c),
                                      .check = rt_oneway_root_check, .check_arg = ctx};
 }
 

@@ -63,10 +63,12 @@ static void p2p_scen(unsigned n, const char *scen, const char *needle)
 
 Test(servers, p2p_match, .timeout = 150) { p2p_scen(4, "match", "p2p_check match: PASS"); }
 Test(servers, p2p_batch, .timeout = 150) { p2p_scen(4, "batch", "p2p_check batch: PASS"); }
+/* Eager sends within a server, direct ones across: the relay goes through both. */
+Test(servers, p2p_eager, .timeout = 150) { p2p_scen(4, "eager", "p2p_check eager: PASS"); }
 /* The receiver destroys while the other server's rank waits in HcclSend to it: named, no timeout. */
 Test(servers, p2p_destroy_wakes_sender, .timeout = 150)
 {
-    p2p_scen(2, "destroy-send", "while rank 1 waits in HcclSend(count=256, fp32) to rank 0");
+    p2p_scen(2, "destroy-send", "while rank 1 waits in HcclSend(count=16384, fp32) to rank 0");
 }
 
 /* The sender on the other server destroys while rank 1 waits in HcclRecv from it: its taken marks

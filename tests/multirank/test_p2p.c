@@ -1,6 +1,6 @@
 /* Point to point as HCCL/NCCL users expect (tests/progs/p2p_check.c): items match in issue order
  * per (peer, direction) whatever each side grouped; several sends to one peer and mixed dtypes in
- * a group; plans cached by shape; a disagreement fails both ranks naming both; HcclCommDestroy
+ * a group; plans cached by shape; eager sends; a disagreement fails both ranks naming both; HcclCommDestroy
  * wakes a peer blocked in p2p with a message naming the destroy. HCCL_EXEC_TIMEOUT=60 turns a
  * detection bug into a failure instead of a hang (the assertions are on messages, never times). */
 #include "multirank/mr_run.h"
@@ -33,6 +33,12 @@ Test(p2p, match_n4, .timeout = 150) { p2p_ok(4, "match"); }
 Test(p2p, crossdeps_n3, .timeout = 150) { p2p_ok(3, "crossdeps"); }
 Test(p2p, batch_many_items_n4, .timeout = 150) { p2p_ok(4, "batch"); }
 Test(p2p, plan_reuse_n2, .timeout = 150) { p2p_ok(2, "planreuse"); }
+/* Eager sends (docs/runtime.md, "Point to point"): over before their receive is posted, more in
+ * flight than boxes, and a relay whose sends read what the receive before wrote. With every send
+ * direct (HCCL_EAGER_P2P=0) the first part never gets past its barrier. */
+Test(p2p, eager_n2, .timeout = 150) { p2p_ok(2, "eager"); }
+Test(p2p, eager_n3, .timeout = 150) { p2p_ok(3, "eager"); }
+Test(p2p, eager_n4, .timeout = 150) { p2p_ok(4, "eager"); }
 
 static const char *const count_w[] = {
     "[rank 0] rank 0: DETECTED", "[rank 1] rank 1: DETECTED",
@@ -47,11 +53,22 @@ static const char *const dtype_w[] = {
 static const char *const destroy_recv_w[] = {
     "[rank 1] rank 1: DETECTED", "rank 0 called HcclCommDestroy while rank 1 waits in HcclRecv(count=256, fp32) "
     "from rank 0 (receive #1 from rank 0)", NULL};
+static const char *const direct_w[] = {
+    "[rank 0] rank 0: DETECTED", "[rank 1] rank 1: DETECTED",
+    "p2p mismatch: rank 0 calls HcclSend(count=65536, fp32) to rank 1 (send #1 to rank 1) but rank 1 calls "
+    "HcclRecv(count=131072, fp32) from rank 0 (receive #1 from rank 0)",
+    NULL};
 static const char *const destroy_send_w[] = {
-    "[rank 1] rank 1: DETECTED", "rank 0 called HcclCommDestroy while rank 1 waits in HcclSend(count=256, fp32) "
+    "[rank 1] rank 1: DETECTED", "rank 0 called HcclCommDestroy while rank 1 waits in HcclSend(count=16384, fp32) "
     "to rank 0 (send #1 to rank 0)", NULL};
+/* Its 65th send waits for a box; or, where rank 0 destroyed first, the first fails. */
+static const char *const destroy_eager_w[] = {
+    "[rank 1] rank 1: DETECTED", "rank 0 called HcclCommDestroy while rank 1 waits in HcclSend(count=256, fp32) "
+    "to rank 0 (send #", NULL};
 
 Test(p2p, count_mismatch_fails_both, .timeout = 150) { p2p_fails("mismatch-count", count_w); }
 Test(p2p, dtype_mismatch_fails_both, .timeout = 150) { p2p_fails("mismatch-dtype", dtype_w); }
 Test(p2p, destroy_wakes_receiver, .timeout = 150) { p2p_fails("destroy-recv", destroy_recv_w); }
+Test(p2p, direct_mismatch_fails_both, .timeout = 150) { p2p_fails("mismatch-direct", direct_w); }
 Test(p2p, destroy_wakes_sender, .timeout = 150) { p2p_fails("destroy-send", destroy_send_w); }
+Test(p2p, destroy_wakes_eager_sender, .timeout = 150) { p2p_fails("destroy-eager", destroy_eager_w); }

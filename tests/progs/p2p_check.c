@@ -10,10 +10,22 @@
  *                   only if rank 0's send to 2 does not wait for its send to 1
  *   planreuse       1,000 HcclSend/HcclRecv of one shape on alternating buffers compile no plan
  *                   after the first ones (HcclExtPlanCompileCount)
- *   mismatch-count  rank 0 sends 256 fp32 to rank 1, which receives 512 fp32: both fail
- *   mismatch-dtype  rank 0 sends 256 fp32 to rank 1, which receives 256 int32: both fail
+ *   eager           ranks pair up: 20 small sends complete before their receiver posts a receive
+ *                   (both ranks meet in an HcclBarrier between: a send that waited for its
+ *                   receive would never get there), then 150 sends of 0 B to 4 KiB back to back,
+ *                   more than a receiver's 64 boxes, received only after all were issued; from 3
+ *                   ranks a relay: each rank forwards what it received from the one before, from
+ *                   the same buffer, 40 times without a synchronize
+ *   mismatch-count  rank 0 sends 256 fp32 to rank 1, which receives 512 fp32: both fail (rank 0,
+ *                   whose eager send is over once its bytes are in rank 1's box, at its next call,
+ *                   an HcclBarrier)
+ *   mismatch-dtype  rank 0 sends 256 fp32 to rank 1, which receives 256 int32: both fail (the same)
+ *   mismatch-direct rank 0 sends 65536 fp32 to rank 1, which receives 131072 fp32: both fail at the call
  *   destroy-recv    rank 1 waits in HcclRecv from rank 0, which calls HcclCommDestroy
- *   destroy-send    rank 1 waits in HcclSend to rank 0, which calls HcclCommDestroy
+ *   destroy-send    rank 1 waits in HcclSend (64 KiB: it waits for the receive) to rank 0, which
+ *                   calls HcclCommDestroy
+ *   destroy-eager   rank 1 sends rank 0 65 messages of 1 KiB, one more than rank 0 has boxes for
+ *                   it, and rank 0 calls HcclCommDestroy instead of receiving them
  * Every received byte is compared with what its sender wrote. Prints "p2p_check SCENARIO: PASS"
  * (or FAIL) per rank; failure scenarios print "rank R: DETECTED: <error message>". */
 #include <string.h>
@@ -229,6 +241,102 @@ static void scen_crossdeps(prog_env *e)
     msg_free(&m21);
 }
 
+/* ---- eager ------------------------------------------------------------------------------------ */
+
+/* Sends that end before their receives are posted: only an eager send gets past its own. */
+static void eager_before_recv(prog_env *e, uint32_t a, uint32_t b)
+{
+    enum { N = 20 };
+    msg m[N];
+    for (uint32_t i = 0; i < N; i++)
+        m[i] = msg_new(1 + i * 13, HCCL_DATA_TYPE_INT8, a, b, 100 + i, e->rank == a);
+    for (uint32_t i = 0; e->rank == a && i < N; i++)
+        HCCL_OK(HcclSend(m[i].dev, m[i].count, m[i].dt, b, e->comm, e->stream));
+    HCCL_OK(HcclBarrier(e->comm, e->stream));
+    for (uint32_t i = 0; e->rank == b && i < N; i++)
+        HCCL_OK(HcclRecv(m[i].dev, m[i].count, m[i].dt, a, e->comm, e->stream));
+    sync_ok(e, "eager sends before their receives");
+    for (uint32_t i = 0; i < N; i++) {
+        if (e->rank == b)
+            msg_check(&m[i], "eager sends before their receives");
+        msg_free(&m[i]);
+    }
+}
+
+/* More messages in flight than boxes, of every size around the eager limit (2 KiB). */
+static void eager_many(prog_env *e, uint32_t a, uint32_t b)
+{
+    enum { N = 150 };
+    static const uint64_t bytes[] = {0, 1, 3, 8, 64, 255, 2046, 2048, 2050, 4096};
+    static const HcclDataType dts[] = {HCCL_DATA_TYPE_INT8, HCCL_DATA_TYPE_FP16, HCCL_DATA_TYPE_FP32};
+    msg *m = xmalloc(N * sizeof *m);
+    for (uint32_t i = 0; i < N; i++) {
+        HcclDataType dt = dts[i % 3];
+        m[i] = msg_new(bytes[i % 10] / dt_size(dt), dt, a, b, 200 + i, e->rank == a);
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        if (e->rank == a)
+            HCCL_OK(HcclSend(m[i].dev, m[i].count, m[i].dt, b, e->comm, e->stream));
+        else if (e->rank == b)
+            HCCL_OK(HcclRecv(m[i].dev, m[i].count, m[i].dt, a, e->comm, e->stream));
+    }
+    sync_ok(e, "150 messages in flight");
+    for (uint32_t i = 0; i < N; i++) {
+        if (e->rank == b)
+            msg_check(&m[i], "150 messages in flight");
+        msg_free(&m[i]);
+    }
+    free(m);
+}
+
+/* Each rank forwards, from the buffer it received into, what came from the rank before: every
+ * send reads what the receive before it in stream order wrote. Rank 0 starts each round. */
+static void eager_relay(prog_env *e)
+{
+    enum { ROUNDS = 40, COUNT = 100 };
+    uint32_t next = (e->rank + 1) % e->n, prev = (e->rank + e->n - 1) % e->n;
+    int32_t *h = xmalloc(COUNT * sizeof *h);
+    void *buf = dev_alloc(COUNT * sizeof *h);
+    for (uint32_t r = 0; r < ROUNDS; r++) {
+        if (e->rank == 0) {
+            for (uint32_t i = 0; i < COUNT; i++)
+                h[i] = (int32_t)(r * 1000 + i);
+            HCCL_OK(aclrtMemcpyAsync(buf, COUNT * sizeof *h, h, COUNT * sizeof *h, ACL_MEMCPY_HOST_TO_DEVICE,
+                                     e->stream));
+            sync_ok(e, "relay: staging the round"); /* h is rewritten next round */
+            HCCL_OK(HcclSend(buf, COUNT, HCCL_DATA_TYPE_INT32, next, e->comm, e->stream));
+            HCCL_OK(HcclRecv(buf, COUNT, HCCL_DATA_TYPE_INT32, prev, e->comm, e->stream));
+        } else {
+            HCCL_OK(HcclRecv(buf, COUNT, HCCL_DATA_TYPE_INT32, prev, e->comm, e->stream));
+            HCCL_OK(HcclSend(buf, COUNT, HCCL_DATA_TYPE_INT32, next, e->comm, e->stream));
+        }
+    }
+    sync_ok(e, "relay");
+    to_host(h, buf, COUNT * sizeof *h);
+    for (uint32_t i = 0; i < COUNT; i++)
+        if (h[i] != (int32_t)((ROUNDS - 1) * 1000 + i)) {
+            FAILIF(1, "relay: element %u is %d, want %d", i, h[i], (int)((ROUNDS - 1) * 1000 + i));
+            break;
+        }
+    dev_free(buf);
+    free(h);
+}
+
+static void scen_eager(prog_env *e)
+{
+    uint32_t a = e->rank & ~1u, b = a + 1;
+    if (b < e->n) {
+        eager_before_recv(e, a, b);
+        eager_many(e, a, b);
+        eager_many(e, b, a);
+    } else {
+        HCCL_OK(HcclBarrier(e->comm, e->stream)); /* eager_before_recv's */
+        sync_ok(e, "barrier");
+    }
+    if (e->n >= 3)
+        eager_relay(e);
+}
+
 /* ---- batch ------------------------------------------------------------------------------------ */
 
 enum { BATCH_PER_PEER = 24 };
@@ -333,25 +441,28 @@ static void expect_failure(prog_env *e, HcclResult enq, const char *what)
     FAILIF(!failed, "%s: no failure seen", what);
 }
 
-static void scen_mismatch(prog_env *e, bool dtype)
+/* kind: 0 count, 1 dtype (eager sends), 2 count of a direct send. */
+static void scen_mismatch(prog_env *e, int kind)
 {
     if (e->rank > 1)
         return;
-    uint64_t rcount = dtype ? 256 : 512;
-    HcclDataType rdt = dtype ? HCCL_DATA_TYPE_INT32 : HCCL_DATA_TYPE_FP32;
-    void *buf = dev_alloc(512 * 4);
-    HcclResult rc = e->rank == 0 ? HcclSend(buf, 256, HCCL_DATA_TYPE_FP32, 1, e->comm, e->stream)
+    uint64_t scount = kind == 2 ? 65536 : 256, rcount = kind == 1 ? scount : 2 * scount;
+    HcclDataType rdt = kind == 1 ? HCCL_DATA_TYPE_INT32 : HCCL_DATA_TYPE_FP32;
+    void *buf = dev_alloc(rcount * 4);
+    HcclResult rc = e->rank == 0 ? HcclSend(buf, scount, HCCL_DATA_TYPE_FP32, 1, e->comm, e->stream)
                                  : HcclRecv(buf, rcount, rdt, 0, e->comm, e->stream);
+    if (rc == HCCL_SUCCESS && e->rank == 0 && kind != 2) /* its send may be over: its next call fails */
+        rc = HcclBarrier(e->comm, e->stream);
     expect_failure(e, rc, "mismatched HcclSend/HcclRecv");
     dev_free(buf);
 }
 
 /* Rank 1 blocks in p2p with rank 0 (a barrier first, so rank 0 is done with everything else). */
-static void scen_destroy(prog_env *e, bool rank1_sends)
+static void scen_destroy(prog_env *e, bool rank1_sends, bool eager)
 {
     if (e->rank > 1)
         return;
-    void *buf = dev_alloc(1024);
+    void *buf = dev_alloc(16384 * 4);
     HCCL_OK(HcclBarrier(e->comm, e->stream));
     sync_ok(e, "barrier");
     if (e->rank == 0) {
@@ -360,8 +471,10 @@ static void scen_destroy(prog_env *e, bool rank1_sends)
         e->comm = NULL;
         printf("rank 0: HcclCommDestroy returned\n");
     } else {
-        HcclResult rc = rank1_sends ? HcclSend(buf, 256, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream)
-                                    : HcclRecv(buf, 256, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream);
+        HcclResult rc = HCCL_SUCCESS;
+        for (int i = 0; i < (eager ? 65 : 1) && rc == HCCL_SUCCESS; i++)
+            rc = rank1_sends ? HcclSend(buf, eager ? 256 : 16384, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream)
+                             : HcclRecv(buf, 256, HCCL_DATA_TYPE_FP32, 0, e->comm, e->stream);
         expect_failure(e, rc, rank1_sends ? "HcclSend to a destroyed rank" : "HcclRecv from a destroyed rank");
     }
     dev_free(buf);
@@ -370,8 +483,8 @@ static void scen_destroy(prog_env *e, bool rank1_sends)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: p2p_check match|crossdeps|batch|planreuse|mismatch-count|mismatch-dtype|destroy-recv|"
-                        "destroy-send\n");
+        fprintf(stderr, "usage: p2p_check match|crossdeps|batch|planreuse|eager|mismatch-count|mismatch-dtype|"
+                        "mismatch-direct|destroy-recv|destroy-send|destroy-eager\n");
         return 2;
     }
     prog_env e;
@@ -389,10 +502,12 @@ int main(int argc, char **argv)
         scen_batch(&e);
     } else if (!strcmp(s, "planreuse")) {
         scen_planreuse(&e);
-    } else if (!strcmp(s, "mismatch-count") || !strcmp(s, "mismatch-dtype")) {
-        scen_mismatch(&e, !strcmp(s, "mismatch-dtype"));
-    } else if (!strcmp(s, "destroy-recv") || !strcmp(s, "destroy-send")) {
-        scen_destroy(&e, !strcmp(s, "destroy-send"));
+    } else if (!strcmp(s, "eager")) {
+        scen_eager(&e);
+    } else if (!strcmp(s, "mismatch-count") || !strcmp(s, "mismatch-dtype") || !strcmp(s, "mismatch-direct")) {
+        scen_mismatch(&e, !strcmp(s, "mismatch-dtype") ? 1 : !strcmp(s, "mismatch-direct") ? 2 : 0);
+    } else if (!strcmp(s, "destroy-recv") || !strcmp(s, "destroy-send") || !strcmp(s, "destroy-eager")) {
+        scen_destroy(&e, strcmp(s, "destroy-recv") != 0, !strcmp(s, "destroy-eager"));
     } else {
         FAILIF(1, "unknown scenario %s", s);
     }
