@@ -51,27 +51,6 @@ static void warm_eager(rt_comm *c, size_t page)
         }
 }
 
-/* One writer's p2p region (rt_p2p_read: `read`, the header lines, the data), read once a page. */
-static void warm_p2p_region(const rt_comm *c, void *inbox, uint32_t writer, size_t page)
-{
-    volatile const char *r = (volatile const char *)rt_p2p_read(c, inbox, writer);
-    uint64_t bytes = rt_p2p_writer_bytes(c);
-    for (size_t off = 0; off < bytes; off += page)
-        (void)r[off];
-    (void)r[bytes - 1];
-}
-
-/* p2p with each local peer: its region of this rank's inbox, which this rank reads, and this
- * rank's of the peer's, which it writes (rt_internal.h, RT_P2P_BOXES). */
-static void warm_p2p(rt_comm *c, size_t page)
-{
-    for (uint32_t q = 0; q < c->nranks; q++)
-        if (q != c->rank && rt_p2p_on_flags(c, q)) {
-            warm_p2p_region(c, c->inbox, q, page);
-            warm_p2p_region(c, c->peers[q].inbox, c->rank, page);
-        }
-}
-
 void rt_inbox_warm(rt_comm *c)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -82,5 +61,4 @@ void rt_inbox_warm(rt_comm *c)
     for (uint32_t q = 0; c->oneway && q < c->nranks; q++)
         if (q != c->rank && !c->peers[q].remote)
             warm_oneway(c, q, page);
-    warm_p2p(c, page);
 }

@@ -152,6 +152,7 @@ typedef struct rt_comm {
     uint64_t seq;             /* last collective op number issued */
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
     bool vring_warm;          /* rt_vring_warm ran (the first V-op) */
+    bool p2p_warm;            /* rt_p2p_warm ran (the first p2p launch through the boxes) */
     bool oneway;              /* eager Broadcast/Scatter go one-way (HCCL_EAGER_ONEWAY, header mode): the
                                  roots' credits were given at init (rt_notify.c) */
     uint32_t able_run;        /* calls up to op #seq of one root that could go one-way, back to back
@@ -243,6 +244,12 @@ void rt_inbox_warm(rt_comm *c);
 /* The first V-op (c->lock held): maps this process's view of its own and its local peers'
  * publication and V-table rings (rt_vring_warm.c). */
 void rt_vring_warm(rt_comm *c);
+/* This process's first touch of [from, to) of device memory it reaches: mapped in one call
+ * (hal_ops.mem_prefault), then read once a page (rt_vring_warm.c). */
+void rt_warm_range(const rt_comm *c, const void *from, const void *to, size_t page);
+/* The first p2p launch through the boxes (c->lock held): the same for each local peer's part of
+ * this rank's inbox and this rank's part of the peer's (rt_p2p_box.c). */
+void rt_p2p_warm(rt_comm *c);
 /* Destroy after one-way calls this rank rooted (rt_oneway.c): compares its receivers' views of
  * them with its own, waiting (bounded) for views not written yet, then for every credit back (a
  * Broadcast's receivers copy out of this rank's inbox). */

@@ -146,6 +146,7 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
 {
     rt_launch_reclaim(c, false);
     rt_launch_help(c); /* without it a loop runs ahead of the worker and allocates a context per call */
+    rt_p2p_warm(c);
     CHECK(rt_pending_reserve(c)); /* before the ordinals are taken: the push cannot fail */
     const algo_plan *plan = NULL;
     CHECK(rt_plan_get(c, op, &plan));

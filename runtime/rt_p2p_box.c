@@ -13,6 +13,7 @@
  * wait); a sender that has begun HcclCommDestroy fails a receive still waiting for it. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/stream/rt_launch.h"
 
@@ -130,4 +131,24 @@ void rt_p2p_bind_waits(rt_comm *c, rt_p2p_item *items, uint32_t n)
             w->at_least = it->ordinal;
         }
     }
+}
+
+/* Done at the first p2p launch, not at init: a writer's part is 64 B + 64 x (64 B + the eager
+ * limit), up to 129 pages, and communicators that never send pay nothing (8-rank init and
+ * teardown took 386 -> 475 ms with it at init: docs/perf.md, "Eager Send/Recv"). Without it a
+ * loop's first 64 calls each start pages of both inboxes, about 7 us a page on the VM. */
+void rt_p2p_warm(rt_comm *c)
+{
+    if (c->p2p_warm || !rt_p2p_boxes(c))
+        return;
+    c->p2p_warm = true;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint64_t bytes = rt_p2p_writer_bytes(c);
+    for (uint32_t q = 0; q < c->nranks; q++)
+        if (q != c->rank && rt_p2p_on_flags(c, q)) {
+            const char *mine = (const char *)rt_p2p_read(c, c->inbox, q);
+            const char *theirs = (const char *)rt_p2p_read(c, c->peers[q].inbox, c->rank);
+            rt_warm_range(c, mine, mine + bytes, page);
+            rt_warm_range(c, theirs, theirs + bytes, page);
+        }
 }

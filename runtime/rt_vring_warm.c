@@ -9,7 +9,7 @@
 
 #include "runtime/rt_internal.h"
 
-static void warm_range(const rt_comm *c, const void *from, const void *to, size_t page)
+void rt_warm_range(const rt_comm *c, const void *from, const void *to, size_t page)
 {
     volatile const char *p = from;
     size_t bytes = (size_t)((const char *)to - (const char *)from);
@@ -22,8 +22,8 @@ static void warm_range(const rt_comm *c, const void *from, const void *to, size_
 /* Both rings of one control block: the records and the tables, each RT_PUB_RING slots. */
 static void warm_rings(const rt_comm *c, rt_ctrl *ctrl, size_t page)
 {
-    warm_range(c, rt_ctrl_pub(ctrl, 0), rt_ctrl_pub(ctrl, RT_PUB_RING - 1) + 1, page);
-    warm_range(c, rt_ctrl_vtable(ctrl, 0), rt_ctrl_vtable(ctrl, RT_PUB_RING - 1) + RT_VTABLE_ENTRIES(c->nranks), page);
+    rt_warm_range(c, rt_ctrl_pub(ctrl, 0), rt_ctrl_pub(ctrl, RT_PUB_RING - 1) + 1, page);
+    rt_warm_range(c, rt_ctrl_vtable(ctrl, 0), rt_ctrl_vtable(ctrl, RT_PUB_RING - 1) + RT_VTABLE_ENTRIES(c->nranks), page);
 }
 
 void rt_vring_warm(rt_comm *c)
