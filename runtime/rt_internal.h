@@ -301,14 +301,16 @@ static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
  * keeps, per sender, a line with the ordinal of its last receive from that sender (`read`) and
  * RT_P2P_BOXES boxes, one per ordinal modulo RT_P2P_BOXES. A send ends by writing its box's
  * header line (rt_sig, seq = its ordinal, stored last): with its bytes when they fit the box
- * (eager: it waited only for the box to be free), after its copy into the receive buffer otherwise. The receiver waits for that header in the line it reads. Up to
- * RT_P2P_INLINE_BYTES the bytes ride in the header's line, beyond in the box's data, apart so that
- * the headers of all boxes are one page: the boxes of a loop of small calls, direct or eager, touch
- * one page, not 33. The eager limit is the boxes' data size (rt_comm.p2p_box_bytes), as eager
- * collectives' crossover: 2 KiB where this server's ranks fit its CPUs (beyond, the direct copy
- * costs less than the two copies), 8 KiB where they share them (a direct send waits for its
- * receiver to get a CPU; eager ones run ahead): docs/perf.md, "Eager Send/Recv". */
-#define RT_P2P_EAGER_FIT 2048u
+ * (eager: it waited only for the box to be free), after its copy into the receive buffer
+ * otherwise. The receiver waits for that header in the line it reads. Up to RT_P2P_INLINE_BYTES
+ * the bytes ride in the header's line, beyond in the box's data, apart so that the headers of all
+ * boxes are one page: a loop of small calls, direct or eager, touches one page of boxes. The eager
+ * limit is the data's size
+ * (rt_comm.p2p_box_bytes), as eager collectives' crossover: 1 KiB where this server's ranks fit its
+ * CPUs (beyond, the direct copy costs less than the two copies, whose bytes cross between cores
+ * twice), 8 KiB where they share them (a direct send waits for its receiver to get a CPU; eager ones
+ * run ahead): docs/perf.md, "Eager Send/Recv". */
+#define RT_P2P_EAGER_FIT 1024u
 #define RT_P2P_EAGER_SHARED 8192u
 #define RT_P2P_INLINE_BYTES (64u - RT_BOX_HDR)
 #define RT_P2P_BOXES 64u

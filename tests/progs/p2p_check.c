@@ -12,7 +12,7 @@
  *                   after the first ones (HcclExtPlanCompileCount)
  *   eager           ranks pair up: 20 small sends complete before their receiver posts a receive
  *                   (both ranks meet in an HcclBarrier between: a send that waited for its
- *                   receive would never get there), then 150 sends of 0 B to 4 KiB back to back,
+ *                   receive would never get there), then 150 sends of 0 B to 8 KiB back to back,
  *                   more than a receiver's 64 boxes, received only after all were issued; from 3
  *                   ranks a relay: each rank forwards what it received from the one before, from
  *                   the same buffer, 40 times without a synchronize
@@ -267,7 +267,8 @@ static void eager_before_recv(prog_env *e, uint32_t a, uint32_t b)
 static void eager_many(prog_env *e, uint32_t a, uint32_t b)
 {
     enum { N = 150 };
-    static const uint64_t bytes[] = {0, 1, 3, 8, 64, 255, 2046, 2048, 2050, 4096};
+    /* Around the 16 B that ride in a box's header line and the 1 KiB and 8 KiB eager limits. */
+    static const uint64_t bytes[] = {0, 1, 3, 16, 18, 255, 1024, 1026, 8192, 8196};
     static const HcclDataType dts[] = {HCCL_DATA_TYPE_INT8, HCCL_DATA_TYPE_FP16, HCCL_DATA_TYPE_FP32};
     msg *m = xmalloc(N * sizeof *m);
     for (uint32_t i = 0; i < N; i++) {
