@@ -212,6 +212,7 @@ HcclResult rt_inbox_acquire(rt_comm *c)
             memset(rt_inbox_box(c, c->inbox, s, r), 0, sizeof(rt_sig));
     for (uint32_t w = 0; rt_p2p_boxes(c) && w < c->nranks; w++) {
         atomic_store(rt_p2p_read(c, c->inbox, w), 0);
+        atomic_store(rt_p2p_posted(c, c->inbox, w), 0);
         for (uint32_t b = 0; w != c->rank && b < RT_P2P_BOXES; b++)
             memset(rt_p2p_box(c, c->inbox, w, b), 0, sizeof(rt_sig));
     }

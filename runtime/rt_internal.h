@@ -298,7 +298,8 @@ static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
     return ALGO_EAGER_SLOTS * (uint64_t)c->nranks * RT_BOX_STRIDE;
 }
 /* Point to point with a peer of this server (docs/runtime.md, "Point to point"): each receiver
- * keeps, per sender, a line with the ordinal of its last receive from that sender (`read`) and
+ * keeps, per sender, a line with the ordinal of its last receive from that sender (`read`), one
+ * with that of its last receive record published for that sender (`posted`), and
  * RT_P2P_BOXES boxes, one per ordinal modulo RT_P2P_BOXES. A send ends by writing its box's
  * header line (rt_sig, seq = its ordinal, stored last): with its bytes when they fit the box
  * (eager: it waited only for the box to be free), after its copy into the receive buffer
@@ -314,7 +315,8 @@ static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
 #define RT_P2P_EAGER_SHARED 8192u
 #define RT_P2P_INLINE_BYTES (64u - RT_BOX_HDR)
 #define RT_P2P_BOXES 64u
-#define RT_P2P_HDRS_AT 64u                                    /* after `read` */
+#define RT_P2P_POSTED_AT 64u                                  /* after `read` */
+#define RT_P2P_HDRS_AT 128u                                   /* after `posted` */
 #define RT_P2P_DATA_AT (RT_P2P_HDRS_AT + RT_P2P_BOXES * 64u)  /* after the header lines */
 #define RT_P2P_EAGER_MAX_RANKS ALGO_MESH_MAX_RANKS /* boxes for every rank: bounded, as eager collectives */
 /* A direct send waits for no box: the receive record of its ordinal is there only once every
@@ -349,6 +351,12 @@ static inline _Atomic uint64_t *rt_p2p_read(const rt_comm *c, void *inbox, uint3
 {
     uint64_t at = rt_inbox_bytes(c) - rt_inbox_p2p_bytes(c) + (uint64_t)writer * rt_p2p_writer_bytes(c);
     return (_Atomic uint64_t *)(void *)((char *)inbox + at);
+}
+/* writer's `posted` line in an inbox: the ordinal of the last receive from writer whose record
+ * is out, in a line of its own (a direct send polls it while the record's lines are written). */
+static inline _Atomic uint64_t *rt_p2p_posted(const rt_comm *c, void *inbox, uint32_t writer)
+{
+    return (_Atomic uint64_t *)(void *)((char *)rt_p2p_read(c, inbox, writer) + RT_P2P_POSTED_AT);
 }
 /* The header of writer's box for its send `ordinal`. */
 static inline rt_sig *rt_p2p_box(const rt_comm *c, void *inbox, uint32_t writer, uint64_t ordinal)

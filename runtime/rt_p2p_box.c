@@ -126,8 +126,8 @@ void rt_p2p_bind_waits(rt_comm *c, rt_p2p_item *items, uint32_t n)
         } else if (it->eager) { /* the message RT_P2P_BOXES before it was read */
             w->flag = (const volatile uint64_t *)(void *)rt_p2p_read(c, p->inbox, c->rank);
             w->at_least = it->ordinal > RT_P2P_BOXES ? it->ordinal - RT_P2P_BOXES : 0;
-        } else {
-            w->flag = (const volatile uint64_t *)(void *)&rt_ctrl_p2p(p->ctrl, c->rank, it->ordinal)->ready;
+        } else { /* its receive record is out (rt_p2p_publish_task) */
+            w->flag = (const volatile uint64_t *)(void *)rt_p2p_posted(c, p->inbox, c->rank);
             w->at_least = it->ordinal;
         }
     }

@@ -40,6 +40,8 @@ int rt_p2p_publish_task(void *arg, char *msg, size_t len)
         if (c->peers[it->peer].remote) /* the sender reads it in its mirror of my block */
             rec->rkey_out = rt_net_user_rkey(c, it->buf);
         atomic_store_explicit(&rec->ready, it->ordinal, memory_order_release);
+        if (rt_p2p_on_flags(c, it->peer)) /* what a direct sender waits for (rt_p2p_box.c) */
+            atomic_store_explicit(rt_p2p_posted(c, c->inbox, it->peer), it->ordinal, memory_order_release);
         if (c->peers[it->peer].remote) {
             int rc = rt_net_push_p2p(c, it->peer, rec, msg, len);
             if (rc)
@@ -154,6 +156,8 @@ static void write_finalize(rt_comm *c, uint32_t peer, uint64_t ordinal)
     rec->sig.nranks = c->nranks;
     atomic_store_explicit(&rec->p2p_taken, 0, memory_order_relaxed);
     atomic_store_explicit(&rec->ready, ordinal, memory_order_release);
+    if (rt_p2p_on_flags(c, peer))
+        atomic_store_explicit(rt_p2p_posted(c, c->inbox, peer), ordinal, memory_order_release);
 }
 
 /* Called by HcclCommDestroy once this rank's launches are complete (caller holds c->lock): a peer

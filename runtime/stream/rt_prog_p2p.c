@@ -3,7 +3,7 @@
  * which an eager send could not keep balanced (it waits for no receive record, so a count the
  * receiver recorded for it would be left for the next send):
  *   FETCH        eager send: wait for its box (`read`), write it; other sends: wait for the receive
- *                record's `ready`, check and bind it (rt_p2p_fetch_task)
+ *                record (`posted`), check and bind it (rt_p2p_fetch_task)
  *   COPY         an eager send's: none (its bytes went into the box)
  *   SIGNAL PUB   a wake-up of a sender asleep in its wait for the record
  *   SIGNAL DATA  a direct send's header (rt_p2p_delivered_task), then a wake-up of the receiver
