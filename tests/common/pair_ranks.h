@@ -52,6 +52,26 @@ static inline void pair_ranks_run(pair_rank *ranks, uint32_t n, void *(*fn)(void
         cr_assert_eq(ranks[i].bad, 0, "rank %u: %d wrong elements", i, ranks[i].bad);
 }
 
+/* What pair p's IN of `rank` holds at element j after pair_ranks_fill. */
+static inline int32_t pair_ranks_value(int p, uint32_t rank, int j)
+{
+    return p * 1000 + (int32_t)rank * 100 + j;
+}
+
+/* Every pair's first `count` elements: IN pair_ranks_value, OUT -1 (r's device is current). */
+static inline void pair_ranks_fill(pair_rank *r, int count)
+{
+    for (int p = 0; p < PAIR_RANKS_PAIRS; p++) {
+        size_t bytes = (size_t)count * sizeof *r->host;
+        for (int j = 0; j < count; j++)
+            r->host[j] = pair_ranks_value(p, r->rank, j);
+        cr_assert_eq(aclrtMemcpy(r->in[p], bytes, r->host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+        for (int j = 0; j < count; j++)
+            r->host[j] = -1;
+        cr_assert_eq(aclrtMemcpy(r->out[p], bytes, r->host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    }
+}
+
 static inline void pair_ranks_close(pair_rank *ranks, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {

@@ -15,36 +15,19 @@
 #define LOOP 600
 #define AHEAD ((int)(3 * RT_LAUNCH_HELP_AT)) /* one thread: rank 0's sends before rank 1's receives */
 
-static int32_t value(int p, uint32_t rank, int j)
-{
-    return p * 1000 + (int32_t)rank * 100 + j;
-}
-
-/* Pair p's IN holds value(p, rank, .), its OUT sentinels. */
-static void fill(pair_rank *r)
-{
-    for (int p = 0; p < PAIR_RANKS_PAIRS; p++) {
-        int32_t h[COUNT];
-        for (int j = 0; j < COUNT; j++)
-            h[j] = value(p, r->rank, j);
-        cr_assert_eq(aclrtMemcpy(r->in[p], sizeof h, h, sizeof h, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-        for (int j = 0; j < COUNT; j++)
-            h[j] = -1;
-        cr_assert_eq(aclrtMemcpy(r->out[p], sizeof h, h, sizeof h, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    }
-}
-
 /* After a synchronize: every OUT holds what the peer's IN of that pair held. */
 static void check(pair_rank *r)
 {
     for (int p = 0; p < PAIR_RANKS_PAIRS; p++) {
         int32_t h[COUNT];
         cr_assert_eq(aclrtMemcpy(h, sizeof h, r->out[p], sizeof h, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-        for (int j = 0; j < COUNT && r->bad < 3; j++)
-            if (h[j] != value(p, 1 - r->rank, j)) {
-                cr_log_error("rank %u pair %d element %d: %d, want %d", r->rank, p, j, h[j], value(p, 1 - r->rank, j));
+        for (int j = 0; j < COUNT && r->bad < 3; j++) {
+            int32_t want = pair_ranks_value(p, 1 - r->rank, j);
+            if (h[j] != want) {
+                cr_log_error("rank %u pair %d element %d: %d, want %d", r->rank, p, j, h[j], want);
                 r->bad++;
             }
+        }
     }
 }
 
@@ -60,7 +43,7 @@ static void *loop_main(void *arg)
 {
     pair_rank *r = *(pair_rank **)arg;
     cr_assert_eq(aclrtSetDevice((int32_t)r->rank), ACL_SUCCESS);
-    fill(r);
+    pair_ranks_fill(r, COUNT);
     for (int i = 0; i < LOOP; i++)
         exchange(r, i % PAIR_RANKS_PAIRS);
     cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
@@ -91,7 +74,7 @@ Test(launch_help_p2p, one_thread_sends_ahead_of_the_receives, .timeout = 120)
     pair_ranks_open(ranks, NR, COUNT * sizeof(int32_t));
     for (uint32_t r = 0; r < NR; r++) {
         cr_assert_eq(aclrtSetDevice((int32_t)r), ACL_SUCCESS);
-        fill(&ranks[r]);
+        pair_ranks_fill(&ranks[r], COUNT);
     }
     cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
     for (int k = 0; k < AHEAD; k++)
@@ -108,6 +91,6 @@ Test(launch_help_p2p, one_thread_sends_ahead_of_the_receives, .timeout = 120)
     int32_t h[COUNT];
     cr_assert_eq(aclrtMemcpy(h, sizeof h, ranks[1].out[0], sizeof h, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     for (int j = 0; j < COUNT; j++)
-        cr_expect_eq(h[j], value(0, 0, j), "element %d: %d", j, h[j]);
+        cr_expect_eq(h[j], pair_ranks_value(0, 0, j), "element %d: %d", j, h[j]);
     pair_ranks_close(ranks, NR);
 }
