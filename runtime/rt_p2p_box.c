@@ -3,7 +3,7 @@
  * every signal a wake-up that writes nothing where nobody sleeps:
  *   eager send (at most rt_comm.p2p_box_bytes): waits until the receiver has read the box's last
  *     message (its `read` line), writes its bytes and header into the box;
- *   direct send: waits for the receive record (its `ready`), checks it and copies into the
+ *   direct send: waits for the receive record (`posted`), checks it and copies into the
  *     receive buffer (rt_p2p_pub.c), then writes the box's header;
  *   receive: waits for the box's header; an eager one is checked against the receive and copied
  *     out; then `read` and a wake-up for a sender waiting for the box.
@@ -16,11 +16,6 @@
 #include <unistd.h>
 
 #include "runtime/stream/rt_launch.h"
-
-static uint64_t item_bytes(const rt_p2p_item *it)
-{
-    return it->count * hal_dtype_size((hal_dtype)it->dtype);
-}
 
 static void write_header(rt_comm *c, const rt_p2p_item *it, rt_sig *hdr, bool eager)
 {
@@ -43,7 +38,7 @@ int rt_p2p_eager_send_task(void *arg, char *msg, size_t len)
     if (rt_ctrl_peer_left(c, it->peer))
         return rt_p2p_report_destroy(it, msg, len);
     void *inbox = c->peers[it->peer].inbox;
-    uint64_t bytes = item_bytes(it);
+    uint64_t bytes = rt_p2p_item_bytes(it);
     if (bytes)
         memcpy(rt_p2p_box_bytes(c, inbox, c->rank, it->ordinal, bytes), it->buf, bytes);
     write_header(c, it, rt_p2p_box(c, inbox, c->rank, it->ordinal), true);
@@ -95,7 +90,7 @@ int rt_p2p_box_receive(rt_p2p_item *it, char *msg, size_t len)
                             .count = hdr->count, .ordinal = it->ordinal};
         return rt_p2p_report_mismatch(c, &send, it->peer, it, msg, len);
     }
-    uint64_t bytes = item_bytes(it);
+    uint64_t bytes = rt_p2p_item_bytes(it);
     if (hdr->eager && bytes)
         memcpy(it->buf, rt_p2p_box_bytes(c, c->inbox, it->peer, it->ordinal, bytes), bytes);
     atomic_store_explicit(rt_p2p_read(c, c->inbox, it->peer), it->ordinal, memory_order_release);

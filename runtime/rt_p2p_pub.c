@@ -113,7 +113,7 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
     }
     it->peer_buf = (void *)(uintptr_t)rec->out;
     if (c->staging && !c->peers[it->peer].remote) { /* its staging OUT, as imported here */
-        uint64_t bytes = it->count * hal_dtype_size((hal_dtype)it->dtype);
+        uint64_t bytes = rt_p2p_item_bytes(it);
         it->peer_buf = rt_staging_p2p_peer(c, it->peer, rec->out, bytes);
         if (!it->peer_buf && bytes) {
             snprintf(msg, len, "comm %s: rank %u published a receive buffer %#llx of %llu bytes outside its staging "

@@ -42,6 +42,11 @@ typedef struct rt_p2p_item {
                                   ordinal (rt_p2p_bind_waits) */
 } rt_p2p_item;
 
+static inline uint64_t rt_p2p_item_bytes(const rt_p2p_item *it)
+{
+    return it->count * hal_dtype_size((hal_dtype)it->dtype);
+}
+
 /* A descriptor address bound directly to what changes per call (this rank's IN/OUT, the inbox
  * slot: rt_dma_per_call), set again from the context's bindings when a built program serves
  * another call (rt_prog.c). Direct, not indirect: a backend may run direct transfers cheaper

@@ -33,8 +33,7 @@ static bool stops_at(const ahead_reads *r, const rt_launch_ctx *prev)
         return true;
     for (uint32_t k = 0; k < r->ctx->plan->op.nitems; k++) {
         const rt_p2p_item *it = &r->ctx->p2p_items[k];
-        if (it->eager && ranges_meet((uintptr_t)it->buf, it->count * hal_dtype_size((hal_dtype)it->dtype),
-                                     prev->out_at, prev->out_bytes))
+        if (it->eager && ranges_meet((uintptr_t)it->buf, rt_p2p_item_bytes(it), prev->out_at, prev->out_bytes))
             return true;
     }
     return false;
@@ -87,7 +86,7 @@ static void p2p_out_span(rt_launch_ctx *ctx)
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (uint32_t k = 0; k < ctx->plan->op.nitems; k++) {
         const rt_p2p_item *it = &ctx->p2p_items[k];
-        uint64_t bytes = it->count * hal_dtype_size((hal_dtype)it->dtype);
+        uint64_t bytes = rt_p2p_item_bytes(it);
         if (it->is_send || !bytes)
             continue;
         lo = (uintptr_t)it->buf < lo ? (uintptr_t)it->buf : lo;

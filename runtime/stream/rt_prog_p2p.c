@@ -73,7 +73,7 @@ hal_result rt_prog_p2p_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     CHECK(rt_prog_push_fn(ctx, stream, step, rt_p2p_recv_task, it));
     /* Only an eager sender waits for its box; a receive too large for one came direct, or fails
      * the call as a mismatch (an abort wakes every wait). */
-    if (it->count * hal_dtype_size((hal_dtype)it->dtype) > ctx->c->p2p_box_bytes)
+    if (rt_p2p_item_bytes(it) > ctx->c->p2p_box_bytes)
         return HAL_OK;
     return push_wake(ctx, stream, step, p->to_peer[RT_SLOT_P2P_CREDIT]);
 }

@@ -141,7 +141,7 @@ HcclResult rt_staging_p2p(rt_comm *c, rt_p2p_item *items, uint32_t n, hal_dma_de
         rt_p2p_item *it = &items[i];
         if (it->is_send || it->peer == c->rank || c->peers[it->peer].remote)
             continue;
-        uint64_t bytes = it->count * hal_dtype_size((hal_dtype)it->dtype);
+        uint64_t bytes = rt_p2p_item_bytes(it);
         CHECK_ARG(bytes <= c->stage_half - off, HCCL_E_MEMORY, "staging",
                   "rank %u: the receives of this call need %llu bytes of staging (receive #%u of %llu bytes from rank "
                   "%u included) but a staging buffer holds %llu (a quarter of HCCL_BUFFSIZE): point to point is not "
