@@ -78,9 +78,22 @@ hal_result rt_prog_p2p_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     return push_wake(ctx, stream, step, p->to_peer[RT_SLOT_P2P_CREDIT]);
 }
 
+/* Whether the launch may take part in running ahead: an eager send, or a receive an eager send
+ * could fill (a loop of small calls). A launch of large messages only would make every wait that
+ * is not met at once look for prefixes to run, and find none. */
+static bool small_launch(const rt_launch_ctx *ctx)
+{
+    for (uint32_t k = 0; k < ctx->plan->op.nitems; k++) {
+        const rt_p2p_item *it = &ctx->p2p_items[k];
+        if (it->eager || (!it->is_send && rt_p2p_item_bytes(it) <= ctx->c->p2p_box_bytes))
+            return true;
+    }
+    return false;
+}
+
 hal_result rt_prog_p2p_prefix(rt_launch_ctx *ctx)
 {
-    if (!ctx->p2p || !rt_p2p_boxes(ctx->c))
+    if (!ctx->p2p || !rt_p2p_boxes(ctx->c) || !small_launch(ctx))
         return HAL_OK;
     const algo_step_list *l = &ctx->plan->streams[0];
     for (uint32_t i = 0; i < l->nsteps; i++) {
