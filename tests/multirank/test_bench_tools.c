@@ -197,6 +197,19 @@ Test(bench_tools, perf_tools_time_a_span_over_ranks)
     free(r.out);
 }
 
+/* sendrecv_perf -s 1: HcclSend and HcclRecv as two calls, around an odd ring (rank 2 and rank 0
+ * both send first), every received element checked; the header says which calls. */
+Test(bench_tools, sendrecv_perf_separate_calls)
+{
+    mr_result r = mr_run_t("", 3, 60, OH_BUILD_DIR "/tools/perf/sendrecv_perf",
+                           "-b 8 -e 64K -f 8 -n 20 -w 2 -c 1 -m 0 -s 1");
+    cr_expect_eq(r.status, 0, "sendrecv_perf -s 1 exited with %d:\n%s", r.status, r.out);
+    cr_expect(strstr(r.out, "# calls: HcclSend and HcclRecv, even ranks send first (-s 1)") != NULL,
+              "no calls header:\n%s", r.out);
+    cr_expect(strstr(r.out, "# Out of bounds values : 0 OK") != NULL, "wrong elements:\n%s", r.out);
+    free(r.out);
+}
+
 /* The peers' benchmarks (built by compare.sh only, so their shared parser is checked here) take
  * the same -a 3|4 and nothing else. */
 static jmp_buf g_bad_arg;

@@ -251,6 +251,9 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
     printf("# time: host clock of %s, %s over ranks (-a %d); devtime: ACL timeline events around the same "
            "loop\n#\n", a->blocking ? "calls with a synchronize after each (-z 1)" : "back-to-back calls (-z 0)",
            perf_avg_name(a->average), (int)a->average);
+    if (kind == PERF_SENDRECV)
+        printf("# calls: %s\n#\n", a->separate ? "HcclSend and HcclRecv, even ranks send first (-s 1)"
+                                                : "one HcclBatchSendRecv of a send and a receive (-s 0)");
     printf("#%75s%35s%20s\n", "out-of-place", "in-place", "devtime");
     printf("#%11s  %12s  %8s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %8s\n", "size", "count", "type",
            "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "oop", "ip");
@@ -306,7 +309,8 @@ int perf_main(perf_kind kind, int argc, char **argv)
         for (int o = 0; o < nops; o++)
             for (uint32_t r = 0; r < (perf_rooted(kind) && a.root < 0 ? e.n : 1); r++) {
                 perf_point p = {kind, a.dts[d], perf_dtype_size(a.dts[d]), a.ops[o],
-                                a.root < 0 ? r : (uint32_t)a.root, false, 0, 0, 0, NULL, NULL, NULL, NULL};
+                                a.root < 0 ? r : (uint32_t)a.root, false, 0, 0, 0, NULL, NULL, NULL, NULL,
+                                a.separate != 0};
                 for (size_t b = a.minb; b <= a.maxb; b = next_size(&a, b)) {
                     run_row(&e, &a, &p, b, &t);
                     if (next_size(&a, b) == b)

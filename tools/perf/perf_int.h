@@ -30,6 +30,7 @@ typedef struct perf_args {
     int iters, warmup, check, memcpy_ref;
     perf_avg average;       /* -a, default max (nccl-tests: average) */
     int blocking;           /* -z 1: synchronize after every call */
+    int separate;           /* -s 1 (sendrecv): HcclSend and HcclRecv, not one HcclBatchSendRecv */
     HcclDataType dts[12];
     int ndts;
     HcclReduceOp ops[4];
@@ -55,6 +56,7 @@ typedef struct perf_point {
     void *base;                /* in place: the one buffer */
     void *send, *recv;
     uint64_t *v;               /* V-op tables (perf_ops.c, v_tables) */
+    bool separate;             /* sendrecv: -s 1 */
 } perf_point;
 
 const char *perf_name(perf_kind k);

@@ -163,7 +163,14 @@ HcclResult perf_call(const perf_env *e, perf_point *p)
     case PERF_SENDRECV: {
         HcclSendRecvItem it[2] = {{HCCL_SEND, p->send, c, p->dt, (e->rank + 1) % n},
                                   {HCCL_RECV, p->recv, c, p->dt, (e->rank + n - 1) % n}};
-        return HcclBatchSendRecv(it, 2, cm, st);
+        if (!p->separate)
+            return HcclBatchSendRecv(it, 2, cm, st);
+        /* Even ranks send first, odd ranks receive first: no rank's send waits on its own receive. */
+        const HcclSendRecvItem *first = &it[e->rank % 2], *second = &it[1 - e->rank % 2];
+        HcclResult rc = (first->sendRecvType == HCCL_SEND ? HcclSend : HcclRecv)(first->buf, c, p->dt,
+                                                                              first->remoteRank, cm, st);
+        return rc != HCCL_SUCCESS ? rc : (second->sendRecvType == HCCL_SEND ? HcclSend : HcclRecv)(
+                                             second->buf, c, p->dt, second->remoteRank, cm, st);
     }
     }
     return HCCL_E_PARA;
