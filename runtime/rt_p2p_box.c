@@ -81,9 +81,7 @@ int rt_p2p_box_receive(rt_p2p_item *it, char *msg, size_t len)
     if (seq != it->ordinal) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's send #%llu in its box but found #%llu", c->name,
                  c->rank, it->peer, (unsigned long long)it->ordinal, (unsigned long long)seq);
-        OH_ERR("p2p", "%s", msg);
-        rt_abort_all(c, HCCL_E_INTERNAL, msg);
-        return HAL_E_INTERNAL;
+        return rt_p2p_fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
     }
     if (hdr->eager && (hdr->count != it->count || hdr->dtype != it->dtype)) {
         rt_p2p_item send = {.peer = c->rank, .is_send = 1, .cmd = hdr->cmd, .dtype = hdr->dtype,

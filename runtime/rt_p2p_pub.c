@@ -62,7 +62,7 @@ static void format_item(const rt_p2p_item *it, char *buf, size_t len)
              (unsigned long long)it->ordinal, dir, it->peer);
 }
 
-static int fail(rt_comm *c, HcclResult code, int hal_rc, const char *msg)
+int rt_p2p_fail(rt_comm *c, HcclResult code, int hal_rc, const char *msg)
 {
     OH_ERR("p2p", "%s", msg);
     rt_abort_all(c, code, msg);
@@ -76,7 +76,7 @@ int rt_p2p_report_destroy(const rt_p2p_item *it, char *msg, size_t len)
     format_item(it, mine, sizeof mine);
     snprintf(msg, len, "comm %s: rank %u called HcclCommDestroy while rank %u waits in %s", c->name, it->peer,
              c->rank, mine);
-    return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
+    return rt_p2p_fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
 }
 
 int rt_p2p_report_mismatch(rt_comm *c, const rt_p2p_item *send, uint32_t sender, const rt_p2p_item *recv,
@@ -87,7 +87,7 @@ int rt_p2p_report_mismatch(rt_comm *c, const rt_p2p_item *send, uint32_t sender,
     format_item(recv, r, sizeof r);
     snprintf(msg, len, "comm %s: p2p mismatch: rank %u calls %s but rank %u calls %s", c->name, sender, s,
              send->peer, r);
-    return fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
+    return rt_p2p_fail(c, HCCL_E_PARA, HAL_E_ABORTED, msg);
 }
 
 /* A send item: the receiver's record for the same ordinal must describe the same message. */
@@ -102,7 +102,7 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
     if (ready != it->ordinal) {
         snprintf(msg, len, "comm %s: rank %u expected rank %u's record of receive #%llu from rank %u but found #%llu",
                  c->name, c->rank, it->peer, (unsigned long long)it->ordinal, c->rank, (unsigned long long)ready);
-        return fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
+        return rt_p2p_fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
     }
     if (rec->sig.cmd == HCCL_CMD_FINALIZE)
         return rt_p2p_report_destroy(it, msg, len);
@@ -119,7 +119,7 @@ int rt_p2p_fetch_task(void *arg, char *msg, size_t len)
             snprintf(msg, len, "comm %s: rank %u published a receive buffer %#llx of %llu bytes outside its staging "
                      "buffers (send #%llu from rank %u)", c->name, it->peer, (unsigned long long)rec->out,
                      (unsigned long long)bytes, (unsigned long long)it->ordinal, c->rank);
-            return fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
+            return rt_p2p_fail(c, HCCL_E_INTERNAL, HAL_E_INTERNAL, msg);
         }
     }
     if (!rt_ctrl_peer_live(c, it->peer)) /* released while we read: the buffer is not ours */

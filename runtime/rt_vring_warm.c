@@ -23,7 +23,8 @@ void rt_warm_range(const rt_comm *c, const void *from, const void *to, size_t pa
 static void warm_rings(const rt_comm *c, rt_ctrl *ctrl, size_t page)
 {
     rt_warm_range(c, rt_ctrl_pub(ctrl, 0), rt_ctrl_pub(ctrl, RT_PUB_RING - 1) + 1, page);
-    rt_warm_range(c, rt_ctrl_vtable(ctrl, 0), rt_ctrl_vtable(ctrl, RT_PUB_RING - 1) + RT_VTABLE_ENTRIES(c->nranks), page);
+    rt_warm_range(c, rt_ctrl_vtable(ctrl, 0), rt_ctrl_vtable(ctrl, RT_PUB_RING - 1) + RT_VTABLE_ENTRIES(c->nranks),
+                  page);
 }
 
 void rt_vring_warm(rt_comm *c)

@@ -77,7 +77,7 @@ static bool flag_asleep(hal_stream *s, const hal_flag_wait *w, uint64_t start)
             return false;
         }
         bool woken = !emu_flag_met(w) && emu_futex_wait_bits(emu_notify_count_word(slot), EMU_NOTIFY_COUNT(word),
-                                                          slice, EMU_WAKE_ANY);
+                                                              slice, EMU_WAKE_ANY);
         if (!woken) /* a record that woke this wait counted it out (emu_notify_do_record) */
             atomic_fetch_sub(&slot->waiters, 1);
         take_all(slot, gen);

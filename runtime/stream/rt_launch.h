@@ -234,8 +234,9 @@ int rt_p2p_recv_task(void *arg, char *msg, size_t len);
 /* A receive with a peer on flags, after its box's header came: the check (an eager send: the
  * copy out) and the box given back (runtime/rt_p2p_box.c). */
 int rt_p2p_box_receive(rt_p2p_item *it, char *msg, size_t len);
-/* Fails the communicator on every rank naming the peer's destroy / both calls, the send first;
- * returns the hal_result the task returns (rt_p2p_pub.c). */
+/* Fails the communicator on every rank with msg (logged), naming the peer's destroy / both calls,
+ * the send first; return the hal_result the task returns (rt_p2p_pub.c). */
+int rt_p2p_fail(rt_comm *c, HcclResult code, int hal_rc, const char *msg);
 int rt_p2p_report_destroy(const rt_p2p_item *it, char *msg, size_t len);
 int rt_p2p_report_mismatch(rt_comm *c, const rt_p2p_item *send, uint32_t sender, const rt_p2p_item *recv,
                            char *msg, size_t len);
