@@ -248,9 +248,10 @@ static void take_from_root(algo_b *b)
  * its IN once, into its own box (oneway_pull): every receiver reads the same bytes, and its own
  * memory is what a root writes fastest (8 B Broadcast at 4 ranks on 2 CPUs, loops of 1000 calls:
  * 0.41 us a call instead of 0.79, and at 8 ranks 1.20 instead of 2.10, where the root wrote into
- * every receiver's box; docs/perf.md, "One-way Broadcast roots write their own box"). A Scatter
- * root writes each receiver's block into its box of that receiver's slot: all blocks in the root's
- * box would make one-way Scatters n times smaller. A receiver PUBLISHes (its own record, for the
+ * every receiver's box; docs/perf.md, "One-way Broadcast roots write their own box"). So does a
+ * Scatter root whose n blocks fit its box (oneway_pulls); a larger Scatter's root writes each
+ * receiver's block into its box of that receiver's slot: all blocks in the root's box would make
+ * one-way Scatters n times smaller. A receiver PUBLISHes (its own record, for the
  * checks only a root could make: runtime/rt_oneway.c), FETCHes the root, copies its data out and
  * gives the credit back; it signals no PUB and writes no one's inbox. */
 static bool oneway_able(const algo_b *b)
@@ -259,11 +260,22 @@ static bool oneway_able(const algo_b *b)
            algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
 }
 
+/* Receivers read the root's own box where it holds what they all need: Broadcast's one buffer, or
+ * a Scatter's n blocks when they fit the box (16 B blocks at 4 ranks on 2 CPUs: 0.97 us a call
+ * where the root wrote a box in every receiver's inbox, docs/perf.md). The count is the same on
+ * every rank, so every rank decides the same. */
+static bool oneway_pulls(const algo_b *b)
+{
+    return b->op->coll == ALGO_COLL_BROADCAST || b->op->count * b->esz * b->n <= ALGO_ONEWAY_MAX_BYTES;
+}
+
 static void oneway_build(algo_b *b)
 {
     const algo_op *op = b->op;
     uint32_t n = b->n, r = b->r, root = op->root;
-    bool pull = op->coll == ALGO_COLL_BROADCAST;
+    bool pull = oneway_pulls(b), scatter = op->coll == ALGO_COLL_SCATTER;
+    uint64_t box_elems = pull && scatter ? op->count * n : op->count; /* what a box holds */
+    b->p->inbox_bytes = box_elems * b->esz;
     b->p->oneway = true;
     b->p->oneway_pull = pull;
     b->p->nslots = ALGO_SLOT_CREDIT + 1;
@@ -273,8 +285,9 @@ static void oneway_build(algo_b *b)
         algo_step st = {.kind = ALGO_STEP_FETCH};
         st.u.fetch.peer = root;
         algo_b_push(b, 0, st);
-        uint32_t inbox = pull ? root : r; /* the root's box in the root's slot, or in mine */
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), box_ref(b, inbox, root, 0), op->count);
+        /* the root's box in the root's slot (a pulled Scatter's block r of it), or in mine */
+        algo_ref box = pull ? box_ref(b, root, root, scatter ? algo_blk_off(op, r) : 0) : box_ref(b, r, root, 0);
+        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), box, op->count);
         algo_b_signal(b, 0, root, ALGO_SLOT_CREDIT);
         return;
     }
@@ -282,7 +295,7 @@ static void oneway_build(algo_b *b)
         algo_b_wait(b, 0, (r + k) % n, ALGO_SLOT_CREDIT);
     algo_b_push(b, 0, pub);
     if (pull) {
-        algo_b_copy(b, 0, box_ref(b, r, r, 0), send_src(b, r), op->count);
+        algo_b_copy(b, 0, box_ref(b, r, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), box_elems);
     } else {
         for (uint32_t k = 1; k < n; k++)
             algo_b_copy(b, 0, box_ref(b, (r + k) % n, r, 0), send_src(b, (r + k) % n), op->count);

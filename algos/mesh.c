@@ -72,28 +72,34 @@ static void span_reduce(algo_b *b, algo_ref dst, algo_ref src, const algo_ref *s
         algo_b_reduce(b, 0, dst, src, sp->len);
 }
 
-/* My OUT span = everyone's IN span reduced, peers in rotating order so each peer serves one reader
- * at a time. In place my IN slice already is the OUT slice; out of place the first step reads both
- * my IN and the first peer's (no copy first). The reduce target is one region: one stream, no RMW
- * race. */
-static void reduce_ordered(algo_b *b, const span *sp);
+/* `owner`'s OUT span = everyone's IN span reduced (owner: me, or Reduce's root), peers in rotating
+ * order from mine so each peer serves one reader at a time. In place the owner's IN slice already
+ * is the OUT slice; out of place the first step reads both my IN and the next rank's (no copy
+ * first). The reduce target is one region: one stream, no RMW race. */
+static void reduce_ordered(algo_b *b, const span *sp, uint32_t owner);
 
-static void reduce_from_all(algo_b *b, const span *sp)
+static void reduce_from_all(algo_b *b, const span *sp, uint32_t owner)
 {
     if (b->op->deterministic) {
-        reduce_ordered(b, sp);
+        reduce_ordered(b, sp, owner);
         return;
     }
-    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, sp->dst_off), mine = span_in(b, sp, b->r);
-    uint32_t k = 1;
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, owner, sp->dst_off);
+    uint32_t k = 0;
     if (!b->op->in_place && b->n == 1) {
-        span_copy(b, out, mine, sp);
-    } else if (!b->op->in_place) {
-        algo_ref first = span_in(b, sp, (b->r + k++) % b->n);
-        span_reduce(b, out, mine, &first, sp);
+        span_copy(b, out, span_in(b, sp, b->r), sp);
+        return;
     }
-    for (; k < b->n; k++)
-        span_reduce(b, out, span_in(b, sp, (b->r + k) % b->n), NULL, sp);
+    if (!b->op->in_place) {
+        algo_ref first = span_in(b, sp, (b->r + 1) % b->n);
+        span_reduce(b, out, span_in(b, sp, b->r), &first, sp);
+        k = 2;
+    }
+    for (; k < b->n; k++) {
+        uint32_t q = (b->r + k) % b->n;
+        if (!b->op->in_place || q != owner)
+            span_reduce(b, out, span_in(b, sp, q), NULL, sp);
+    }
 }
 
 /* In-place ordered reductions accumulate in SCRATCH: for a symbolic block the need comes from
@@ -112,10 +118,10 @@ static void need_scratch(algo_b *b, const span *sp)
 /* Deterministic mode: OUT = ((IN_0 op IN_1) op IN_2) ... op IN_(n-1), the same order on every rank
  * and in every algorithm (ring falls back to an ordered chain, ring_ordered.c). In place my IN
  * slice is the OUT slice and still an operand, so the accumulator is SCRATCH, copied at the end. */
-static void reduce_ordered(algo_b *b, const span *sp)
+static void reduce_ordered(algo_b *b, const span *sp, uint32_t owner)
 {
     uint32_t n = b->n;
-    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, b->r, sp->dst_off);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, owner, sp->dst_off);
     if (n == 1) {
         if (!b->op->in_place)
             span_copy(b, out, span_in(b, sp, b->r), sp);
@@ -151,7 +157,7 @@ static void mesh_allreduce(algo_b *b)
     span sp = {off, off, algo_chunk_len(c, b->n, b->r), -1};
     algo_b_fetch_all(b);
     algo_b_prologue(b);
-    reduce_from_all(b, &sp);
+    reduce_from_all(b, &sp, b->r);
     mesh_fanout(b, put_my_slice);
     wait_all(b);
 }
@@ -181,18 +187,24 @@ static void mesh_reduce_scatter(algo_b *b)
     span sp = {0, 0, 0, b->r};
     algo_b_fetch_all(b);
     algo_b_prologue(b);
-    reduce_from_all(b, &sp);
+    reduce_from_all(b, &sp, b->r);
     algo_b_epilogue(b, 0);
 }
 
+/* Every rank reduces its 1/n slice from everyone's IN straight into the root's OUT, as
+ * ReduceScatter with the root's OUT for every block: all ranks compute at once (the root alone,
+ * reducing the whole buffer while the others waited, was one core of two at 2 ranks: 1 MiB at
+ * 0.56x Open MPI's busbw, docs/perf.md). The epilogue's DONE handshake (every rank fetched every
+ * rank) orders every slice's writes before the root's end and every read of an IN before its
+ * owner's end. In place the root's IN slice r is read only by rank r, which writes it last. */
 static void mesh_reduce(algo_b *b)
 {
-    uint32_t r = b->r, root = b->op->root;
-    algo_b_fetch_rooted(b);
+    uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r);
+    span sp = {off, off, algo_chunk_len(c, b->n, b->r), -1};
+    algo_b_fetch_all(b);
     algo_b_prologue(b);
-    span sp = {0, 0, b->op->count, -1};
-    if (r == root)
-        reduce_from_all(b, &sp);
+    if (sp.len)
+        reduce_from_all(b, &sp, b->op->root);
     algo_b_epilogue(b, 0);
 }
 
@@ -214,18 +226,41 @@ static void put_bcast_tail(algo_b *b, uint32_t s, uint32_t p)
  * (pushing everything left the root copying (n-1) buffers while the others waited; on the
  * emulator that was one core of two). No DATA signal: the epilogue's DONE handshake orders the
  * root's writes before each receiver's end and the receivers' reads before the root's. */
-static void mesh_broadcast(algo_b *b)
+static void fetch_root_both_ways(algo_b *b)
 {
     uint32_t r = b->r, root = b->op->root;
     algo_b_fetch_rooted(b);
     for (uint32_t q = 0; q < b->n; q++) /* ...and every receiver fetches the root it reads */
         if (q != r && (q == root || r == root))
             b->fetch[q] = b->fetched_by[q] = 1;
+}
+
+static void mesh_broadcast(algo_b *b)
+{
+    uint32_t r = b->r, root = b->op->root;
+    fetch_root_both_ways(b);
     algo_b_prologue(b);
     if (r == root)
         mesh_fanout(b, put_bcast_tail);
     else
         algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_OUT, root, 0), bcast_split(b));
+    algo_b_epilogue(b, 0);
+}
+
+/* Scatter on one server: every receiver copies its block straight out of the root's IN while the
+ * root copies its own, so all ranks copy at once (the root writing every block while the others
+ * waited was one core of two at 2 ranks: 1 MiB at 0.70x Open MPI's busbw, docs/perf.md). The
+ * epilogue orders the reads before the root's end, as Broadcast's. */
+static void mesh_scatter(algo_b *b)
+{
+    uint32_t r = b->r, root = b->op->root;
+    fetch_root_both_ways(b);
+    algo_b_prologue(b);
+    algo_ref out = algo_b_ref(b, ALGO_BUF_OUT, r, 0);
+    if (r != root)
+        algo_b_copy(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, root, algo_blk_off(b->op, r)), b->op->count);
+    else if (!b->op->in_place)
+        algo_b_copy(b, 0, out, algo_b_ref(b, ALGO_BUF_IN, r, algo_blk_off(b->op, r)), b->op->count);
     algo_b_epilogue(b, 0);
 }
 
@@ -242,8 +277,8 @@ static void put_scatter_block(algo_b *b, uint32_t s, uint32_t p)
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
-/* Scatter (the root writes each peer its block) and Broadcast across servers (the root writes its
- * buffer into every peer: a rank may read no other server's memory, so receivers cannot pull). */
+/* Scatter and Broadcast across servers: the root writes each peer its block or its buffer (a rank
+ * may read no other server's memory, so receivers cannot pull). */
 static void mesh_rooted_put(algo_b *b, mesh_peer_fn put)
 {
     uint32_t r = b->r, root = b->op->root;
@@ -285,7 +320,12 @@ int algo_mesh_build(algo_b *b)
         else
             mesh_rooted_put(b, put_whole);
         break;
-    case ALGO_COLL_SCATTER: mesh_rooted_put(b, put_scatter_block); break;
+    case ALGO_COLL_SCATTER:
+        if (algo_topo_one_server(b->topo, b->n))
+            mesh_scatter(b);
+        else
+            mesh_rooted_put(b, put_scatter_block);
+        break;
     case ALGO_COLL_ALLTOALL:
     case ALGO_COLL_ALLTOALLV:
     case ALGO_COLL_ALLTOALLVC:

@@ -49,8 +49,8 @@
  *     runtime says with op.oneway_run: a lone call stays full, as its end would cost a drain) do
  *     not end full: a Broadcast root writes its data once, into its own box of its own slot, and
  *     its receivers copy it out of there after they FETCH the root (the one read of a peer's
- *     inbox plans make: `oneway_pull`); a Scatter root writes each receiver's block into its box
- *     of that receiver's slot. The root signals PUB and is done; receivers FETCH it, copy out and
+ *     inbox plans make: `oneway_pull`), and so do a Scatter's whose n blocks fit the box; a larger
+ *     Scatter's root writes each receiver's block into its box of that receiver's slot. The root signals PUB and is done; receivers FETCH it, copy out and
  *     SIGNAL{root, ALGO_SLOT_CREDIT}. A run has one root. Its calls take S (the runtime's
  *     algo_oneway_slots) more slots in turn, and the root WAITs one credit per receiver before it
  *     writes, of which the runtime gave S at init: the k-th wait is met by the receiver's credit
@@ -137,7 +137,8 @@ static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
  * 4 and 8 ranks and tie at 2; from 8 KiB the slots' pages and cache footprint cost more than the
  * round trip they save (docs/perf.md, "One-way Broadcast"). One-way boxes are this size
  * (runtime: RT_OW_BOX_STRIDE), and the runtime maps every peer's one-way boxes in each process at
- * init (a Scatter root writes its receivers', a Broadcast's receivers read their root's). */
+ * init (a Scatter root writes its receivers', a Broadcast's receivers read their root's, and so
+ * do a small Scatter's). */
 #define ALGO_ONEWAY_MAX_BYTES 2048u
 /* ... and need a receiver. From 3 ranks when one-way calls came with 16 credits: at 2 the root
  * then waited for its receiver (docs/perf.md, "One-way Broadcast"); with 128 they gain there too

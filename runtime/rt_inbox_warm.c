@@ -12,7 +12,7 @@
 #include "runtime/rt_internal.h"
 
 /* The one-way slots of a peer's inbox, up to 528 pages: a Scatter root writes its receivers'
- * slots, a Broadcast's receivers read their root's. They are side by side (rt_inbox_slot): mapped
+ * slots, a Broadcast's receivers (and a small Scatter's) read their root's. They are side by side (rt_inbox_slot): mapped
  * in one call per peer (hal_ops.mem_prefault), then read once a page. */
 static void warm_oneway(rt_comm *c, uint32_t q, size_t page)
 {

@@ -259,8 +259,8 @@ void rt_oneway_destroy_check(rt_comm *c);
  * so a small message and its header travel as one line. The ALGO_EAGER_SLOTS eager slots hold
  * boxes of ALGO_EAGER_BOX bytes, RT_BOX_STRIDE apart, one per writer. The one-way slots after them
  * hold one box of ALGO_ONEWAY_MAX_BYTES each, RT_OW_BOX_STRIDE apart, which a one-way root writes:
- * a Broadcast root its own inbox's, which its receivers read there, a Scatter root every
- * receiver's (algos/plan.h, INBOX). A run of one-way calls has one root, and that root waits for
+ * a Broadcast root its own inbox's, which its receivers read there, a Scatter root its own too
+ * where the n blocks fit the box, else every receiver's (algos/plan.h, INBOX). A run of one-way calls has one root, and that root waits for
  * all its credits before any call of another root (rt_oneway.c), so two roots never have a
  * one-way slot of the same inbox in use at once. */
 #define RT_BOX_HDR 48u

@@ -518,7 +518,7 @@ static void mark_built(rt_launch_ctx *ctx, uint64_t evictions)
 }
 
 /* A one-way receiver's flag wait (hal_flag_wait): the header of its root's box in this call's slot,
- * where rt_eager_check_task reads it (a Broadcast's in the root's inbox, a Scatter's in this
+ * where rt_eager_check_task reads it (oneway_pull: in the root's inbox; a larger Scatter's in this
  * rank's), and this call's seq. */
 static void bind_flag_wait(rt_launch_ctx *ctx)
 {

@@ -339,3 +339,45 @@ Test(bench_tools, drift_sh_refuses_bad_arguments)
         free(r.out);
     }
 }
+
+static bool parse_coll(const char *name, coll_bench_args *a)
+{
+    char *argv[] = {"bench", "-c", (char *)name, NULL};
+    optind = 0;
+    if (setjmp(g_bad_arg))
+        return false;
+    coll_bench_parse(3, argv, false, bad_arg, a);
+    return true;
+}
+
+/* compare.sh -c reduce/scatter/sendrecv: the peers' benchmarks take the names and size them as
+ * the perf tools do (reduce_perf, scatter_perf, sendrecv_perf print, at 3 ranks: 8 B is 2
+ * elements; 256 B of scatter is 16 B blocks, 240 B, count 20), with nccl-tests' factors. */
+Test(bench_tools, peer_benchmarks_size_reduce_scatter_sendrecv)
+{
+    static const struct {
+        const char *name;
+        coll_kind k;
+        size_t bytes, count, send, recv;
+        double alg_bytes, bus;
+    } want[] = {
+        {"reduce", REDUCE, 8, 2, 2, 2, 8, 1.0},
+        {"scatter", SCATTER, 256, 20, 60, 20, 240, 2.0 / 3},
+        {"sendrecv", SENDRECV, 8, 2, 2, 2, 8, 1.0},
+        {"sendrecv", SENDRECV, 1u << 20, 1u << 18, 1u << 18, 1u << 18, 1u << 20, 1.0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        coll_bench_args a;
+        cr_assert(parse_coll(want[i].name, &a), "-c %s refused", want[i].name);
+        cr_expect_eq(a.coll, want[i].k, "-c %s", want[i].name);
+        size_t count, send, recv;
+        coll_bench_shape(want[i].k, want[i].bytes, 3, &count, &send, &recv);
+        cr_expect(count == want[i].count && send == want[i].send && recv == want[i].recv,
+                  "%s of %zu B at 3 ranks: count %zu send %zu recv %zu", want[i].name, want[i].bytes, count, send,
+                  recv);
+        cr_expect_eq(coll_bench_alg_bytes(want[i].k, 3, count), want[i].alg_bytes, "%s: algbw bytes",
+                     want[i].name);
+        cr_expect(fabs(coll_bench_bus_factor(want[i].k, 3) - want[i].bus) < 1e-12, "%s: bus factor",
+                  want[i].name);
+    }
+}

@@ -2,7 +2,8 @@
  * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES. Verified with the
  * root's credits given before the call, at 2..8 ranks, every root, counts 0/1/97/the most, in and
  * out of place; their shape (the root fetches nobody; a Broadcast root writes only its own box,
- * which its receivers read, a Scatter root every receiver's; receivers signal no PUB and write no
+ * which its receivers read, and so does a Scatter root whose blocks all fit it, else it writes
+ * every receiver's; receivers signal no PUB and write no
  * inbox); that nothing else goes one-way, nor a call that does not continue a run; and that the
  * verifier refuses a root that skips its credit waits or publishes after its first copy, and a
  * Broadcast receiver that reads the root's box before it fetched the root, or another box. */
@@ -71,12 +72,12 @@ static bool is_root_box(algo_ref ref, int32_t owner)
     return ref.buf == ALGO_BUF_INBOX && ref.owner == owner && ref.offset == (uint64_t)box * ALGO_EAGER_BOX;
 }
 
-/* Rank r's one-way plan of a 2-element fp32 `coll` at 4 ranks, root 1. */
-static algo_plan *compile_rank(algo_coll coll, uint32_t r)
+/* Rank r's one-way plan of a `count`-element fp32 `coll` at 4 ranks, root 1. */
+static algo_plan *compile_rank(algo_coll coll, uint32_t r, uint64_t count)
 {
     algo_topo topo = k_oneway;
     topo.nranks = 4;
-    algo_op op = {.coll = coll, .nranks = 4, .rank = r, .count = 2, .dtype = HAL_DT_FP32, .root = 1,
+    algo_op op = {.coll = coll, .nranks = 4, .rank = r, .count = count, .dtype = HAL_DT_FP32, .root = 1,
                   .oneway_run = true};
     cr_assert_eq(algo_select(&op, &topo, ALGO_AUTO), ALGO_EAGER);
     algo_plan *p = NULL;
@@ -87,7 +88,7 @@ static algo_plan *compile_rank(algo_coll coll, uint32_t r)
 Test(algo_oneway, shape)
 {
     for (uint32_t r = 0; r < 4; r++) {
-        algo_plan *p = compile_rank(ALGO_COLL_BROADCAST, r);
+        algo_plan *p = compile_rank(ALGO_COLL_BROADCAST, r, 2);
         cr_expect(p->oneway);
         cr_expect_eq(p->nstreams, 1u);
         const algo_step *copy = only_copy(p);
@@ -112,14 +113,39 @@ Test(algo_oneway, shape)
     }
 }
 
-/* A Scatter root writes each receiver's block into its box of that receiver's slot (all blocks in
- * its own box would make one-way Scatters n times smaller); receivers read their own inbox. */
-Test(algo_oneway, scatter_root_writes_receivers)
+/* A Scatter whose n blocks fit a one-way box: the root writes them all into its own box, once, and
+ * each receiver reads its block there. Larger: the root writes each receiver's block into its box
+ * of that receiver's slot (all blocks in its own box would make one-way Scatters n times smaller),
+ * and receivers read their own inbox. */
+Test(algo_oneway, scatter_root_writes_its_box_or_the_receivers)
 {
+    const uint64_t fits = ALGO_ONEWAY_MAX_BYTES / 4 / 4, too_big = fits + 1; /* fp32 blocks, 4 ranks */
     for (uint32_t r = 0; r < 4; r++) {
-        algo_plan *p = compile_rank(ALGO_COLL_SCATTER, r);
+        algo_plan *p = compile_rank(ALGO_COLL_SCATTER, r, fits);
+        cr_expect(p->oneway && p->oneway_pull, "rank %u: %llu elements a block pull", r, (unsigned long long)fits);
+        const algo_step *copy = only_copy(p);
+        cr_assert(copy || r == 1, "rank %u: one COPY", r);
+        if (r == 1) { /* out of place the root also copies its block into its OUT */
+            uint32_t own_box = 0;
+            for (uint32_t i = 0; i < p->streams[0].nsteps; i++) {
+                const algo_step *st = &p->streams[0].steps[i];
+                if (st->kind == ALGO_STEP_COPY && st->u.copy.dst.buf == ALGO_BUF_INBOX) {
+                    cr_expect(is_root_box(st->u.copy.dst, ALGO_SELF), "the root writes only its own box");
+                    cr_expect_eq(st->u.copy.bytes, fits * 4 * 4, "every block, once");
+                    own_box++;
+                }
+            }
+            cr_expect_eq(own_box, 1u);
+        } else {
+            algo_ref want = copy->u.copy.src;
+            want.offset -= (uint64_t)r * fits * 4; /* block r of the root's box */
+            cr_expect(is_root_box(want, 1), "rank %u reads its block of the root's box", r);
+            cr_expect_eq(copy->u.copy.bytes, fits * 4);
+        }
+        algo_plan_free(p);
+        p = compile_rank(ALGO_COLL_SCATTER, r, too_big);
         cr_expect(p->oneway);
-        cr_expect_not(p->oneway_pull);
+        cr_expect_not(p->oneway_pull, "rank %u: %llu elements a block push", r, (unsigned long long)too_big);
         uint32_t into_peers = 0, from_own = 0;
         for (uint32_t i = 0; i < p->streams[0].nsteps; i++) {
             const algo_step *st = &p->streams[0].steps[i];

@@ -12,20 +12,22 @@ perf_name() { # coll
     reducescatter) echo reduce_scatter ;;
     broadcast) echo broadcast ;;
     alltoall) echo alltoall ;;
+    reduce | scatter | sendrecv) echo "$1" ;;
     allgatherv) echo all_gatherv ;;
     reducescatterv) echo reduce_scatterv ;;
     alltoallv) echo alltoallv ;;
     alltoallvc) echo alltoallvc ;;
     *) echo "$BENCH_NAME: unknown collective '$1' (allreduce allgather reducescatter broadcast alltoall" \
-            "allgatherv reducescatterv alltoallv alltoallvc)" >&2
+            "reduce scatter sendrecv allgatherv reducescatterv alltoallv alltoallvc)" >&2
        return 2 ;;
     esac
 }
 
-# The smallest non-empty nccl-tests size: 8 B for allreduce and broadcast, 16 B per rank for the
-# others (nccl-tests rounds per-rank blocks down to 16 B, so 8 B would be an empty call).
+# The smallest non-empty nccl-tests size: 8 B for the calls of one whole buffer (allreduce,
+# broadcast, reduce, sendrecv), 16 B per rank for the others (nccl-tests rounds per-rank blocks
+# down to 16 B, so 8 B would be an empty call).
 small_size() { # coll n
-    case $1 in allreduce | broadcast) echo 8 ;; *) echo $((16 * $2)) ;; esac
+    case $1 in allreduce | broadcast | reduce | sendrecv) echo 8 ;; *) echo $((16 * $2)) ;; esac
 }
 
 # Builds the targets (hcclrun, perf tools, memcpy_bw) missing from $BUILD; exits 2 if it cannot.

@@ -50,9 +50,11 @@
 # -I: the same at 64 KiB (default 1000; OSU uses 100 above 8 KiB). 100 calls of 20-500 us are 2-50
 #     ms, again the length of the VM's stalls and of the ranks' start one after another: both
 #     libraries' launches spread up to 1.7x with 100, 1.1-1.4x with 1000 (docs/perf.md).
-# -c: the collectives (default: the issue's five); also allgatherv, reducescatterv, alltoallv and
-#     alltoallvc, timed with equal blocks (OpenHCCL's V perf tools; the MPIs' MPI_Allgatherv,
-#     MPI_Reduce_scatter and MPI_Alltoallv; Gloo only does the plain five).
+# -c: the collectives (default: the issue's five); also reduce, scatter and sendrecv (nccl-tests'
+#     ring: each rank sends to the next and receives from the one before; MPI_Reduce, MPI_Scatter,
+#     MPI_Sendrecv; Gloo's reduce, scatter and unbound-buffer send/recv), and allgatherv,
+#     reducescatterv, alltoallv and alltoallvc, timed with equal blocks (OpenHCCL's V perf tools;
+#     the MPIs' MPI_Allgatherv, MPI_Reduce_scatter and MPI_Alltoallv; Gloo has no V forms here).
 # Run time: about 11 minutes for the defaults on a 2-core machine (docs/perf.md).
 set -u
 

@@ -83,8 +83,8 @@ peer_runs_at() { # peer n
     [[ $1 != mpich ]] || (($2 <= MPICH_MAX_N))
 }
 
-# Gloo's benchmark has the plain collectives only; the MPIs time the V forms too (AlltoAllVC as
-# MPI_Alltoallv: MPI has no such call).
+# Gloo's benchmark has no V forms; the MPIs time them too (AlltoAllVC as MPI_Alltoallv: MPI has no
+# such call).
 peer_does() { # peer coll
     [[ $1 != gloo ]] || [[ $2 != *v && $2 != *vc ]]
 }

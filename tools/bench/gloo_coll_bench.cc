@@ -4,7 +4,9 @@
  * (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer). Gloo's algorithms:
  * allreduce ring (gloo::allreduce, the default), allgather ring, broadcast binomial tree,
  * alltoall direct (N-1 sends and receives), reducescatter recursive halving
- * (gloo::ReduceScatterHalvingDoubling, the only reduce-scatter this Gloo has). TCP transport on
+ * (gloo::ReduceScatterHalvingDoubling, the only reduce-scatter this Gloo has), reduce
+ * (gloo::reduce), scatter (gloo::scatter: the root sends every block), sendrecv (nccl-tests' ring:
+ * a send to the next rank and a receive from the one before, through unbound buffers). TCP transport on
  * the loopback interface, rendezvous through a gloo::rendezvous::FileStore. Not part of the CMake
  * build (Gloo is optional); Debian 12: apt-get install libgloo-dev, then from the repository root
  *
@@ -14,7 +16,8 @@
  * Each rank reads GLOO_RANK, GLOO_SIZE and GLOO_STORE_DIR (an empty directory, shared by all
  * ranks) from the environment; tools/bench/gloo_run.sh sets them and starts the ranks:
  *
- *   tools/bench/gloo_run.sh -n N gloo_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall
+ *   tools/bench/gloo_run.sh -n N gloo_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall|
+ *                                                  reduce|scatter|sendrecv
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4] [-v]
  *
  * -a 3 (default): the slowest rank's loop; -a 4: the span from the first rank's start to the last
@@ -32,9 +35,11 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
+#include <gloo/reduce.h>
 #include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <climits>
@@ -202,6 +207,48 @@ static void bind_alltoall(bench_point *p)
     p->run = [o] { gloo::alltoall(*o); };
 }
 
+static void bind_reduce(bench_point *p)
+{
+    auto o = std::make_shared<gloo::ReduceOptions>(g_ctx);
+    o->setInput(p->send.data(), p->count);
+    o->setOutput(p->recv.data(), p->count);
+    o->setRoot(0);
+    o->setReduceFunction(static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<float>));
+    p->run = [o] { gloo::reduce(*o); };
+}
+
+/* Only the root has inputs: its N blocks, back to back in send. */
+static void bind_scatter(bench_point *p)
+{
+    auto o = std::make_shared<gloo::ScatterOptions>(g_ctx);
+    if (g_rank == 0) {
+        std::vector<float *> blocks;
+        for (int j = 0; j < g_n; j++)
+            blocks.push_back(p->send.data() + (size_t)j * p->count);
+        o->setInputs(blocks, p->count);
+    }
+    o->setOutput(p->recv.data(), p->count);
+    o->setRoot(0);
+    p->run = [o] { gloo::scatter(*o); };
+}
+
+/* The receive is posted before the send, as MPI_Sendrecv may: no rank's send waits on a receive
+ * that its peer posts only after its own send. */
+static void bind_sendrecv(bench_point *p)
+{
+    size_t bytes = p->count * sizeof(float);
+    std::shared_ptr<gloo::transport::UnboundBuffer> out = g_ctx->createUnboundBuffer(p->send.data(), bytes);
+    std::shared_ptr<gloo::transport::UnboundBuffer> in = g_ctx->createUnboundBuffer(p->recv.data(), bytes);
+    int next = (g_rank + 1) % g_n, prev = (g_rank + g_n - 1) % g_n;
+    uint64_t slot = (uint64_t)g_ctx->nextSlot();
+    p->run = [out, in, next, prev, slot] {
+        in->recv(prev, slot);
+        out->send(next, slot);
+        out->waitSend();
+        in->waitRecv();
+    };
+}
+
 /* Zeros: sums stay exact (unless -v fills them). */
 static void make_point(coll_kind k, size_t bytes, bench_point *p)
 {
@@ -214,7 +261,8 @@ static void make_point(coll_kind k, size_t bytes, bench_point *p)
         die("allocating the buffers", (std::to_string(bytes) + " bytes: out of memory").c_str());
     }
     static void (*const bind[NCOLL])(bench_point *) = {bind_allreduce, bind_allgather, bind_reducescatter,
-                                                        bind_broadcast, bind_alltoall};
+                                                        bind_broadcast, bind_alltoall, bind_reduce,
+                                                        bind_scatter,   bind_sendrecv};
     checked("setting up the collective", [&] { bind[k](p); });
 }
 
@@ -261,6 +309,9 @@ static float expected(coll_kind k, size_t blk, size_t i)
     case REDUCESCATTER: return sum_over_ranks((size_t)g_rank * blk + i);
     case BROADCAST: return value(0, i);
     case ALLTOALL: return value((int)(i / blk), (size_t)g_rank * blk + i % blk);
+    case REDUCE: return sum_over_ranks(i);
+    case SCATTER: return value(0, (size_t)g_rank * blk + i);
+    case SENDRECV: return value((g_rank + g_n - 1) % g_n, i);
     default: return 0;
     }
 }
@@ -269,7 +320,9 @@ static float expected(coll_kind k, size_t blk, size_t i)
 static void verify(coll_kind k, const bench_point *p)
 {
     size_t wrong = 0;
-    for (size_t i = 0; i < p->recv_elems; i++) {
+    /* gloo::reduce leaves partial sums in the other ranks' outputs: only the root's is a result. */
+    size_t outputs = k == REDUCE && g_rank != 0 ? 0 : p->recv_elems;
+    for (size_t i = 0; i < outputs; i++) {
         float want = expected(k, p->count, i);
         if (p->recv[i] != want && wrong++ == 0)
             fprintf(stderr, "gloo_coll_bench: rank %d: %s count %zu: wrong result: element %zu is %g, expected %g\n",
@@ -317,7 +370,8 @@ int main(int argc, char **argv)
     coll_bench_args a;
     coll_bench_parse(argc, argv, true, fail, &a);
     if (coll_bench_plain(a.coll) != a.coll) /* compare.sh runs Gloo only for the plain forms */
-        fail("-c (Gloo: allreduce, allgather, reducescatter, broadcast, alltoall)", coll_names[a.coll]);
+        fail("-c (Gloo: allreduce, allgather, reducescatter, broadcast, alltoall, reduce, scatter, sendrecv)",
+             coll_names[a.coll]);
     /* ReduceScatterHalvingDoubling counts elements and bytes in an int. */
     if (a.coll == REDUCESCATTER && a.maxb > (size_t)INT_MAX)
         fail("-e (reducescatter: at most 2 GiB - 1)", "");

@@ -1,14 +1,15 @@
 /* mpi_coll_bench: the MPI side of tools/bench/compare.sh. Times one MPI collective the way the
  * perf tools and nccl-tests do: after a barrier, `iters` back-to-back calls, host clock, the
  * slowest rank; sizes, per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as
- * nccl-tests (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer). The V
+ * nccl-tests (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer); sendrecv
+ * is nccl-tests' ring, one MPI_Sendrecv to the next rank and from the one before. The V
  * forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv (also for alltoallvc,
  * which MPI does not have: the same call with the counts every rank could derive).
  * Built by compare.sh (compare_peers.sh) with mpicc.openmpi and mpicc.mpich; not part of the CMake
  * build (MPI is optional).
  *
- *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall|allgatherv|
- *                               reducescatterv|alltoallv|alltoallvc
+ *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall|reduce|scatter|
+ *                               sendrecv|allgatherv|reducescatterv|alltoallv|alltoallvc
  *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4]
  *
  * -a 3 (default): the slowest rank's loop; -a 4: the span from the first rank's start to the last
@@ -65,6 +66,12 @@ static void call(coll_kind k, const bench_point *p)
         break;
     case BROADCAST: rc = MPI_Bcast(p->recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
     case ALLTOALL: rc = MPI_Alltoall(p->send, c, MPI_FLOAT, p->recv, c, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case REDUCE: rc = MPI_Reduce(p->send, p->recv, c, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;
+    case SCATTER: rc = MPI_Scatter(p->send, c, MPI_FLOAT, p->recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+    case SENDRECV:
+        rc = MPI_Sendrecv(p->send, c, MPI_FLOAT, (g_rank + 1) % g_n, 0, p->recv, c, MPI_FLOAT, (g_rank + g_n - 1) % g_n,
+                          0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        break;
     case ALLGATHERV:
         rc = MPI_Allgatherv(p->send, c, MPI_FLOAT, p->recv, p->counts, p->displs, MPI_FLOAT, MPI_COMM_WORLD);
         break;

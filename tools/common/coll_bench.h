@@ -14,12 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The V forms are timed with equal blocks: the sizes, factors and rows of their plain forms. */
+/* The V forms are timed with equal blocks: the sizes, factors and rows of their plain forms.
+ * sendrecv is nccl-tests' ring: each rank sends to the next and receives from the one before. */
 typedef enum {
-    ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL,
+    ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, ALLTOALL, REDUCE, SCATTER, SENDRECV,
     ALLGATHERV, REDUCESCATTERV, ALLTOALLV, ALLTOALLVC, NCOLL
 } coll_kind;
-static const char *const coll_names[NCOLL] = {"allreduce",  "allgather",      "reducescatter", "broadcast", "alltoall",
+static const char *const coll_names[NCOLL] = {"allreduce",  "allgather",      "reducescatter", "broadcast",
+                                              "alltoall",   "reduce",         "scatter",       "sendrecv",
                                               "allgatherv", "reducescatterv", "alltoallv",     "alltoallvc"};
 
 static inline coll_kind coll_bench_plain(coll_kind k)
@@ -69,8 +71,8 @@ static inline coll_kind coll_bench_kind(const char *s, coll_bench_fail_fn fail)
     for (int k = 0; k < NCOLL; k++)
         if (!strcmp(s, coll_names[k]))
             return (coll_kind)k;
-    fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall, allgatherv, reducescatterv, alltoallv, "
-         "alltoallvc)", s);
+    fail("-c (allreduce, allgather, reducescatter, broadcast, alltoall, reduce, scatter, sendrecv, allgatherv, "
+         "reducescatterv, alltoallv, alltoallvc)", s);
     return NCOLL;
 }
 
@@ -120,7 +122,7 @@ static inline void coll_bench_shape(coll_kind k, size_t bytes, int n, size_t *co
     k = coll_bench_plain(k);
     if (k == ALLGATHER)
         *count = *send = blk, *recv = blk * nn;
-    else if (k == REDUCESCATTER)
+    else if (k == REDUCESCATTER || k == SCATTER)
         *count = *recv = blk, *send = blk * nn;
     else if (k == ALLTOALL)
         *count = blk, *send = *recv = blk * nn;
@@ -132,6 +134,7 @@ static inline double coll_bench_bus_factor(coll_kind k, int n)
     case ALLREDUCE: return 2.0 * (n - 1) / n;
     case ALLGATHER:
     case REDUCESCATTER:
+    case SCATTER:
     case ALLTOALL: return (double)(n - 1) / n;
     default: return 1.0;
     }
@@ -153,11 +156,20 @@ static inline double coll_bench_now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
+/* The bytes algbw counts (nccl-tests): the count's for the calls of one whole-size buffer (AllReduce,
+ * Broadcast, Reduce, the ring of SendRecv), N blocks' for the others. */
+static inline double coll_bench_alg_bytes(coll_kind k, int n, size_t count)
+{
+    k = coll_bench_plain(k);
+    bool whole = k == ALLREDUCE || k == BROADCAST || k == REDUCE || k == SENDRECV;
+    return (double)(whole ? count : count * (size_t)n) * 4.0;
+}
+
 /* One row: "size count time_us algbw busbw" (size: the larger buffer, as nccl-tests prints it). */
 static inline void coll_bench_print_row(coll_kind k, int n, size_t count, size_t send, size_t recv, double us)
 {
     size_t big = send > recv ? send : recv;
-    double alg_bytes = (double)(k == ALLREDUCE || k == BROADCAST ? count : count * (size_t)n) * 4.0;
+    double alg_bytes = coll_bench_alg_bytes(k, n, count);
     double algbw = alg_bytes / 1e9 / (us * 1e-6);
     printf("%12zu %12zu %10.2f %8.2f %8.2f\n", big * sizeof(float), count, us, algbw,
            algbw * coll_bench_bus_factor(k, n));
