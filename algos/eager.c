@@ -6,7 +6,8 @@
  * published for data to move. Every rank fetches every rank, rooted ops included: that makes
  * every eager plan end full (plan.h), which is what lets the next eager call reuse the inbox
  * without a credit. Broadcast and Scatter go one-way instead where the runtime allows it
- * (oneway_build below): their root waits for nobody's data and takes credits. Reductions fold in
+ * (oneway_build below): their root waits for nobody's data and takes credits; and so does a small
+ * Reduce the other way round (oneway_gather_build): its other ranks write and take credits. Reductions fold in
  * rank order, ((x0 op x1) op x2) ..., so every rank's result is bit-identical, whatever the redop
  * and dtype (and deterministic mode holds for free).
  * AllGatherV, ReduceScatterV and AlltoAllVC go eager too when every block of the call fits (the
@@ -256,8 +257,43 @@ static void take_from_root(algo_b *b)
  * gives the credit back; it signals no PUB and writes no one's inbox. */
 static bool oneway_able(const algo_b *b)
 {
-    return b->topo && b->topo->oneway && b->n >= ALGO_ONEWAY_MIN_RANKS && algo_coll_rooted_put(b->op->coll) &&
-           algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
+    if (!b->topo || !b->topo->oneway || b->n < ALGO_ONEWAY_MIN_RANKS)
+        return false;
+    if (b->op->coll == ALGO_COLL_REDUCE)
+        return algo_eager_bytes(b->op) <= algo_oneway_gather_bytes(b->n);
+    return algo_coll_rooted_put(b->op->coll) && algo_eager_bytes(b->op) <= ALGO_ONEWAY_MAX_BYTES;
+}
+
+/* One-way Reduce (plan.h, INBOX): a writer takes a credit from the root, PUBLISHes (its header goes
+ * with its data), writes its IN into its box of the root's gather slot and signals PUB: it waits
+ * for nobody's data, as an MPI eager send. The root publishes its own record (its view, for the
+ * checks only a writer could make: runtime/rt_oneway.c), FETCHes every writer (its header is the
+ * signal), folds in rank order as the full exchange does (bit-identical results), and gives every
+ * writer its credit back. */
+static void oneway_gather_build(algo_b *b)
+{
+    const algo_op *op = b->op;
+    uint32_t n = b->n, r = b->r, root = op->root;
+    algo_step pub = {.kind = ALGO_STEP_PUBLISH};
+    b->p->oneway_gather = true;
+    if (r != root) {
+        algo_b_wait(b, 0, root, ALGO_SLOT_CREDIT);
+        algo_b_push(b, 0, pub);
+        algo_b_copy(b, 0, box_ref(b, root, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), op->count);
+        algo_b_signal(b, 0, root, ALGO_SLOT_PUB);
+        return;
+    }
+    algo_b_push(b, 0, pub);
+    if (parks_own(b)) /* in place: my operand into my own box before the fold overwrites it */
+        algo_b_copy(b, 0, box_ref(b, r, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0), op->count);
+    for (uint32_t k = 1; k < n; k++) {
+        algo_step st = {.kind = ALGO_STEP_FETCH};
+        st.u.fetch.peer = (r + n - k) % n;
+        algo_b_push(b, 0, st);
+    }
+    fold(b, algo_b_ref(b, ALGO_BUF_OUT, r, 0), algo_b_ref(b, ALGO_BUF_IN, r, 0));
+    for (uint32_t k = 1; k < n; k++)
+        algo_b_signal(b, 0, (r + k) % n, ALGO_SLOT_CREDIT);
 }
 
 /* Receivers read the root's own box where it holds what they all need: Broadcast's one buffer, or
@@ -277,8 +313,12 @@ static void oneway_build(algo_b *b)
     uint64_t box_elems = pull && scatter ? op->count * n : op->count; /* what a box holds */
     b->p->inbox_bytes = box_elems * b->esz;
     b->p->oneway = true;
-    b->p->oneway_pull = pull;
     b->p->nslots = ALGO_SLOT_CREDIT + 1;
+    if (op->coll == ALGO_COLL_REDUCE) {
+        oneway_gather_build(b);
+        return;
+    }
+    b->p->oneway_pull = pull;
     algo_step pub = {.kind = ALGO_STEP_PUBLISH};
     if (r != root) {
         algo_b_push(b, 0, pub);

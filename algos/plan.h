@@ -58,6 +58,12 @@
  *     root's box after the root's plan ended, which the credits, not the plan end, make safe. The
  *     verifier gives each receiver's credit queue one signal before the call and requires one
  *     left after it.
+ *   . A one-way Reduce (a gather: `oneway_gather`) turns the roles round: every other rank takes a
+ *     credit from the root, writes its IN into its own box (box index = its rank) of the root's
+ *     gather slot (the runtime's S gather slots, apart from the one-way slots: a Broadcast's data
+ *     there never reads as a writer's header), signals PUB and is done; the root FETCHes every
+ *     writer, folds and gives each its credit back. A run has one root and one direction: a
+ *     Reduce after a Broadcast of the same root starts a new run (runtime/rt_oneway.c).
  */
 #ifndef ALGOS_PLAN_H
 #define ALGOS_PLAN_H
@@ -144,6 +150,14 @@ static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
  * then waited for its receiver (docs/perf.md, "One-way Broadcast"); with 128 they gain there too
  * (8 B, loops of 1000: 0.91 -> 0.59 us; "One-way at two ranks"). */
 #define ALGO_ONEWAY_MIN_RANKS 2u
+/* A one-way Reduce's writers share the root's gather box, ALGO_ONEWAY_MAX_BYTES of it: each owns
+ * a part of whole cache lines, its header in the first (runtime: rt_gather_stride), so at most
+ * this many bytes of IN go one-way (960 B at 2 ranks, 192 at 8, 64 at 16). */
+static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
+{
+    uint64_t part = (ALGO_ONEWAY_MAX_BYTES / (n ? n : 1)) & ~(uint64_t)63;
+    return part > 64 ? part - 64 : 0;
+}
 /* Up to this many ranks on one server the selector takes mesh (and eager for small calls), beyond
  * it ring and pairwise; eager plans run only where every other plan is mesh (algo_select). 16: the
  * most devices one server has (HCCL_EMU_DEVICES' limit; 16 NPUs of an A3 server). At 9 and 16
@@ -332,6 +346,8 @@ typedef struct algo_plan {
     bool oneway_pull;        /* ... whose receivers read the root's own box (Broadcast: the same
                               * bytes for all); else the root writes every receiver's (Scatter) */
     bool oneway_able;        /* goes one-way when op.oneway_run says the call is in a run */
+    bool oneway_gather;      /* a one-way Reduce: every other rank writes its box of the root's
+                              * gather slot and goes on; the root reads them (INBOX above) */
     uint64_t v_small_bytes;  /* the block size that splits ALGO_WHEN_SMALL from _LARGE steps (0: none) */
 } algo_plan;
 
@@ -365,6 +381,12 @@ const char *algo_coll_name(algo_coll coll); /* HCCL API name, e.g. "HcclAllReduc
 static inline bool algo_coll_rooted_put(algo_coll coll)
 {
     return coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_SCATTER;
+}
+/* Collectives that may go one-way: the rooted puts, and Reduce, whose non-roots write and go on
+ * (a one-way gather, INBOX above). */
+static inline bool algo_coll_oneway(algo_coll coll)
+{
+    return algo_coll_rooted_put(coll) || coll == ALGO_COLL_REDUCE;
 }
 
 /* Element counts of the IN and OUT buffers this rank's plan touches (for launch-time checks). */

@@ -177,21 +177,28 @@ static int do_signal(vsim *s, vthr *th, const algo_step *st)
     return 1;
 }
 
-int vexec_preload_credits(vsim *s)
+/* A one-way writer's credits, given before the call: a root's from every receiver, a gather
+ * writer's from the root (plan.h, INBOX). */
+static int preload_credit(vsim *s, uint32_t from, uint32_t to)
 {
     vsig none = {.snap = VSNAP_NONE};
+    vqueue *cq = queue(s, from, to, ALGO_SLOT_CREDIT);
+    if (q_push(cq, none))
+        return HAL_E_NOMEM;
+    cq->preload++;
+    return 0;
+}
+
+int vexec_preload_credits(vsim *s)
+{
     for (uint32_t r = 0; r < s->n; r++) {
-        uint32_t root = s->plans[r]->op.root;
-        if (!s->plans[r]->oneway || r != root)
+        const algo_plan *p = s->plans[r];
+        uint32_t root = p->op.root;
+        if (!p->oneway || (p->oneway_gather ? r == root : r != root))
             continue;
-        for (uint32_t q = 0; q < s->n; q++) {
-            vqueue *cq = queue(s, q, root, ALGO_SLOT_CREDIT);
-            if (q == root)
-                continue;
-            if (q_push(cq, none))
+        for (uint32_t q = 0; q < s->n; q++)
+            if (q != r && (!p->oneway_gather || q == root) && preload_credit(s, q, r))
                 return HAL_E_NOMEM;
-            cq->preload++;
-        }
     }
     return 0;
 }

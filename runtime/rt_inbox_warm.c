@@ -12,16 +12,21 @@
 #include "runtime/rt_internal.h"
 
 /* The one-way slots of a peer's inbox, up to 528 pages: a Scatter root writes its receivers'
- * slots, a Broadcast's receivers (and a small Scatter's) read their root's. They are side by side (rt_inbox_slot): mapped
- * in one call per peer (hal_ops.mem_prefault), then read once a page. */
-static void warm_oneway(rt_comm *c, uint32_t q, size_t page)
+ * slots, a Broadcast's receivers (and a small Scatter's) read their root's. They are side by side
+ * (rt_inbox_slot): mapped in one call per peer (hal_ops.mem_prefault), then read once a page. */
+static void warm_slots(rt_comm *c, uint32_t q, uint32_t first, size_t page)
 {
-    size_t bytes = c->ow_slots * RT_OW_BOX_STRIDE;
-    volatile const char *slots = rt_inbox_slot(c, c->peers[q].inbox, ALGO_EAGER_SLOTS);
-    if (c->hal->mem_prefault)
-        (void)c->hal->mem_prefault((void *)slots, bytes);
-    for (size_t off = 0; off < bytes; off += page)
-        (void)slots[off];
+    const char *slots = rt_inbox_slot(c, c->peers[q].inbox, first);
+    rt_warm_range(c, slots, slots + (size_t)c->ow_slots * RT_OW_BOX_STRIDE, page);
+}
+
+/* The gather slots are as many: only where a Reduce's writer is about to write them. */
+void rt_gather_warm(rt_comm *c, uint32_t root)
+{
+    if (root == c->rank || root >= 32 || (c->gather_warm & (1u << root)) || c->peers[root].remote)
+        return;
+    c->gather_warm |= 1u << root;
+    warm_slots(c, root, ALGO_EAGER_SLOTS + c->ow_slots, (size_t)sysconf(_SC_PAGESIZE));
 }
 
 /* One eager box as far as a call of the default crossover where ranks share CPUs fills it: its
@@ -60,5 +65,5 @@ void rt_inbox_warm(rt_comm *c)
         warm_eager(c, page);
     for (uint32_t q = 0; c->oneway && q < c->nranks; q++)
         if (q != c->rank && !c->peers[q].remote)
-            warm_oneway(c, q, page);
+            warm_slots(c, q, ALGO_EAGER_SLOTS, page);
 }

@@ -153,12 +153,15 @@ typedef struct rt_comm {
     bool last_eager;          /* op #seq's plan is eager: peers may still read its record after it ends */
     bool vring_warm;          /* rt_vring_warm ran (the first V-op) */
     bool p2p_warm;            /* rt_p2p_warm ran (the first p2p launch through the boxes) */
+    uint32_t gather_warm;     /* peers whose gather slots rt_gather_warm mapped (bit q; at most
+                                 ALGO_MESH_MAX_RANKS ranks run one-way calls) */
     bool oneway;              /* eager Broadcast/Scatter go one-way (HCCL_EAGER_ONEWAY, header mode): the
                                  roots' credits were given at init (rt_notify.c) */
     uint32_t able_run;        /* calls up to op #seq of one root that could go one-way, back to back
                                  (saturates) */
     uint32_t able_last_run;   /* ... in the run before: a run expected (rt_oneway_expect_run) */
     uint32_t able_root;       /* the root of that run */
+    bool able_gather;         /* ... and its direction: Reduces (one-way gathers) or Broadcasts/Scatters */
     uint64_t full_calls;      /* calls issued that end full: they take the eager slots in turn */
     uint64_t oneway_calls;    /* one-way calls issued: they take the one-way slots in turn */
     uint32_t oneway_run;      /* one-way calls this rank rooted since its last drain (rt_oneway.c) */
@@ -241,6 +244,9 @@ void rt_ctrl_wait_fetched(rt_comm *c);
  * (every box of its own eager slots, its box of each eager slot of every local peer's, the peers'
  * one-way slots), so a loop's first calls take no page faults. */
 void rt_inbox_warm(rt_comm *c);
+/* A writer's first one-way Reduce to `root` (c->lock held): the same for root's gather slots. At
+ * init they made an 8-rank init and teardown 10% slower, 16 ranks' 18% (rt_inbox_warm.c). */
+void rt_gather_warm(rt_comm *c, uint32_t root);
 /* The first V-op (c->lock held): maps this process's view of its own and its local peers'
  * publication and V-table rings (rt_vring_warm.c). */
 void rt_vring_warm(rt_comm *c);
@@ -262,36 +268,59 @@ void rt_oneway_destroy_check(rt_comm *c);
  * a Broadcast root its own inbox's, which its receivers read there, a Scatter root its own too
  * where the n blocks fit the box, else every receiver's (algos/plan.h, INBOX). A run of one-way calls has one root, and that root waits for
  * all its credits before any call of another root (rt_oneway.c), so two roots never have a
- * one-way slot of the same inbox in use at once. */
+ * one-way slot of the same inbox in use at once. The gather slots after them (one-way Reduce) are
+ * as large, and every writer owns rt_gather_stride bytes of each: its header, then its bytes. They
+ * are apart from the one-way slots so that no header a writer waits for can be a Broadcast's
+ * data. */
 #define RT_BOX_HDR 48u
 #define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
 #define RT_OW_BOX_STRIDE ((uint64_t)ALGO_ONEWAY_MAX_BYTES + 64u)
 _Static_assert(sizeof(rt_sig) <= RT_BOX_HDR, "an eager box header holds one rt_sig");
 _Static_assert(RT_BOX_HDR + ALGO_ONEWAY_MAX_BYTES <= RT_OW_BOX_STRIDE, "a one-way box holds its bytes");
-/* The eager slots, then the one-way slots (algos/plan.h, INBOX). */
+/* The eager slots, then the one-way slots, then as many gather slots (algos/plan.h, INBOX). */
 static inline uint32_t rt_inbox_slots(const rt_comm *c)
 {
-    return ALGO_EAGER_SLOTS + c->ow_slots;
+    return ALGO_EAGER_SLOTS + 2 * c->ow_slots;
 }
 static inline bool rt_slot_oneway(uint32_t slot)
 {
     return slot >= ALGO_EAGER_SLOTS;
 }
-/* From one writer's box to the next within a slot: one-way slots have one box, every writer's. */
-static inline uint64_t rt_writer_stride(bool oneway)
+static inline bool rt_slot_gather(const rt_comm *c, uint32_t slot)
 {
-    return oneway ? 0 : RT_BOX_STRIDE;
+    return slot >= ALGO_EAGER_SLOTS + c->ow_slots;
 }
-/* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot of
- * its kind (a one-way plan binds one-way slots only). */
-static inline uint64_t rt_box_offset(uint64_t algo_offset, bool oneway)
+/* A gather writer's part of a slot: whole lines, the first holding its header (algos/plan.h,
+ * algo_oneway_gather_bytes: the bytes after that line). */
+static inline uint64_t rt_gather_stride(uint32_t nranks)
 {
-    return algo_offset / ALGO_EAGER_BOX * rt_writer_stride(oneway) + RT_BOX_HDR + algo_offset % ALGO_EAGER_BOX;
+    return (ALGO_ONEWAY_MAX_BYTES / (nranks ? nranks : 1)) & ~(uint64_t)63;
 }
-/* The header of box `writer` in an inbox slot (rt_inbox_slot) of the given kind. */
-static inline rt_sig *rt_box_hdr(void *slot, uint32_t writer, bool oneway)
+_Static_assert(RT_BOX_HDR <= 64, "a gather writer's header fits the first line of its part");
+/* From one writer's box to the next within slot `slot`: one-way slots have one box, every writer's. */
+static inline uint64_t rt_slot_stride(const rt_comm *c, uint32_t slot)
 {
-    return (rt_sig *)(void *)((char *)slot + writer * rt_writer_stride(oneway));
+    if (!rt_slot_oneway(slot))
+        return RT_BOX_STRIDE;
+    return rt_slot_gather(c, slot) ? rt_gather_stride(c->nranks) : 0;
+}
+/* ... in the slots a plan binds (a one-way plan binds one-way or gather slots only). */
+static inline uint64_t rt_plan_stride(const rt_comm *c, const algo_plan *plan)
+{
+    if (!plan->oneway)
+        return RT_BOX_STRIDE;
+    return plan->oneway_gather ? rt_gather_stride(c->nranks) : 0;
+}
+/* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot whose
+ * writers are `stride` apart. */
+static inline uint64_t rt_box_offset(uint64_t algo_offset, uint64_t stride)
+{
+    return algo_offset / ALGO_EAGER_BOX * stride + RT_BOX_HDR + algo_offset % ALGO_EAGER_BOX;
+}
+/* The header of box `writer` in an inbox slot (rt_inbox_slot) whose writers are `stride` apart. */
+static inline rt_sig *rt_box_hdr(void *slot, uint32_t writer, uint64_t stride)
+{
+    return (rt_sig *)(void *)((char *)slot + writer * stride);
 }
 static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
 {
@@ -344,7 +373,7 @@ static inline uint64_t rt_inbox_p2p_bytes(const rt_comm *c)
 /* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return rt_inbox_eager_bytes(c) + (uint64_t)c->ow_slots * RT_OW_BOX_STRIDE + rt_inbox_p2p_bytes(c);
+    return rt_inbox_eager_bytes(c) + 2 * (uint64_t)c->ow_slots * RT_OW_BOX_STRIDE + rt_inbox_p2p_bytes(c);
 }
 /* writer's `read` line in an inbox, ours or a peer's. */
 static inline _Atomic uint64_t *rt_p2p_read(const rt_comm *c, void *inbox, uint32_t writer)
@@ -381,7 +410,7 @@ static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
 /* The header of writer's box in slot `slot` of an inbox. */
 static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot, uint32_t writer)
 {
-    return rt_box_hdr(rt_inbox_slot(c, inbox, slot), writer, rt_slot_oneway(slot));
+    return rt_box_hdr(rt_inbox_slot(c, inbox, slot), writer, rt_slot_stride(c, slot));
 }
 /* Ranks drift apart by at most the one-way slots (algos/plan.h, INBOX: a run's receivers are at most
  * that many calls behind its one root) and the two calls an eager call may run ahead: records and

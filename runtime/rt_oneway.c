@@ -3,7 +3,11 @@
  * An eager Broadcast or Scatter in a run of such calls goes one-way: the root writes its data (a
  * Broadcast root into its own inbox's slot, a Scatter root into its receivers'), signals them and
  * goes on; it takes one credit per receiver before writing (c->ow_slots of them were given at
- * init, rt_notify.c), and a receiver gives it back once it copied its data out.
+ * init, rt_notify.c), and a receiver gives it back once it copied its data out. A small Reduce
+ * goes one-way the other way round (a gather): every other rank is a writer, writes its IN into
+ * its box of the root's gather slot, signals and goes on, taking one credit from the root, which
+ * reads every writer's box and gives each its credit back. Below, "root" is the writer of a
+ * Broadcast or Scatter, "writer" either kind (rt_oneway_writer).
  * Bookkeeping here:
  * - runs: which calls go one-way (rt_oneway_expect_run);
  * - slots: calls that end full take the eager slots in turn, a root's one-way calls its
@@ -34,15 +38,11 @@
 
 uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
 {
-    if (plan->oneway)
-        return ALGO_EAGER_SLOTS + (uint32_t)(c->oneway_calls % c->ow_slots);
+    if (plan->oneway) /* a gather's in the gather slots, after the one-way ones */
+        return ALGO_EAGER_SLOTS + (plan->oneway_gather ? c->ow_slots : 0) + (uint32_t)(c->oneway_calls % c->ow_slots);
     return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
 }
 
-static bool is_root(const rt_comm *c, const algo_plan *plan)
-{
-    return plan->oneway && plan->op.root == c->rank;
-}
 
 void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
 {
@@ -52,7 +52,9 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
     ctx->ndrain = 0;
     /* Calls so far the same on every rank: a peer's call goes one-way only as a run allows. */
     ctx->peer_oneway = c->oneway && !c->net && (c->able_run > 0 || c->able_last_run > 1);
-    if (is_root(c, plan)) { /* past the credits given at init: those of run position run - S */
+    if (rt_oneway_writer(c, plan)) { /* past the credits given at init: those of run position run - S */
+        if (plan->oneway_gather)
+            rt_gather_warm(c, plan->op.root);
         if (run >= c->ow_slots)
             ctx->credit_seq = c->oneway_seq[run % c->ow_slots];
         return;
@@ -76,22 +78,28 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
  * Broadcast and Scatter only, so that other ops keep one plan each in the cache. */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op)
 {
-    if (!algo_coll_rooted_put(op->coll))
+    if (!algo_coll_oneway(op->coll))
         return false;
-    return c->able_run > 0 ? op->root == c->able_root : c->able_last_run > 1;
+    bool gather = op->coll == ALGO_COLL_REDUCE;
+    return c->able_run > 0 ? op->root == c->able_root && gather == c->able_gather : c->able_last_run > 1;
 }
 
+/* A run has one root and one direction: a Reduce after a Broadcast of the same root has other
+ * writers, which must not write before the Broadcast's root drained. */
 static void count_runs(rt_comm *c, const algo_plan *plan)
 {
-    if (plan->oneway_able && (!c->able_run || plan->op.root == c->able_root)) {
+    bool gather = plan->op.coll == ALGO_COLL_REDUCE;
+    if (plan->oneway_able && (!c->able_run || (plan->op.root == c->able_root && gather == c->able_gather))) {
         c->able_run += c->able_run < UINT32_MAX;
         c->able_root = plan->op.root;
+        c->able_gather = gather;
         return;
     }
     if (c->able_run)
         c->able_last_run = c->able_run;
     c->able_run = plan->oneway_able; /* another root: a new run, its first call full */
     c->able_root = plan->op.root;
+    c->able_gather = gather;
 }
 
 void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
@@ -102,7 +110,7 @@ void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
         c->oneway_calls++;
     else
         c->full_calls++;
-    if (is_root(c, plan))
+    if (rt_oneway_writer(c, plan))
         c->oneway_seq[c->oneway_run++ % c->ow_slots] = ctx->seq;
     else if (ctx->ndrain)
         c->oneway_run = 0;
@@ -144,16 +152,16 @@ int rt_oneway_peer_check(void *arg, char *msg, size_t len)
     return rt_mismatch_report(ctx->c, fa->peer, &theirs, &ctx->sig, msg, len);
 }
 
-/* Runs only where the receiver's flag wait would sleep (hal_flag_wait.check): a loop whose root
- * stays ahead reads nobody's record. After a wake-up it also finds a root that destroyed its
+/* Runs only where a receiver's flag wait would sleep (hal_flag_wait.check; arg: the FETCH of its
+ * writer, a Broadcast's or Scatter's root or a Reduce root's writer): a loop whose writers stay
+ * ahead reads nobody's record. After a wake-up it also finds a writer that destroyed its
  * communicator (HcclCommDestroy's FINALIZE record, then a wake: rt_comm_api.c). */
-int rt_oneway_root_check(void *arg, char *msg, size_t len)
+int rt_oneway_writer_check(void *arg, char *msg, size_t len)
 {
-    rt_launch_ctx *ctx = arg;
-    uint32_t root = ctx->plan->op.root;
-    if (!rt_ctrl_peer_live(ctx->c, root)) /* its block left the communicator: the fetch says so */
-        return rt_fetch_task(&ctx->fetch[root], msg, len);
-    return check_view(ctx->c, root, ctx->seq, msg, len);
+    rt_fetch_arg *fa = arg;
+    if (!rt_ctrl_peer_live(fa->ctx->c, fa->peer)) /* its block left the communicator: the fetch says so */
+        return rt_fetch_task(fa, msg, len);
+    return check_view(fa->ctx->c, fa->peer, fa->ctx->seq, msg, len);
 }
 
 /* Runs only where a root's wait for q's credit would sleep (hal_insn's check): a root that waits

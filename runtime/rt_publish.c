@@ -139,10 +139,10 @@ static int report_destroyed(rt_launch_ctx *ctx, uint32_t peer, uint64_t seq, cha
  * one-way slot also the box of peer's own inbox (a Broadcast root writes its own; mapped here
  * unless peer is on another server, where no call goes one-way). A one-way slot has one box that
  * every root writes in turn (a Scatter root its receivers', a Broadcast root its own), so a header
- * there is peer's only if it names peer as the root. */
+ * there is peer's only if it names peer as the root; a gather slot a box per writer. */
 static uint32_t headers_seen(const rt_comm *c, uint32_t s, uint32_t peer, rt_sig hdr[2])
 {
-    bool oneway = rt_slot_oneway(s);
+    bool oneway = rt_slot_oneway(s) && !rt_slot_gather(c, s);
     uint32_t k = 0;
     memcpy(&hdr[k], rt_inbox_box(c, c->inbox, s, peer), sizeof *hdr);
     k += !oneway || hdr[k].root == peer;
@@ -187,13 +187,14 @@ static bool stale_oneway(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs
 }
 
 /* Read by peers' destroys (rt_ctrl_wait_fetched): done with peer's record of call seq. A one-way
- * call reads no record but the root's: every peer's may go (a receiver marks the root's once it
- * checked its header). */
+ * Broadcast or Scatter reads no record but the root's: every peer's may go (a receiver marks the
+ * root's once it checked its header), and neither does a one-way Reduce's writer; its root checks
+ * every writer's header, one at a time. */
 static void mark_fetched(rt_launch_ctx *ctx, uint32_t peer)
 {
     rt_comm *c = ctx->c;
     _Atomic uint64_t *fetched = rt_ctrl_fetched(c->ctrl);
-    if (!ctx->plan->oneway) {
+    if (!ctx->plan->oneway || (ctx->plan->oneway_gather && peer != c->rank)) {
         atomic_store_explicit(&fetched[peer], ctx->seq, memory_order_release);
         return;
     }
@@ -280,13 +281,24 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
  * slot, which its receivers read), next to the data it copies there, before the PUB signals; the
  * reader's FETCH reads the header where it reads the data instead of the record in the writer's
  * control block: one cache line it reads anyway instead of two it would miss. */
+/* Whether this rank's plan writes its box (and header) in q's slot: a Broadcast root its own
+ * (oneway_pull), a one-way Reduce's writer its root's, any other eager plan every peer's. */
+static bool writes_into(const rt_launch_ctx *ctx, uint32_t q)
+{
+    const algo_plan *p = ctx->plan;
+    if (p->oneway_gather)
+        return q == p->op.root;
+    return p->oneway_pull ? q == ctx->c->rank : q != ctx->c->rank;
+}
+
 int rt_eager_post_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     rt_sig sig = ctx->sig;
     sig.seq = ctx->seq;
-    bool oneway = ctx->plan->oneway, own = ctx->plan->oneway_pull; /* a Broadcast root: its own box */
+    bool oneway = ctx->plan->oneway;
+    uint64_t stride = rt_plan_stride(c, ctx->plan);
     size_t from = oneway ? sizeof sig.seq : 0; /* one-way: the seq is the PUB signal, stored after the data */
     _Static_assert(offsetof(rt_sig, seq) == 0, "a header's seq comes first");
     if (rt_a2av_receives_directly(ctx)) { /* senders of large blocks need my OUT: a record too */
@@ -299,8 +311,8 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
             return HAL_E_ABORTED;
     }
     for (uint32_t q = 0; q < c->nranks; q++)
-        if (own ? q == c->rank : q != c->rank)
-            memcpy((char *)rt_box_hdr(ctx->inbox[q], c->rank, oneway) + from, (char *)&sig + from, sizeof sig - from);
+        if (writes_into(ctx, q))
+            memcpy((char *)rt_box_hdr(ctx->inbox[q], c->rank, stride) + from, (char *)&sig + from, sizeof sig - from);
     if (!oneway)
         return 0;
     mark_fetched(ctx, c->rank); /* a one-way root reads nobody's record */
@@ -314,11 +326,11 @@ int rt_oneway_flag_task(void *arg, char *msg, size_t len)
     (void)msg, (void)len;
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
-    bool own = ctx->plan->oneway_pull;
+    uint64_t stride = rt_plan_stride(c, ctx->plan);
     for (uint32_t q = 0; q < c->nranks; q++) {
-        if (own ? q != c->rank : q == c->rank)
+        if (!writes_into(ctx, q))
             continue;
-        _Atomic uint64_t *seq = (_Atomic uint64_t *)(void *)&rt_box_hdr(ctx->inbox[q], c->rank, true)->seq;
+        _Atomic uint64_t *seq = (_Atomic uint64_t *)(void *)&rt_box_hdr(ctx->inbox[q], c->rank, stride)->seq;
         atomic_store_explicit(seq, ctx->seq, memory_order_release);
     }
     return 0;
@@ -376,7 +388,7 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     rt_comm *c = ctx->c;
     rt_sig theirs;
     uint32_t inbox = ctx->plan->oneway_pull ? fa->peer : c->rank; /* a Broadcast's: its root's own */
-    memcpy(&theirs, rt_box_hdr(ctx->inbox[inbox], fa->peer, ctx->plan->oneway), sizeof theirs);
+    memcpy(&theirs, rt_box_hdr(ctx->inbox[inbox], fa->peer, rt_plan_stride(c, ctx->plan)), sizeof theirs);
     if (theirs.seq != ctx->seq)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))

@@ -20,6 +20,7 @@ typedef struct rt_net_op {
 typedef struct rt_fetch_arg {
     rt_launch_ctx *ctx;
     uint32_t peer;
+    hal_flag_wait wait; /* a one-way receiver's wait for peer's header, its writer's (rt_prog.c, per call) */
 } rt_fetch_arg;
 
 /* One point-to-point item of a launch: what PUBLISH announces, what its FETCH (send) or receive
@@ -108,7 +109,6 @@ struct rt_launch_ctx {
     rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p; rt_launch_ctx_items) */
     uint32_t p2p_cap;
     rt_fetch_arg *fetch;       /* [nranks] */
-    hal_flag_wait flag_wait;   /* a one-way receiver's wait for its root's header (rt_prog.c, per call) */
     uintptr_t out_at;          /* the call's OUT and its length (0 where unset): what the next launch's */
     uint64_t out_bytes;        /* prefix must not read before this one ends (rt_prog_ahead); kept from
                                   the call, as a cached V plan's counts are no longer the call's */
@@ -206,11 +206,18 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx);
 void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx);
 /* Whether the next call, if it can go one-way, continues or starts a run (algo_op.oneway_run). */
 bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op);
+/* Does this rank write the one-way call (take credits, signal with a flag, drain after)? A
+ * Broadcast's or Scatter's root; every rank but the root of a one-way Reduce (a gather). */
+static inline bool rt_oneway_writer(const rt_comm *c, const algo_plan *plan)
+{
+    return plan->oneway && (plan->op.root == c->rank) != plan->oneway_gather;
+}
 /* Device-side checks of peers' views of one-way calls, each where its wait would sleep: a receiver's
- * of its root's (hal_flag_wait.check of ctx->flag_wait, arg: ctx), a FETCH's of a peer that may
- * root a one-way call (arg: the rt_fetch_arg), a root's of the receiver whose credit it waits
- * for; and a drain's (arg: ctx). The root's store of the flag, its PUB signal (arg: ctx). */
-int rt_oneway_root_check(void *arg, char *msg, size_t len);
+ * of its writer's (hal_flag_wait.check of the writer's rt_fetch_arg.wait, arg: that rt_fetch_arg),
+ * a FETCH's of a peer that may root a one-way call (arg: the rt_fetch_arg), a writer's of the
+ * receiver whose credit it waits for; and a drain's (arg: ctx). A writer's store of the flag, its
+ * PUB signal (arg: ctx). */
+int rt_oneway_writer_check(void *arg, char *msg, size_t len);
 int rt_oneway_peer_check(void *arg, char *msg, size_t len);
 int rt_oneway_credit_check(void *arg, char *msg, size_t len);
 int rt_oneway_flag_task(void *arg, char *msg, size_t len);

@@ -255,11 +255,11 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
         return HAL_E_PARAM;
     if (ctx->p2p)
         return rt_prog_p2p_fetch(ctx, stream, step, &ctx->p2p_items[item]);
-    if (ctx->plan->oneway) { /* a receiver: its root's header is the signal (rt_oneway.c) */
+    if (ctx->plan->oneway) { /* a receiver: its writer's header is the signal (rt_oneway.c) */
         hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
         if (!in)
             return HAL_E_NOMEM;
-        in->u.flag.w = &ctx->flag_wait; /* its flag and seq: per call (bind_flag_wait) */
+        in->u.flag.w = &ctx->fetch[peer].wait; /* its flag and seq: per call (bind_flag_waits) */
         return rt_prog_push_fn(ctx, stream, step, rt_eager_check_task, &ctx->fetch[peer]);
     }
     if (ahead_able(ctx, stream)) { /* off until rt_prog_ahead turns it on for a launch */
@@ -280,7 +280,7 @@ static hal_task_fn publish_fn(const rt_launch_ctx *ctx)
 {
     if (ctx->p2p)
         return rt_p2p_publish_task;
-    bool receiver = ctx->plan->oneway && ctx->plan->op.root != ctx->c->rank;
+    bool receiver = ctx->plan->oneway && !rt_oneway_writer(ctx->c, ctx->plan);
     return ctx->hdr && !receiver ? rt_eager_post_task : rt_publish_task;
 }
 
@@ -517,20 +517,34 @@ static void mark_built(rt_launch_ctx *ctx, uint64_t evictions)
         memcpy(ctx->built_vt, ctx->vt, 4 * (size_t)ctx->c->nranks * sizeof *ctx->vt);
 }
 
-/* A one-way receiver's flag wait (hal_flag_wait): the header of its root's box in this call's slot,
- * where rt_eager_check_task reads it (oneway_pull: in the root's inbox; a larger Scatter's in this
- * rank's), and this call's seq. */
-static void bind_flag_wait(rt_launch_ctx *ctx)
+/* A one-way receiver's flag wait (hal_flag_wait) for writer's header: the header of writer's box in
+ * this call's slot of `inbox`, where rt_eager_check_task reads it, and this call's seq. */
+static void bind_flag_wait(rt_launch_ctx *ctx, uint32_t writer, uint32_t inbox)
+{
+    rt_comm *c = ctx->c;
+    const rt_sig *hdr = rt_box_hdr(ctx->inbox[inbox], writer, rt_plan_stride(c, ctx->plan));
+    ctx->fetch[writer].wait = (hal_flag_wait){.flag = &hdr->seq, .at_least = ctx->seq,
+                                              .wake = c->peers[writer].from_peer[RT_SLOT_OW_WAKE],
+                                              .timeout_ms = rt_prog_wait_timeout_ms(c),
+                                              .abort_flag = rt_prog_abort_flag(c), .check = rt_oneway_writer_check,
+                                              .check_arg = &ctx->fetch[writer]};
+}
+
+/* A Broadcast's or Scatter's receiver waits for its root (oneway_pull: in the root's inbox, a
+ * larger Scatter's in this rank's), a Reduce's root for every writer, in its own inbox. */
+static void bind_flag_waits(rt_launch_ctx *ctx)
 {
     rt_comm *c = ctx->c;
     uint32_t root = ctx->plan->op.root;
-    if (!ctx->plan->oneway || root == c->rank)
+    if (!ctx->plan->oneway || rt_oneway_writer(c, ctx->plan))
         return;
-    const rt_sig *hdr = rt_box_hdr(ctx->inbox[ctx->plan->oneway_pull ? root : c->rank], root, true);
-    ctx->flag_wait = (hal_flag_wait){.flag = &hdr->seq, .at_least = ctx->seq,
-                                     .wake = c->peers[root].from_peer[RT_SLOT_OW_WAKE],
-                                     .timeout_ms = rt_prog_wait_timeout_ms(c), .abort_flag = rt_prog_abort_flag(c),
-                                     .check = rt_oneway_root_check, .check_arg = ctx};
+    if (!ctx->plan->oneway_gather) {
+        bind_flag_wait(ctx, root, ctx->plan->oneway_pull ? root : c->rank);
+        return;
+    }
+    for (uint32_t q = 0; q < c->nranks; q++)
+        if (q != c->rank)
+            bind_flag_wait(ctx, q, c->rank);
 }
 
 /* Sets a reused program's per-call addresses from this call's bindings (bind_self, bind_inbox). */
@@ -548,7 +562,7 @@ static void rebind(rt_launch_ctx *ctx)
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
-    bind_flag_wait(ctx);
+    bind_flag_waits(ctx);
     if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx) &&
         tables_match(ctx, ctx->built_vt)) {
         rebind(ctx); /* this context's program for the same plan */

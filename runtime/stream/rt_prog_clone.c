@@ -44,6 +44,17 @@ static bool move_ref(rt_launch_ctx *ctx, const rt_launch_ctx *donor, hal_ref *re
     return false;
 }
 
+/* A one-way receiver's flag waits are in its FETCH args, one per writer (rt_prog.c). */
+static bool move_flag_wait(rt_launch_ctx *ctx, const rt_launch_ctx *donor, const hal_flag_wait **w)
+{
+    for (uint32_t q = 0; q < ctx->c->nranks; q++)
+        if (*w == &donor->fetch[q].wait) {
+            *w = &ctx->fetch[q].wait;
+            return true;
+        }
+    return false;
+}
+
 static bool copy_array(void **dst, uint32_t *cap, const void *src, uint32_t n, size_t elem)
 {
     if (!rt_grow(dst, cap, n, elem))
@@ -77,8 +88,8 @@ bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor)
             in->u.dma.descs = &ctx->descs[ctx->isrc[i].desc];
         else if (in->kind == HAL_INSN_FN && !move_arg(ctx, donor, &in->u.fn.arg))
             return false;
-        else if (in->kind == HAL_INSN_FLAG_WAIT)
-            in->u.flag.w = &ctx->flag_wait; /* the only one a launch has (rt_prog.c) */
+        else if (in->kind == HAL_INSN_FLAG_WAIT && !move_flag_wait(ctx, donor, &in->u.flag.w))
+            return false;
         else if (in->kind == HAL_INSN_NOTIFY_WAIT && in->u.notify.check &&
                  !move_arg(ctx, donor, &in->u.notify.check_arg))
             return false;

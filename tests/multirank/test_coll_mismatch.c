@@ -107,6 +107,20 @@ Test(mismatch, roots_then_destroy_n8, .timeout = 150) { mismatch(8, "root-destro
 /* Receivers of a one-way run wait in their flag wait for a root that destroys instead. */
 Test(mismatch, oneway_then_destroy_n2, .timeout = 150) { mismatch(2, "oneway-destroy", ow_destroy_w); }
 Test(mismatch, oneway_then_destroy_n4, .timeout = 150) { mismatch(4, "oneway-destroy", ow_destroy_w); }
+/* One-way Reduces (coll_mismatch.c, gather_mismatch): the root or a writer runs another call, a
+ * writer another count, or a writer destroys where the root waits for its header. Every rank
+ * fails, by its next call that waits at the latest, naming both calls. */
+static const char *const g_op_w[] = {"called HcclReduce(count=8, fp32, sum, root=", "called HcclAllReduce(count=8", NULL};
+static const char *const g_count_w[] = {"HcclReduce(count=8,", "HcclReduce(count=16,", NULL};
+static const char *const g_destroy_w[] = {"called HcclCommDestroy", "HcclReduce(count=8", NULL};
+Test(mismatch, oneway_reduce_root_runs_allreduce_n2, .timeout = 150) { mismatch(2, "gather-op", g_op_w); }
+Test(mismatch, oneway_reduce_root_runs_allreduce_n4, .timeout = 150) { mismatch(4, "gather-op", g_op_w); }
+Test(mismatch, oneway_reduce_writer_runs_allreduce_n3, .timeout = 150) { mismatch(3, "gather-writer-op", g_op_w); }
+Test(mismatch, oneway_reduce_writer_runs_allreduce_n8, .timeout = 150) { mismatch(8, "gather-writer-op", g_op_w); }
+Test(mismatch, oneway_reduce_counts_n2, .timeout = 150) { mismatch(2, "gather-count", g_count_w); }
+Test(mismatch, oneway_reduce_counts_n4, .timeout = 150) { mismatch(4, "gather-count", g_count_w); }
+Test(mismatch, oneway_reduce_writer_destroys_n2, .timeout = 150) { mismatch(2, "gather-destroy", g_destroy_w); }
+Test(mismatch, oneway_reduce_writer_destroys_n4, .timeout = 150) { mismatch(4, "gather-destroy", g_destroy_w); }
 Test(mismatch, oneway_off_broadcast_vs_allreduce_n3, .timeout = 150)
 {
     mismatch_env("HCCL_EXEC_TIMEOUT=60 HCCL_EAGER_ONEWAY=0", 3, "op", op_w);

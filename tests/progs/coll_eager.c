@@ -23,7 +23,7 @@ typedef struct eop {
     uint64_t count;
     uint32_t root;
     bool inplace;
-    bool hold;                    /* onewayseq: receivers' streams stall before this call */
+    bool hold;                    /* onewayseq: receivers' streams stall before this call (a Reduce's: its root's) */
     uint64_t in_elems, out_elems; /* per rank */
     void *in, *out;               /* device; equal (or overlapping) in place */
     void *host_in;                /* [n][in_elems]: every rank's input, for the reference */
@@ -186,7 +186,7 @@ static int run_back_to_back(prog_env *e, eop *ops, int nops, const char *what)
         prepare(&ops[i], e, i);
     ACL_OK(aclrtSynchronizeDevice());
     for (int i = 0; i < nops; i++) {
-        if (ops[i].hold && e->rank != ops[i].root)
+        if (ops[i].hold && (e->rank == ops[i].root) == (ops[i].coll == E_RED))
             ACL_OK(aclrtLaunchHostFunc(e->stream, stall_fn, NULL));
         HCCL_OK(issue(&ops[i], e));
     }
@@ -280,6 +280,64 @@ int misc_onewayseq(prog_env *e)
         return 1;
     }
     return run_back_to_back(e, ops, nops, "one-way and other collectives");
+}
+
+/* coll_misc onewayreduce: small Reduces in runs go one-way (a gather, docs/runtime.md, "One-way
+ * calls"): every rank but the root writes its IN into its box of the root's gather slot and goes
+ * on, taking its credit from the root once it is S calls ahead. Issued back to back, checked after
+ * one synchronize: a run of S + 1 calls; the same root then Broadcasting (a run of the other
+ * direction); a run of 2S + 2 whose root stalls 30 ms after its second call, so its writers write
+ * as far as their credits let them (one that overran its slots would overwrite calls not read
+ * yet); an AllReduce and a Reduce too large to go one-way (each ends the run: the writers drain);
+ * a new root every call; and a run at the very end (the destroy checks it). Sizes up to what a
+ * writer's part of the box holds (algo_oneway_gather_bytes), dtypes and ops vary per call, every
+ * other call in place, each call its own buffers. */
+static void plan_reduce(eop *o, int i, uint32_t root, uint32_t n)
+{
+    uint64_t most = algo_oneway_gather_bytes(n), bytes[] = {4, 20, most / 2, most};
+    plan_oneway(o, i, E_RED, root, n);
+    o->count = bytes[i % 4] / dt_size(o->dt) ? bytes[i % 4] / dt_size(o->dt) : 1;
+    o->inplace = i % 2;
+    layout(o, n);
+}
+
+static int owr_ops(uint32_t n) /* what oneway_reduce_schedule makes */
+{
+    return 4 * ow_slots(n) + (int)n + 14;
+}
+
+static int oneway_reduce_schedule(eop *ops, uint32_t n)
+{
+    const int S = ow_slots(n);
+    int k = 0;
+    for (int j = 0; j < S + 1; j++, k++)
+        plan_reduce(&ops[k], k, 1, n);
+    for (int j = 0; j < 3; j++, k++)
+        plan_oneway(&ops[k], k, E_BC, 1, n);
+    int first = k;
+    for (int j = 0; j < 2 * S + 2; j++, k++)
+        plan_reduce(&ops[k], k, 0, n);
+    ops[first + 1].hold = true;
+    plan_oneway(&ops[k], k, E_AR, 0, n), k++;
+    plan_reduce(&ops[k], k, 0, n); /* past what a writer's part holds: the full exchange */
+    ops[k].count = (algo_oneway_gather_bytes(n) + 64) / dt_size(ops[k].dt);
+    layout(&ops[k++], n);
+    for (int j = 0; j < (int)n + 3; j++, k++)
+        plan_reduce(&ops[k], k, (uint32_t)j, n);
+    for (int j = 0; j < S + 3; j++, k++)
+        plan_reduce(&ops[k], k, n - 1, n);
+    return k;
+}
+
+int misc_onewayreduce(prog_env *e)
+{
+    eop *ops = xmalloc((size_t)owr_ops(e->n) * sizeof *ops);
+    int nops = oneway_reduce_schedule(ops, e->n);
+    if (nops != owr_ops(e->n)) {
+        fprintf(stderr, "onewayreduce: the schedule made %d calls, owr_ops says %d\n", nops, owr_ops(e->n));
+        return 1;
+    }
+    return run_back_to_back(e, ops, nops, "one-way Reduces and other collectives");
 }
 
 /* coll_misc deepqueue: more launches of one communicator in flight than the runtime keeps

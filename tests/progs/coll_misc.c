@@ -11,6 +11,8 @@
  *   eagerseq   42 collectives back to back across the eager crossover, checked after (coll_eager.c)
  *   onewayseq  9S + 13 one-way Broadcasts/Scatters (runs of one root around the S one-way slots,
  *              changing roots) and AllReduces back to back, checked after (coll_eager.c)
+ *   onewayreduce 4S + n + 14 Reduces (runs of one root around the S gather slots, a root that
+ *              stalls, changing roots) between Broadcasts and AllReduces, checked after (coll_eager.c)
  *   eagerchain eager calls whose IN the call or copy before them writes, between calls that may
  *              run ahead, checked after (coll_eager.c)
  *   deepqueue  1000 AllReduces issued without a synchronize: more than the runtime queues (coll_eager.c)
@@ -323,7 +325,7 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|eagerchain|deepqueue|badinput|mismatch-KIND\n");
+        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND\n");
         return 2;
     }
     const char *s = argv[1];
@@ -340,6 +342,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "eagerseq")) bad = misc_eagerseq(&e);
     else if (!strcmp(s, "deepqueue")) bad = misc_deepqueue(&e);
     else if (!strcmp(s, "onewayseq")) bad = misc_onewayseq(&e);
+    else if (!strcmp(s, "onewayreduce")) bad = misc_onewayreduce(&e);
     else if (!strcmp(s, "eagerchain")) bad = misc_eagerchain(&e);
     else if (!strncmp(s, "mismatch-", 9)) bad = misc_mismatch(&e, s + 9);
     else {

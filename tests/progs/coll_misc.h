@@ -38,6 +38,7 @@ int misc_twostreams(prog_env *e);
 int misc_eagerseq(prog_env *e); /* coll_eager.c */
 int misc_deepqueue(prog_env *e); /* coll_eager.c */
 int misc_onewayseq(prog_env *e); /* coll_eager.c */
+int misc_onewayreduce(prog_env *e); /* coll_eager.c */
 int misc_eagerchain(prog_env *e); /* coll_eager.c */
 
 #endif

@@ -216,6 +216,50 @@ static bool prime_oneway(prog_env *e, void *buf)
     return aclrtSynchronizeStream(e->stream) == ACL_SUCCESS;
 }
 
+/* One-way Reduces (a gather: docs/runtime.md, "One-way calls"), root n-1, 8 fp32 (what a writer's
+ * part of the box holds at every rank count): two agreed ones and a barrier start a run, as
+ * prime_oneway's Broadcasts do. Then:
+ *   gather-op         the root calls HcclAllReduce where the others' Reduce goes one-way;
+ *   gather-writer-op  rank 0 calls HcclAllReduce where the root waits for its header;
+ *   gather-count      rank 0's Reduce has twice the count (its header says so);
+ *   gather-destroy    rank 0 destroys the communicator instead of its 10th Reduce, which the root
+ *                     waits for in its flag wait.
+ * A writer's Reduce completes without waiting for the root: its failure shows at the call, its
+ * synchronize, or the HcclBarrier after it (observe_or_next). */
+enum { MM_GATHER = 8 };
+
+static HcclResult red(prog_env *e, void *buf, uint64_t cnt)
+{
+    return HcclReduce(buf, (float *)buf + MM_COUNT, cnt, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, e->n - 1, e->comm,
+                      e->stream);
+}
+
+static int gather_mismatch(prog_env *e, void *buf, const char *how, double t0)
+{
+    for (int i = 0; i < 2; i++)
+        HCCL_OK(red(e, buf, MM_GATHER));
+    HCCL_OK(HcclBarrier(e->comm, e->stream));
+    if (aclrtSynchronizeStream(e->stream) != ACL_SUCCESS)
+        return observe(e, HCCL_SUCCESS, "the barrier before the mismatch (peers failed the communicator)", t0);
+    bool root = e->rank == e->n - 1, odd = e->rank == (!strcmp(how, "op") ? e->n - 1 : 0);
+    if (!strcmp(how, "destroy")) {
+        HcclResult last = HCCL_SUCCESS;
+        for (int i = 0; i < (e->rank == 0 ? 9 : 10) && last == HCCL_SUCCESS; i++)
+            last = red(e, buf, MM_GATHER);
+        if (e->rank == 0)
+            return sync_then_destroy(e, "9 one-way HcclReduce", t0);
+        return root ? observe(e, last, "10th HcclReduce", t0) : observe_or_next(e, last, "10th HcclReduce", t0);
+    }
+    HcclResult rc;
+    if (!strcmp(how, "count"))
+        rc = red(e, buf, odd ? 2 * MM_GATHER : MM_GATHER);
+    else
+        rc = odd ? ar(e, buf, MM_GATHER) : red(e, buf, MM_GATHER);
+    bool other_call = odd && strcmp(how, "count"); /* an AllReduce waits; a Reduce's writer does not */
+    const char *what = other_call ? "HcclAllReduce" : "HcclReduce";
+    return root || other_call ? observe(e, rc, what, t0) : observe_or_next(e, rc, what, t0);
+}
+
 static int cross_count(prog_env *e, const char *coll, double t0)
 {
     uint64_t cnt = e->rank == 0 ? MM_EAGER : MM_BIG;
@@ -280,6 +324,8 @@ int misc_mismatch(prog_env *e, const char *kind)
         bad = roots_then_destroy(e, buf);
     } else if (!strcmp(kind, "oneway-destroy")) {
         bad = oneway_then_destroy(e, buf, t0);
+    } else if (!strncmp(kind, "gather-", 7)) { /* gather-op, gather-writer-op, gather-count, gather-destroy */
+        bad = gather_mismatch(e, buf, !strcmp(kind + 7, "writer-op") ? "writer" : kind + 7, t0);
     } else {
         printf("unknown mismatch kind %s\n", kind);
         bad = 1;

@@ -1,7 +1,7 @@
 /* One-way rooted eager plans (plan.h, INBOX; algos/eager.c): Broadcast and Scatter where the
  * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES. Verified with the
  * root's credits given before the call, at 2..8 ranks, every root, counts 0/1/97/the most, in and
- * out of place; their shape (the root fetches nobody; a Broadcast root writes only its own box,
+ * out of place, and Reduce's (a gather) with every count that fits; their shape (the root fetches nobody; a Broadcast root writes only its own box,
  * which its receivers read, and so does a Scatter root whose blocks all fit it, else it writes
  * every receiver's; receivers signal no PUB and write no
  * inbox); that nothing else goes one-way, nor a call that does not continue a run; and that the
@@ -39,6 +39,38 @@ Test(algo_oneway, broadcast_and_scatter_verify)
                         cr_expect_not(rep.full_end, "a one-way call ends without its receivers");
                     }
         }
+}
+
+/* One-way Reduce (a gather): every count up to what a writer's part of the box holds, every root,
+ * in and out of place, in deterministic mode too (the rank-ordered fold); one more element goes
+ * the full exchange. */
+Test(algo_oneway, reduce_verifies)
+{
+    for (uint32_t n = ALGO_ONEWAY_MIN_RANKS; n <= ALGO_MESH_MAX_RANKS; n++) {
+        uint64_t most = algo_oneway_gather_bytes(n) / 4, counts[4] = {0, 1, most / 2 + 1, most};
+        for (uint32_t root = 0; root < n; root++)
+            for (size_t ci = 0; ci < 4; ci++)
+                for (int mode = 0; mode < 4; mode++) {
+                    algo_op o = {.coll = ALGO_COLL_REDUCE, .nranks = n, .count = counts[ci], .dtype = HAL_DT_FP32,
+                                 .redop = HAL_OP_SUM, .root = root, .in_place = mode & 1,
+                                 .deterministic = mode >> 1, .oneway_run = true};
+                    algo_topo topo = k_oneway;
+                    topo.nranks = n;
+                    algo_verify_report rep;
+                    int rc = algo_verify(&o, &topo, ALGO_EAGER, &rep);
+                    cr_expect_eq(rc, 0, "reduce n=%u root=%u count=%llu mode %d: %s", n, root,
+                                 (unsigned long long)counts[ci], mode, rep.msg);
+                    cr_expect_not(rep.full_end, "n=%u: a one-way Reduce ends without waiting for the root", n);
+                }
+        algo_op o = {.coll = ALGO_COLL_REDUCE, .nranks = n, .count = most + 1, .dtype = HAL_DT_FP32,
+                     .redop = HAL_OP_SUM, .root = 0, .oneway_run = true};
+        algo_plan *p = NULL;
+        algo_topo topo = k_oneway;
+        topo.nranks = n;
+        cr_assert_eq(algo_compile(&o, &topo, ALGO_EAGER, &p), 0);
+        cr_expect_not(p->oneway, "n=%u: %llu elements do not fit a writer's part", n, (unsigned long long)(most + 1));
+        algo_plan_free(p);
+    }
 }
 
 static uint32_t count_kind(const algo_plan *p, algo_step_kind kind, uint32_t slot)
@@ -160,12 +192,13 @@ Test(algo_oneway, scatter_root_writes_its_box_or_the_receivers)
     }
 }
 
-/* Everything else, and every call where the runtime did not allow it, ends full as before. */
-Test(algo_oneway, only_rooted_distribution)
+/* Everything but Broadcast, Scatter and Reduce, and every call where the runtime did not allow it,
+ * ends full as before. */
+Test(algo_oneway, only_rooted_calls)
 {
     algo_topo topo = k_oneway;
     topo.nranks = 3;
-    const algo_coll others[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_REDUCE,
+    const algo_coll others[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_REDUCE_SCATTER,
                                 ALGO_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         algo_op op = {.coll = others[i], .nranks = 3, .count = 5, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
@@ -218,14 +251,14 @@ Test(algo_oneway, needs_a_run)
     algo_plan_free(p);
 }
 
-/* Compiles the 3-rank one-way Broadcast (root 0) and lets `edit` break rank `victim`'s plan. */
-static int verify_edited(uint32_t victim, void (*edit)(algo_plan *), algo_verify_report *rep)
+/* Compiles the 3-rank one-way `coll` (root 0) and lets `edit` break rank `victim`'s plan. */
+static int verify_coll_edited(algo_coll coll, uint32_t victim, void (*edit)(algo_plan *), algo_verify_report *rep)
 {
     algo_topo topo = k_oneway;
     topo.nranks = 3;
     algo_plan *plans[3] = {0};
     for (uint32_t r = 0; r < 3; r++) {
-        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = 3, .rank = r, .count = 4, .dtype = HAL_DT_FP32,
+        algo_op op = {.coll = coll, .nranks = 3, .rank = r, .count = 4, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
                       .oneway_run = true};
         cr_assert_eq(algo_compile(&op, &topo, ALGO_EAGER, &plans[r]), 0);
     }
@@ -234,6 +267,11 @@ static int verify_edited(uint32_t victim, void (*edit)(algo_plan *), algo_verify
     for (uint32_t r = 0; r < 3; r++)
         algo_plan_free(plans[r]);
     return rc;
+}
+
+static int verify_edited(uint32_t victim, void (*edit)(algo_plan *), algo_verify_report *rep)
+{
+    return verify_coll_edited(ALGO_COLL_BROADCAST, victim, edit, rep);
 }
 
 static void drop_credit_waits(algo_plan *p)
@@ -278,4 +316,54 @@ Test(algo_oneway, verifier_refuses_broken_receivers)
     cr_expect(strstr(rep.msg, "rank 0's INBOX without an ordered FETCH of rank 0"), "%s", rep.msg);
     cr_expect_eq(verify_edited(2, read_other_box, &rep), ALGO_VERIFY_FAILED, "a box the root does not write");
     cr_expect(strstr(rep.msg, "read by a one-way receiver in its root's box"), "%s", rep.msg);
+}
+
+/* A gather writer's steps: WAIT{root, CREDIT} PUBLISH COPY SIGNAL{root, PUB}. */
+static void drop_writer_credit_wait(algo_plan *p)
+{
+    algo_step_list *l = &p->streams[0];
+    memmove(l->steps, l->steps + 1, (l->nsteps - 1) * sizeof *l->steps);
+    l->nsteps -= 1;
+}
+
+/* The root's steps: PUBLISH FETCH FETCH REDUCE REDUCE SIGNAL SIGNAL: the last FETCH after the fold. */
+static void fold_before_last_fetch(algo_plan *p)
+{
+    algo_step *s = p->streams[0].steps, fetch = s[2];
+    s[2] = s[3], s[3] = s[4], s[4] = fetch;
+}
+
+Test(algo_oneway, reduce_shape)
+{
+    for (uint32_t r = 0; r < 4; r++) {
+        algo_plan *p = compile_rank(ALGO_COLL_REDUCE, r, 2);
+        cr_expect(p->oneway && p->oneway_gather && !p->oneway_pull, "rank %u", r);
+        if (r == 1) {
+            cr_expect_eq(count_kind(p, ALGO_STEP_WAIT, ALGO_SLOT_CREDIT), 0u, "the root takes no credit");
+            cr_expect_eq(count_kind(p, ALGO_STEP_FETCH, 0), 3u, "the root fetches every writer");
+            cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_CREDIT), 3u, "and gives each its credit back");
+            cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_PUB), 0u);
+        } else {
+            cr_expect_eq(p->streams[0].steps[0].kind, ALGO_STEP_WAIT, "a writer takes its credit first");
+            cr_expect_eq(count_kind(p, ALGO_STEP_WAIT, ALGO_SLOT_CREDIT), 1u);
+            cr_expect_eq(count_kind(p, ALGO_STEP_FETCH, 0), 0u, "a writer fetches nobody");
+            cr_expect_eq(count_kind(p, ALGO_STEP_SIGNAL, ALGO_SLOT_PUB), 1u, "it signals the root only");
+            const algo_step *copy = only_copy(p);
+            cr_assert(copy, "rank %u: one COPY", r);
+            cr_expect(copy->u.copy.dst.buf == ALGO_BUF_INBOX && copy->u.copy.dst.owner == 1 &&
+                          copy->u.copy.dst.offset == (uint64_t)r * ALGO_EAGER_BOX,
+                      "rank %u writes its own box of the root's slot", r);
+        }
+        algo_plan_free(p);
+    }
+}
+
+Test(algo_oneway, verifier_refuses_broken_gathers)
+{
+    algo_verify_report rep;
+    cr_expect_eq(verify_coll_edited(ALGO_COLL_REDUCE, 2, drop_writer_credit_wait, &rep), ALGO_VERIFY_FAILED,
+                 "a writer that never takes its credit");
+    cr_expect(strstr(rep.msg, "slot 6"), "names the credit slot: %s", rep.msg);
+    cr_expect_eq(verify_coll_edited(ALGO_COLL_REDUCE, 0, fold_before_last_fetch, &rep), ALGO_VERIFY_FAILED,
+                 "a root that folds a box before it fetched its writer");
 }

@@ -19,7 +19,7 @@
 #define MAX_RANKS 3
 #define BIG 4096 /* int32: 16 KiB, eager but past the one-way size */
 
-typedef enum { BC, SC, BC_BIG, AR } call_kind;
+typedef enum { BC, SC, BC_BIG, AR, RD } call_kind;
 
 typedef struct step {
     call_kind kind;
@@ -31,11 +31,16 @@ typedef struct step {
  * mixed (Broadcast then Scatter) ended by a Broadcast too large, then 2 again (from the first).
  * Then roots change: a run of root 1 from its first call (after a run of 2), a call of root 0
  * (full) that starts a run of 2, one of root 1 (full) that ends it, and after a run of 1 a lone
- * call of root 1 stays full. */
+ * call of root 1 stays full. Then Reduces (one-way gathers, the other direction): a Reduce of root
+ * 1 after its Broadcasts starts a new run (its first call full, its second one-way), and so does
+ * a Broadcast of root 1 after them, and a Reduce after that again; after an AllReduce a Reduce goes
+ * one-way from the first (the run before was 2 long); a Reduce of root 0 goes full. */
 static const step k_steps[] = {
     {BC, 0, 0}, {AR, -1, 0}, {BC, 0, 0}, {AR, -1, 0}, {BC, 0, 0}, {BC, 1, 0}, {BC, 1, 0}, {AR, -1, 0},
     {BC, 1, 0}, {AR, -1, 0}, {BC, 0, 0}, {SC, 1, 0}, {BC_BIG, 0, 0}, {BC, 1, 0}, {SC, 1, 0}, {AR, -1, 0},
     {BC, 1, 1}, {BC, 1, 1}, {BC, 0, 0}, {SC, 1, 0}, {BC, 0, 1}, {AR, -1, 0}, {BC, 0, 1}, {SC, 1, 1},
+    {RD, 0, 1}, {RD, 1, 1}, {RD, 1, 1}, {BC, 0, 1}, {BC, 1, 1}, {RD, 0, 1}, {RD, 1, 1}, {AR, -1, 0},
+    {RD, 1, 1}, {RD, 0, 0}, {RD, 1, 0},
 };
 #define NSTEPS (sizeof k_steps / sizeof k_steps[0])
 
@@ -69,6 +74,14 @@ static void check(rank_t *r, size_t call, const int32_t *dev, uint64_t count, ui
         r->bad += r->host[j] != value(call, first + j);
 }
 
+/* A Reduce's root: the root's values plus -1 from every other rank. */
+static void check_sum(rank_t *r, size_t call)
+{
+    cr_assert_eq(aclrtMemcpy(r->host, 8, r->out, 8, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (uint64_t j = 0; j < 2; j++)
+        r->bad += r->host[j] != value(call, j) - (int32_t)(r->n - 1);
+}
+
 static HcclResult issue(rank_t *r, size_t i)
 {
     uint32_t root = k_steps[i].root;
@@ -77,6 +90,9 @@ static HcclResult issue(rank_t *r, size_t i)
     case BC_BIG: put(r, i, BIG); return HcclBroadcast(r->buf, BIG, HCCL_DATA_TYPE_INT32, root, r->comm, r->s);
     case SC: put(r, i, 2 * r->n); return HcclScatter(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, root, r->comm, r->s);
     case AR: put(r, i, 2); return HcclAllReduce(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, r->comm, r->s);
+    case RD:
+        put(r, i, 2);
+        return HcclReduce(r->buf, r->out, 2, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, root, r->comm, r->s);
     }
     return HCCL_E_PARA;
 }
@@ -96,6 +112,8 @@ static void *rank_main(void *arg)
             check(r, i, r->buf, k_steps[i].kind == BC ? 2 : BIG, 0);
         else if (k_steps[i].kind == SC)
             check(r, i, r->out, 2, 2 * r->rank);
+        else if (k_steps[i].kind == RD && r->rank == k_steps[i].root)
+            check_sum(r, i);
     }
     return NULL;
 }
