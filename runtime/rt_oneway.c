@@ -38,11 +38,11 @@
 
 uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
 {
-    if (plan->oneway) /* a gather's in the gather slots, after the one-way ones */
-        return ALGO_EAGER_SLOTS + (plan->oneway_gather ? c->ow_slots : 0) + (uint32_t)(c->oneway_calls % c->ow_slots);
+    uint32_t first = ALGO_EAGER_SLOTS + (plan->oneway_gather ? c->ow_slots : 0); /* gathers: after the one-way */
+    if (plan->oneway)
+        return first + (uint32_t)(c->oneway_calls % c->ow_slots);
     return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
 }
-
 
 void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
 {

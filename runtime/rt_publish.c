@@ -275,12 +275,6 @@ int rt_fetch_task(void *arg, char *msg, size_t len)
     return 0;
 }
 
-/* Header mode (docs/runtime.md, "Eager header mode"), where task functions reach peers' memory
- * (the emulator): an eager call publishes no record. Its writer puts the call's signature into
- * the header of its own box in every peer's inbox slot (a one-way Broadcast root: in its own
- * slot, which its receivers read), next to the data it copies there, before the PUB signals; the
- * reader's FETCH reads the header where it reads the data instead of the record in the writer's
- * control block: one cache line it reads anyway instead of two it would miss. */
 /* Whether this rank's plan writes its box (and header) in q's slot: a Broadcast root its own
  * (oneway_pull), a one-way Reduce's writer its root's, any other eager plan every peer's. */
 static bool writes_into(const rt_launch_ctx *ctx, uint32_t q)
@@ -291,6 +285,13 @@ static bool writes_into(const rt_launch_ctx *ctx, uint32_t q)
     return p->oneway_pull ? q == ctx->c->rank : q != ctx->c->rank;
 }
 
+/* Header mode (docs/runtime.md, "Eager header mode"), where task functions reach peers' memory
+ * (the emulator): an eager call publishes no record. Its writer puts the call's signature into
+ * the header of its own box in every peer's inbox slot (a one-way Broadcast root: in its own
+ * slot, which its receivers read; a one-way Reduce's writer: in its root's: writes_into), next to
+ * the data it copies there, before the PUB signals; the
+ * reader's FETCH reads the header where it reads the data instead of the record in the writer's
+ * control block: one cache line it reads anyway instead of two it would miss. */
 int rt_eager_post_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;

@@ -66,15 +66,11 @@ Test(eager, oneway_off_runs_n4, .timeout = 300) { oneway("HCCL_EAGER_ONEWAY=0", 
 /* One-way Reduces (coll_misc onewayreduce): runs of one root around the gather slots, a root that
  * stalls while its writers run up to their credits, a change of direction with the same root,
  * changing roots, a run the destroy drains; and the same with the protocol off. */
-static void oneway_reduce(const char *env, unsigned n)
-{
-    misc(env, n, "onewayreduce");
-}
-Test(eager, oneway_reduce_n2, .timeout = 300) { oneway_reduce("", 2); }
-Test(eager, oneway_reduce_n3, .timeout = 300) { oneway_reduce("", 3); }
-Test(eager, oneway_reduce_n4, .timeout = 300) { oneway_reduce("", 4); }
-Test(eager, oneway_reduce_n8, .timeout = 300) { oneway_reduce("", 8); }
-Test(eager, oneway_reduce_off_n4, .timeout = 300) { oneway_reduce("HCCL_EAGER_ONEWAY=0", 4); }
+Test(eager, oneway_reduce_n2, .timeout = 300) { misc("", 2, "onewayreduce"); }
+Test(eager, oneway_reduce_n3, .timeout = 300) { misc("", 3, "onewayreduce"); }
+Test(eager, oneway_reduce_n4, .timeout = 300) { misc("", 4, "onewayreduce"); }
+Test(eager, oneway_reduce_n8, .timeout = 300) { misc("", 8, "onewayreduce"); }
+Test(eager, oneway_reduce_off_n4, .timeout = 300) { misc("HCCL_EAGER_ONEWAY=0", 4, "onewayreduce"); }
 
 /* Running ahead (docs/runtime.md): an eager call's sends while the call before it waits, never past
  * a call or a copy that writes its IN (coll_misc eagerchain). */

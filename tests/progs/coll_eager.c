@@ -271,15 +271,22 @@ static int oneway_schedule(eop *ops, uint32_t n)
     return k;
 }
 
-int misc_onewayseq(prog_env *e)
+/* Makes the `want` calls of a schedule, then issues and checks them (run_back_to_back). */
+static int run_schedule(prog_env *e, int want, int (*make)(eop *, uint32_t), const char *name, const char *what)
 {
-    eop *ops = xmalloc((size_t)ow_ops(e->n) * sizeof *ops);
-    int nops = oneway_schedule(ops, e->n);
-    if (nops != ow_ops(e->n)) {
-        fprintf(stderr, "onewayseq: the schedule made %d calls, ow_ops says %d\n", nops, ow_ops(e->n));
+    eop *ops = xmalloc((size_t)want * sizeof *ops);
+    int nops = make(ops, e->n);
+    if (nops != want) {
+        fprintf(stderr, "%s: the schedule made %d calls, expected %d\n", name, nops, want);
+        free(ops);
         return 1;
     }
-    return run_back_to_back(e, ops, nops, "one-way and other collectives");
+    return run_back_to_back(e, ops, nops, what);
+}
+
+int misc_onewayseq(prog_env *e)
+{
+    return run_schedule(e, ow_ops(e->n), oneway_schedule, "onewayseq", "one-way and other collectives");
 }
 
 /* coll_misc onewayreduce: small Reduces in runs go one-way (a gather, docs/runtime.md, "One-way
@@ -331,13 +338,8 @@ static int oneway_reduce_schedule(eop *ops, uint32_t n)
 
 int misc_onewayreduce(prog_env *e)
 {
-    eop *ops = xmalloc((size_t)owr_ops(e->n) * sizeof *ops);
-    int nops = oneway_reduce_schedule(ops, e->n);
-    if (nops != owr_ops(e->n)) {
-        fprintf(stderr, "onewayreduce: the schedule made %d calls, owr_ops says %d\n", nops, owr_ops(e->n));
-        return 1;
-    }
-    return run_back_to_back(e, ops, nops, "one-way Reduces and other collectives");
+    return run_schedule(e, owr_ops(e->n), oneway_reduce_schedule, "onewayreduce",
+                        "one-way Reduces and other collectives");
 }
 
 /* coll_misc deepqueue: more launches of one communicator in flight than the runtime keeps

@@ -39,13 +39,24 @@ static void exchange(pair_rank *r, int p)
     cr_assert_eq(HcclBatchSendRecv(it, 2, r->comm, r->s), HCCL_SUCCESS);
 }
 
+/* The two threads issue in steps of STEP calls (no synchronize): neither gets more than a step
+ * ahead of the other, whoever the machine's other work deschedules. Without the steps, a thread
+ * whose peer lost its CPU issued up to the in-flight limit before the throttle stopped it (472
+ * contexts for 600 calls under ASan beside another test), help or none: its launches waited for
+ * the peer's. */
+#define STEP 8
+static pthread_barrier_t g_step;
+
 static void *loop_main(void *arg)
 {
     pair_rank *r = *(pair_rank **)arg;
     cr_assert_eq(aclrtSetDevice((int32_t)r->rank), ACL_SUCCESS);
     pair_ranks_fill(r, COUNT);
-    for (int i = 0; i < LOOP; i++)
+    for (int i = 0; i < LOOP; i++) {
+        if (i % STEP == 0)
+            pthread_barrier_wait(&g_step);
         exchange(r, i % PAIR_RANKS_PAIRS);
+    }
     cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
     check(r);
     return NULL;
@@ -59,7 +70,9 @@ Test(launch_help_p2p, a_loop_recycles_its_contexts, .timeout = 120)
     pair_ranks_open(ranks, NR, COUNT * sizeof(int32_t));
     uint64_t before = rt_launch_ctx_alloc_count();
     pair_rank *jobs[NR] = {&ranks[0], &ranks[1]};
+    cr_assert_eq(pthread_barrier_init(&g_step, NULL, NR), 0);
     pair_ranks_run(ranks, NR, loop_main, jobs, sizeof *jobs);
+    pthread_barrier_destroy(&g_step);
     uint64_t allocs = rt_launch_ctx_alloc_count() - before;
     cr_expect_lt(allocs, LOOP / 4, "%llu launch contexts allocated for %d exchanges per rank",
                  (unsigned long long)allocs, LOOP);
