@@ -50,7 +50,8 @@
  *     not end full: a Broadcast root writes its data once, into its own box of its own slot, and
  *     its receivers copy it out of there after they FETCH the root (the one read of a peer's
  *     inbox plans make: `oneway_pull`), and so do a Scatter's whose n blocks fit the box; a larger
- *     Scatter's root writes each receiver's block into its box of that receiver's slot. The root signals PUB and is done; receivers FETCH it, copy out and
+ *     Scatter's root writes each receiver's block into its box of that receiver's slot. The root
+ *     signals PUB and is done; receivers FETCH it, copy out and
  *     SIGNAL{root, ALGO_SLOT_CREDIT}. A run has one root. Its calls take S (the runtime's
  *     algo_oneway_slots) more slots in turn, and the root WAITs one credit per receiver before it
  *     writes, of which the runtime gave S at init: the k-th wait is met by the receiver's credit

@@ -208,7 +208,7 @@ HcclResult rt_inbox_acquire(rt_comm *c)
         (void)c->hal->mem_prefault(rt_inbox_slot(c, c->inbox, ALGO_EAGER_SLOTS),
                                    rt_inbox_bytes(c) - rt_inbox_eager_bytes(c));
     for (uint32_t s = 0; c->eager_hdr && s < rt_inbox_slots(c); s++)
-        for (uint32_t r = 0; r < (rt_slot_oneway(s) && !rt_slot_gather(c, s) ? 1 : c->nranks); r++) /* one-way: one box */
+        for (uint32_t r = 0; r < (rt_slot_oneway(s) && !rt_slot_gather(c, s) ? 1 : c->nranks); r++) /* one-way: 1 box */
             memset(rt_inbox_box(c, c->inbox, s, r), 0, sizeof(rt_sig));
     for (uint32_t w = 0; rt_p2p_boxes(c) && w < c->nranks; w++) {
         atomic_store(rt_p2p_read(c, c->inbox, w), 0);

@@ -266,12 +266,12 @@ void rt_oneway_destroy_check(rt_comm *c);
  * boxes of ALGO_EAGER_BOX bytes, RT_BOX_STRIDE apart, one per writer. The one-way slots after them
  * hold one box of ALGO_ONEWAY_MAX_BYTES each, RT_OW_BOX_STRIDE apart, which a one-way root writes:
  * a Broadcast root its own inbox's, which its receivers read there, a Scatter root its own too
- * where the n blocks fit the box, else every receiver's (algos/plan.h, INBOX). A run of one-way calls has one root, and that root waits for
- * all its credits before any call of another root (rt_oneway.c), so two roots never have a
- * one-way slot of the same inbox in use at once. The gather slots after them (one-way Reduce) are
- * as large, and every writer owns rt_gather_stride bytes of each: its header, then its bytes. They
- * are apart from the one-way slots so that no header a writer waits for can be a Broadcast's
- * data. */
+ * where the n blocks fit the box, else every receiver's (algos/plan.h, INBOX). A run of one-way
+ * calls has one root, and that root waits for all its credits before any call of another root
+ * (rt_oneway.c), so two roots never have a one-way slot of the same inbox in use at once. The
+ * gather slots after them (one-way Reduce) are as large, and every writer owns rt_gather_stride
+ * bytes of each: its header, then its bytes. They are apart from the one-way slots so that no
+ * header a root waits for can be a Broadcast's data. */
 #define RT_BOX_HDR 48u
 #define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
 #define RT_OW_BOX_STRIDE ((uint64_t)ALGO_ONEWAY_MAX_BYTES + 64u)

@@ -110,7 +110,8 @@ Test(mismatch, oneway_then_destroy_n4, .timeout = 150) { mismatch(4, "oneway-des
 /* One-way Reduces (coll_mismatch.c, gather_mismatch): the root or a writer runs another call, a
  * writer another count, or a writer destroys where the root waits for its header. Every rank
  * fails, by its next call that waits at the latest, naming both calls. */
-static const char *const g_op_w[] = {"called HcclReduce(count=8, fp32, sum, root=", "called HcclAllReduce(count=8", NULL};
+static const char *const g_op_w[] = {"called HcclReduce(count=8, fp32, sum, root=", "called HcclAllReduce(count=8",
+                                     NULL};
 static const char *const g_count_w[] = {"HcclReduce(count=8,", "HcclReduce(count=16,", NULL};
 static const char *const g_destroy_w[] = {"called HcclCommDestroy", "HcclReduce(count=8", NULL};
 Test(mismatch, oneway_reduce_root_runs_allreduce_n2, .timeout = 150) { mismatch(2, "gather-op", g_op_w); }

@@ -325,7 +325,8 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND\n");
+        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|"
+                        "onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND\n");
         return 2;
     }
     const char *s = argv[1];

@@ -1,12 +1,15 @@
 /* One-way rooted eager plans (plan.h, INBOX; algos/eager.c): Broadcast and Scatter where the
- * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES. Verified with the
- * root's credits given before the call, at 2..8 ranks, every root, counts 0/1/97/the most, in and
- * out of place, and Reduce's (a gather) with every count that fits; their shape (the root fetches nobody; a Broadcast root writes only its own box,
- * which its receivers read, and so does a Scatter root whose blocks all fit it, else it writes
- * every receiver's; receivers signal no PUB and write no
- * inbox); that nothing else goes one-way, nor a call that does not continue a run; and that the
- * verifier refuses a root that skips its credit waits or publishes after its first copy, and a
- * Broadcast receiver that reads the root's box before it fetched the root, or another box. */
+ * runtime allows it (topo.oneway) and a box holds at most ALGO_ONEWAY_MAX_BYTES, and Reduce (a
+ * gather) where a writer's part of the box holds its IN. Verified with the writers' credits given
+ * before the call, at 2..16 ranks, every root, counts 0/1/97/the most, in and out of place (Reduce:
+ * every count that fits, deterministic mode too); their shape (the root fetches nobody; a
+ * Broadcast root writes only its own box, which its receivers read, and so does a Scatter root
+ * whose blocks all fit it, else it writes every receiver's; receivers signal no PUB and write no
+ * inbox; a Reduce's writers write their part of the root's box and the root fetches them all);
+ * that nothing else goes one-way, nor a call that does not continue a run; and that the verifier
+ * refuses a root that skips its credit waits or publishes after its first copy, a Broadcast
+ * receiver that reads the root's box before it fetched the root, or another box, a gather writer
+ * without its credit wait and a gather root that folds a box before it fetched its writer. */
 #include <criterion/criterion.h>
 #include <string.h>
 
