@@ -152,11 +152,16 @@ static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
  * (8 B, loops of 1000: 0.91 -> 0.59 us; "One-way at two ranks"). */
 #define ALGO_ONEWAY_MIN_RANKS 2u
 /* A one-way Reduce's writers share the root's gather box, ALGO_ONEWAY_MAX_BYTES of it: each owns
- * a part of whole cache lines, its header in the first (runtime: rt_gather_stride), so at most
- * this many bytes of IN go one-way (960 B at 2 ranks, 192 at 8, 64 at 16). */
+ * a part of whole cache lines (the runtime lays them out so: rt_gather_stride), its header in the
+ * first, so at most algo_oneway_gather_bytes of IN go one-way (960 B at 2 ranks, 192 at 8, 64 at
+ * 16). */
+static inline uint64_t algo_oneway_gather_part(uint32_t n)
+{
+    return (ALGO_ONEWAY_MAX_BYTES / (n ? n : 1)) & ~(uint64_t)63;
+}
 static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
 {
-    uint64_t part = (ALGO_ONEWAY_MAX_BYTES / (n ? n : 1)) & ~(uint64_t)63;
+    uint64_t part = algo_oneway_gather_part(n);
     return part > 64 ? part - 64 : 0;
 }
 /* Up to this many ranks on one server the selector takes mesh (and eager for small calls), beyond

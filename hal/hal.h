@@ -16,6 +16,7 @@
 #ifndef HAL_H
 #define HAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,6 +128,13 @@ typedef struct hal_flag_wait {
     hal_task_fn check;
     void *check_arg;
 } hal_flag_wait;
+
+/* Whether the wait's flag holds `at_least` now (acquire), as the wait tests it: for a backend's
+ * wait, and for a caller that must not wait (a send run ahead of the calls before it, a check). */
+static inline bool hal_flag_met(const hal_flag_wait *w)
+{
+    return atomic_load_explicit((const volatile _Atomic uint64_t *)w->flag, memory_order_acquire) >= w->at_least;
+}
 
 /* Running ahead. A program with an AHEAD mark of group g != 0 and depth d (at most one mark, no
  * wait before it) says: the instructions before the mark may run while the program queued j <= d

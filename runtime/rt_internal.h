@@ -294,7 +294,7 @@ static inline bool rt_slot_gather(const rt_comm *c, uint32_t slot)
  * algo_oneway_gather_bytes: the bytes after that line). */
 static inline uint64_t rt_gather_stride(uint32_t nranks)
 {
-    return (ALGO_ONEWAY_MAX_BYTES / (nranks ? nranks : 1)) & ~(uint64_t)63;
+    return algo_oneway_gather_part(nranks);
 }
 _Static_assert(RT_BOX_HDR <= 64, "a gather writer's header fits the first line of its part");
 /* From one writer's box to the next within slot `slot`: one-way slots have one box, every writer's. */

@@ -45,18 +45,12 @@ int rt_p2p_eager_send_task(void *arg, char *msg, size_t len)
     return 0;
 }
 
-static bool flag_met(const hal_flag_wait *w)
-{
-    return atomic_load_explicit((const _Atomic uint64_t *)(const volatile void *)w->flag, memory_order_acquire) >=
-           w->at_least;
-}
-
 /* Ahead of the launches before it, the send may not wait: where its box is not free yet (its
  * wait, rt_p2p_bind_waits), the send in order does it. */
 int rt_p2p_eager_try_task(void *arg, char *msg, size_t len)
 {
     rt_p2p_item *it = arg;
-    if (!flag_met(&it->wait))
+    if (!hal_flag_met(&it->wait))
         return 0;
     int rc = rt_p2p_eager_send_task(it, msg, len);
     it->sent = rc == 0;
@@ -100,7 +94,7 @@ int rt_p2p_box_receive(rt_p2p_item *it, char *msg, size_t len)
 int rt_p2p_peer_check(void *arg, char *msg, size_t len)
 {
     const rt_p2p_item *it = arg;
-    if (!rt_ctrl_peer_left(it->ctx->c, it->peer) || flag_met(&it->wait))
+    if (!rt_ctrl_peer_left(it->ctx->c, it->peer) || hal_flag_met(&it->wait))
         return 0;
     return rt_p2p_report_destroy(it, msg, len);
 }

@@ -11,11 +11,6 @@
 #include "hal/emu/emu_internal.h"
 #include "hal/emu/emu_sys.h"
 
-bool emu_flag_met(const hal_flag_wait *w)
-{
-    return atomic_load_explicit((const volatile _Atomic uint64_t *)w->flag, memory_order_acquire) >= w->at_least;
-}
-
 static bool aborted(const hal_flag_wait *w)
 {
     return w->abort_flag && *w->abort_flag;
@@ -29,7 +24,7 @@ static bool flag_polled(const hal_flag_wait *w, uint64_t budget, uint64_t *start
     emu_wait_poll_init(&p, budget);
     *start = p.t0;
     do {
-        if (emu_flag_met(w))
+        if (hal_flag_met(w))
             return true;
     } while (!aborted(w) && emu_poll_step(&p));
     return false;
@@ -76,19 +71,19 @@ static bool flag_asleep(hal_stream *s, const hal_flag_wait *w, uint64_t start)
             emu_stream_fail(s, HAL_E_PEER, "flag wait: its notify was destroyed (generation %u is gone)", gen);
             return false;
         }
-        bool woken = !emu_flag_met(w) && emu_futex_wait_bits(emu_notify_count_word(slot), EMU_NOTIFY_COUNT(word),
+        bool woken = !hal_flag_met(w) && emu_futex_wait_bits(emu_notify_count_word(slot), EMU_NOTIFY_COUNT(word),
                                                               slice, EMU_WAKE_ANY);
         if (!woken) /* a record that woke this wait counted it out (emu_notify_do_record) */
             atomic_fetch_sub(&slot->waiters, 1);
         take_all(slot, gen);
-        if (emu_flag_met(w))
+        if (hal_flag_met(w))
             return true;
     }
 }
 
 emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, bool help)
 {
-    if (emu_flag_met(w))
+    if (hal_flag_met(w))
         return EMU_WAIT_MET; /* the common case in a run ahead: no clock read (tens of ns in a VM) */
     uint64_t start;
     if (flag_polled(w, help ? EMU_HELP_POLL_NS : UINT64_MAX, &start))

@@ -407,7 +407,6 @@ bool emu_wait_check_ok(hal_stream *s, hal_task_fn check, void *arg);
 uint64_t emu_wait_slice_ns(uint64_t deadline);
 /* A flag wait (hal_flag_wait) on stream s; help: a helping host thread's poll (emu_notify_help_wait). */
 emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, bool help);
-bool emu_flag_met(const hal_flag_wait *w); /* the flag holds at_least now (acquire) */
 
 /* Freeing leftovers at device close. */
 void emu_events_free_all(hal_device *dev);

@@ -222,7 +222,7 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
     case HAL_INSN_NOTIFY_WAIT:
         return run_wait(r, in);
     case HAL_INSN_FLAG_WAIT:
-        if (r->ahead && !emu_flag_met(in->u.flag.w))
+        if (r->ahead && !hal_flag_met(in->u.flag.w))
             run_next_ahead(r);
         return emu_flag_do_wait(s, in->u.flag.w, r->help);
     case HAL_INSN_NOTIFY_WAKE:
