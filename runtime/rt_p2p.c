@@ -161,6 +161,7 @@ static HcclResult launch_locked(rt_comm *c, const algo_op *op, const rt_p2p_req 
         return HCCL_E_MEMORY;
     }
     fill_sig(ctx, reqs, n);
+    rt_prog_p2p_waits(ctx);
     hal_dma_desc *post = NULL; /* staging mode: staging OUT -> user buffers, read by the build */
     HcclResult rc = HCCL_SUCCESS;
     if (c->staging && !(post = calloc(n ? n : 1, sizeof *post)))

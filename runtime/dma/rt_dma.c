@@ -41,8 +41,8 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
 
 bool rt_dma_per_call(const rt_launch_ctx *ctx, const algo_ref *r)
 {
-    if (ctx->p2p) /* rt_p2p_bind */
-        return false;
+    if (ctx->p2p) /* rt_p2p_bind: this rank's item buffers; a peer's comes through the item */
+        return r->owner == ALGO_SELF;
     if (r->buf == ALGO_BUF_INBOX)
         return true;
     uint32_t owner = r->owner == ALGO_SELF ? ctx->c->rank : (uint32_t)r->owner;

@@ -55,9 +55,10 @@ static inline uint64_t rt_p2p_item_bytes(const rt_p2p_item *it)
 typedef struct rt_rebind {
     uint32_t desc;  /* in ctx->descs */
     uint8_t field;  /* 0 dst, 1 src, 2 src2 */
-    uint8_t buf;    /* ALGO_BUF_IN, _OUT or _INBOX */
-    uint32_t owner; /* the rank whose buffer (IN/OUT: this rank) */
+    uint8_t buf;    /* ALGO_BUF_IN, _OUT or _INBOX, or RT_REBIND_ITEM */
+    uint32_t owner; /* the rank whose buffer (IN/OUT: this rank); RT_REBIND_ITEM: the p2p item */
 } rt_rebind;
+#define RT_REBIND_ITEM 0xffu /* a p2p item's buffer of this rank (rt_p2p_bind) */
 
 /* Where one instruction of a launch came from: its plan stream and step (the trace tags of an
  * unrolled launch, logs) and, for a DMA instruction, its first descriptor in ctx->descs. */
@@ -178,6 +179,9 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call);
 /* The same for a p2p launch on `stream`, its ordinals taken: its eager sends of stream 0 run ahead
  * of as many launches before as write none of their send buffers (rt_prog_ahead.c). */
 void rt_prog_p2p_ahead(rt_launch_ctx *ctx, hal_stream *stream);
+/* A p2p launch's flag waits for this call's items, before its program is built or reused
+ * (rt_prog_p2p.c). */
+void rt_prog_p2p_waits(rt_launch_ctx *ctx);
 
 /* AlltoAllVC: a hash of the count matrix, published so that ranks notice disagreements in the
  * entries no pair of them exchanges (rt_publish.c). */
@@ -275,7 +279,8 @@ uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);
 /* Binds a symbolic ref: direct for own/static buffers and the inbox slot, indirect through ctx for
  * peers' IN/OUT. */
 hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r);
-/* Whether rt_dma_bind binds r directly to an address of this call (own IN/OUT, the inbox slot):
+/* Whether rt_dma_bind binds r directly to an address of this call (own IN/OUT, the inbox slot, a
+ * p2p item's buffer):
  * a reused program sets it again (rt_rebind). */
 bool rt_dma_per_call(const rt_launch_ctx *ctx, const algo_ref *r);
 

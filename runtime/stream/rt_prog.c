@@ -153,8 +153,13 @@ static hal_result note_rebinds(rt_launch_ctx *ctx, const algo_step *st, uint32_t
         if (!rt_grow((void **)&ctx->rebinds, &ctx->rebinds_cap, ctx->nrebinds + n, sizeof *ctx->rebinds))
             return HAL_E_NOMEM;
         uint32_t owner = refs[f]->owner == ALGO_SELF ? ctx->c->rank : (uint32_t)refs[f]->owner;
+        uint8_t buf = (uint8_t)refs[f]->buf;
+        if (ctx->p2p) { /* rt_p2p_bind */
+            owner = (uint32_t)refs[f]->vdispl;
+            buf = RT_REBIND_ITEM;
+        }
         for (uint32_t i = 0; i < n; i++)
-            ctx->rebinds[ctx->nrebinds++] = (rt_rebind){ctx->ndescs + i, f, (uint8_t)refs[f]->buf, owner};
+            ctx->rebinds[ctx->nrebinds++] = (rt_rebind){ctx->ndescs + i, f, buf, owner};
     }
     return HAL_OK;
 }
@@ -494,11 +499,13 @@ uint64_t rt_prog_build_count(void)
  * (listed in ctx->rebinds); peers' buffers are read through the context (FETCH fills them) and the
  * instructions' arguments point into the context. A V-op's also holds offsets and sizes from its
  * V tables (and which AlltoAllV blocks go eager), so it serves only calls with the same tables
- * (tables_match): a loop that gathers the same uneven shards builds once. Not reusable: p2p items,
+ * (tables_match): a loop that gathers the same uneven shards builds once. A p2p launch's the same:
+ * its items' buffers are rebound, which sends go eager follows from the plan's sizes, and its flag
+ * waits and AHEAD mark are set per call (rt_prog_p2p_waits, rt_prog_p2p_ahead). Not reusable:
  * staging copies and staging buffers, steps across servers, a drain. */
 static bool reusable(const rt_launch_ctx *ctx)
 {
-    return !ctx->p2p && !ctx->staged && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
+    return !ctx->staged && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
            (ctx->vop || !algo_counts_symbolic(ctx->plan->op.coll));
 }
 
@@ -555,7 +562,10 @@ static void rebind(rt_launch_ctx *ctx)
         const rt_rebind *rb = &ctx->rebinds[i];
         hal_dma_desc *d = &ctx->descs[rb->desc];
         hal_ref *f = rb->field == 0 ? &d->dst : rb->field == 1 ? &d->src : &d->src2;
-        f->base = rb->buf == ALGO_BUF_INBOX ? ctx->inbox[rb->owner] : ctx->base[(size_t)rb->buf * n + rb->owner];
+        if (rb->buf == RT_REBIND_ITEM)
+            f->base = ctx->p2p_items[rb->owner].buf;
+        else
+            f->base = rb->buf == ALGO_BUF_INBOX ? ctx->inbox[rb->owner] : ctx->base[(size_t)rb->buf * n + rb->owner];
     }
 }
 

@@ -9,8 +9,19 @@
 
 #include "runtime/stream/rt_launch.h"
 
+/* A pointer into donor's p2p items (an item, or a member of one), as the same place in ctx's (a
+ * p2p launch of the same plan has as many items). */
+static bool move_item(rt_launch_ctx *ctx, const rt_launch_ctx *donor, const void **p)
+{
+    uintptr_t at = (uintptr_t)*p, first = (uintptr_t)donor->p2p_items;
+    if (!donor->p2p || at < first || at - first >= donor->plan->op.nitems * sizeof *donor->p2p_items)
+        return false;
+    *p = (const char *)ctx->p2p_items + (at - first);
+    return true;
+}
+
 /* An instruction argument of donor's, as the same argument of ctx; false for one that points
- * anywhere but donor itself or its fetch arguments (then ctx builds its own). */
+ * anywhere but donor itself, its fetch arguments or its p2p items (then ctx builds its own). */
 static bool move_arg(rt_launch_ctx *ctx, const rt_launch_ctx *donor, void **arg)
 {
     const rt_fetch_arg *f = *arg;
@@ -22,11 +33,11 @@ static bool move_arg(rt_launch_ctx *ctx, const rt_launch_ctx *donor, void **arg)
         *arg = &ctx->fetch[f - donor->fetch];
         return true;
     }
-    return *arg == NULL;
+    return *arg == NULL || move_item(ctx, donor, (const void **)arg);
 }
 
-/* A descriptor side bound through donor's bindings (a peer's IN/OUT, filled by FETCH: rt_dma_bind),
- * as the same binding of ctx; false for an indirection anywhere else. */
+/* A descriptor side bound through donor's bindings (a peer's IN/OUT, filled by FETCH: rt_dma_bind;
+ * a p2p item's peer_buf), as the same binding of ctx; false for an indirection anywhere else. */
 static bool move_ref(rt_launch_ctx *ctx, const rt_launch_ctx *donor, hal_ref *ref)
 {
     uint32_t n = ctx->c->nranks;
@@ -41,10 +52,15 @@ static bool move_ref(rt_launch_ctx *ctx, const rt_launch_ctx *donor, hal_ref *re
         ref->indirect = (void *const *)ctx->vbase + (p - (void *const *)donor->vbase);
         return true;
     }
-    return false;
+    const void *at = p; /* a direct send's: its item's peer_buf (rt_p2p_bind) */
+    if (!move_item(ctx, donor, &at))
+        return false;
+    ref->indirect = at;
+    return true;
 }
 
-/* A one-way receiver's flag waits are in its FETCH args, one per writer (rt_prog.c). */
+/* A one-way receiver's flag waits are in its FETCH args, one per writer (rt_prog.c); a p2p
+ * launch's in its items. */
 static bool move_flag_wait(rt_launch_ctx *ctx, const rt_launch_ctx *donor, const hal_flag_wait **w)
 {
     for (uint32_t q = 0; q < ctx->c->nranks; q++)
@@ -52,7 +68,11 @@ static bool move_flag_wait(rt_launch_ctx *ctx, const rt_launch_ctx *donor, const
             *w = &ctx->fetch[q].wait;
             return true;
         }
-    return false;
+    const void *p = *w;
+    if (!move_item(ctx, donor, &p))
+        return false;
+    *w = p;
+    return true;
 }
 
 static bool copy_array(void **dst, uint32_t *cap, const void *src, uint32_t n, size_t elem)

@@ -24,17 +24,35 @@ static hal_result push_wake(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
     return HAL_OK;
 }
 
-/* The item's flag wait, asleep on `wake`; its flag and value come with the ordinal (rt_p2p_bind_waits). */
-static hal_result push_flag_wait(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, rt_p2p_item *it,
-                                 hal_notify *wake, hal_task_fn check)
+/* The item's flag wait (set per call: rt_prog_p2p_waits). */
+static hal_result push_flag_wait(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, rt_p2p_item *it)
 {
-    it->wait = (hal_flag_wait){.wake = wake, .timeout_ms = rt_prog_wait_timeout_ms(ctx->c),
-                               .abort_flag = rt_prog_abort_flag(ctx->c), .check = check, .check_arg = it};
     hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
     if (!in)
         return HAL_E_NOMEM;
     in->u.flag.w = &it->wait;
     return HAL_OK;
+}
+
+/* What each item's flag wait sleeps on and checks where it would sleep; its flag and value come
+ * with the ordinal (rt_p2p_bind_waits). Per call, not in the program: the items are rewritten for
+ * every call, and a built program serves later calls of its plan (rt_prog.c, reusable). */
+void rt_prog_p2p_waits(rt_launch_ctx *ctx)
+{
+    rt_comm *c = ctx->c;
+    for (uint32_t k = 0; k < ctx->plan->op.nitems; k++) {
+        rt_p2p_item *it = &ctx->p2p_items[k];
+        if (it->peer == c->rank || !rt_p2p_on_flags(c, it->peer))
+            continue;
+        hal_notify *const *from = c->peers[it->peer].from_peer;
+        /* A destroying receiver writes FINALIZE as a direct send's record (rt_p2p_finalize): no
+         * check needed there. */
+        bool direct = it->is_send && !it->eager;
+        it->wait = (hal_flag_wait){.wake = from[!it->is_send ? ALGO_SLOT_P2P_DATA
+                                               : it->eager ? RT_SLOT_P2P_CREDIT : RT_SLOT_P2P_PUB],
+                                   .timeout_ms = rt_prog_wait_timeout_ms(c), .abort_flag = rt_prog_abort_flag(c),
+                                   .check = direct ? NULL : rt_p2p_peer_check, .check_arg = it};
+    }
 }
 
 hal_result rt_prog_p2p_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, rt_p2p_item *it)
@@ -44,13 +62,8 @@ hal_result rt_prog_p2p_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
         CHECK(rt_prog_push_notify(ctx, stream, step, true, p->from_peer[RT_SLOT_P2P_PUB]));
         return rt_prog_push_fn(ctx, stream, step, rt_p2p_fetch_task, it);
     }
-    if (it->eager) {
-        CHECK(push_flag_wait(ctx, stream, step, it, p->from_peer[RT_SLOT_P2P_CREDIT], rt_p2p_peer_check));
-        return rt_prog_push_fn(ctx, stream, step, rt_p2p_eager_send_task, it);
-    }
-    /* A destroying receiver writes FINALIZE as this record (rt_p2p_finalize): no check needed. */
-    CHECK(push_flag_wait(ctx, stream, step, it, p->from_peer[RT_SLOT_P2P_PUB], NULL));
-    return rt_prog_push_fn(ctx, stream, step, rt_p2p_fetch_task, it);
+    CHECK(push_flag_wait(ctx, stream, step, it));
+    return rt_prog_push_fn(ctx, stream, step, it->eager ? rt_p2p_eager_send_task : rt_p2p_fetch_task, it);
 }
 
 hal_result rt_prog_p2p_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, const algo_step *st)
@@ -69,7 +82,7 @@ hal_result rt_prog_p2p_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, 
             CHECK(rt_prog_push_fn(ctx, stream, step, rt_p2p_delivered_task, it));
         return push_wake(ctx, stream, step, p->to_peer[ALGO_SLOT_P2P_DATA]);
     }
-    CHECK(push_flag_wait(ctx, stream, step, it, p->from_peer[ALGO_SLOT_P2P_DATA], rt_p2p_peer_check));
+    CHECK(push_flag_wait(ctx, stream, step, it));
     CHECK(rt_prog_push_fn(ctx, stream, step, rt_p2p_recv_task, it));
     /* Only an eager sender waits for its box; a receive too large for one came direct, or fails
      * the call as a mismatch (an abort wakes every wait). */

@@ -1,6 +1,6 @@
 /* What the host saves per launch must never change a result: a pooled launch context reuses the
  * program it built for the same plan (rt_prog.c) across other buffers, in-place calls, the other
- * inbox slot (seq parity), p2p launches in between and plan evictions; rt_check_buffer's cache of
+ * inbox slot (seq parity), p2p launches in between and plan evictions, and so does a p2p launch; rt_check_buffer's cache of
  * good buffers (rt_buf_cache.c) forgets a buffer once it is freed and never stretches a buffer or
  * hands it to another device. Ranks are threads of this process (HcclCommInitAll), so the
  * process-wide build counter (rt_prog_build_count) sees every rank. */
@@ -120,7 +120,50 @@ static void burst(rank_t *r, uint64_t count)
         check(r, &ops[p]);
 }
 
-typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG, SC_BURST } scenario;
+/* BURST p2p launches back to back, cycling the pairs: each sends `count` elements of pair p's IN
+ * to the peer and to itself, and receives the peer's into OUT and its own right after. Each pair's
+ * IN holds its own values, so a launch that sent or received through the buffers of the call its
+ * program was built for leaves other pairs' OUT wrong. Eager (SMALL), then direct (a pooled
+ * context binds the receiver's buffer through its item at FETCH). */
+#define P2P_DIRECT (BIG / 2 - GUARD) /* 140 KB: past the eager limit, two fit one OUT */
+static void p2p_burst(rank_t *r, uint64_t count)
+{
+    uint32_t peer = 1 - r->rank;
+    int32_t *h = r->host;
+    for (int p = 0; p < PAIRS; p++) {
+        for (uint64_t j = 0; j < count; j++)
+            h[j] = value(p, r->rank, j);
+        put(r->in[p], h, count * sizeof *h);
+        for (uint64_t j = 0; j < 2 * count + GUARD; j++)
+            h[j] = SENTINEL;
+        put(r->out[p], h, (2 * count + GUARD) * sizeof *h);
+    }
+    for (int i = 0; i < BURST; i++) {
+        int p = i % PAIRS;
+        HcclSendRecvItem items[4] = {
+            {HCCL_SEND, r->in[p], count, HCCL_DATA_TYPE_INT32, peer},
+            {HCCL_RECV, r->out[p], count, HCCL_DATA_TYPE_INT32, peer},
+            {HCCL_SEND, r->in[p], count, HCCL_DATA_TYPE_INT32, r->rank},
+            {HCCL_RECV, r->out[p] + count, count, HCCL_DATA_TYPE_INT32, r->rank},
+        };
+        cr_assert_eq(HcclBatchSendRecv(items, 4, r->comm, r->s), HCCL_SUCCESS);
+    }
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    for (int p = 0; p < PAIRS; p++) {
+        cr_assert_eq(aclrtMemcpy(h, (2 * count + GUARD) * sizeof *h, r->out[p], (2 * count + GUARD) * sizeof *h,
+                                 ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+        for (uint64_t j = 0; j < 2 * count + GUARD && r->bad < 3; j++) {
+            int32_t want = j < count ? value(p, peer, j) : j < 2 * count ? value(p, r->rank, j - count) : SENTINEL;
+            if (h[j] != want) {
+                cr_log_error("rank %u pair %d (p2p, count %llu): element %llu is %d, want %d", r->rank, p,
+                             (unsigned long long)count, (unsigned long long)j, h[j], want);
+                r->bad++;
+            }
+        }
+    }
+}
+
+typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG, SC_BURST, SC_P2P_BURST } scenario;
 typedef struct job {
     rank_t *r;
     scenario sc;
@@ -141,6 +184,10 @@ static void *rank_main(void *arg)
     case SC_BURST:
         burst(r, SMALL);
         burst(r, BIG);
+        break;
+    case SC_P2P_BURST:
+        p2p_burst(r, SMALL);
+        p2p_burst(r, P2P_DIRECT);
         break;
     case SC_STEADY: /* one shape; other buffers and the other inbox slot every call */
         for (int i = 1; i <= 60; i++)
@@ -213,6 +260,14 @@ Test(launch_reuse, burst_copies_the_program, .timeout = 120)
 {
     uint64_t builds = builds_in(SC_BURST);
     cr_expect_leq(builds, 2 * NRANKS, "%llu programs built for two bursts of %d back-to-back calls of one shape",
+                  (unsigned long long)builds, BURST);
+}
+
+/* The same for p2p launches: their items' buffers are rebound, their flag waits set per call. */
+Test(launch_reuse, p2p_burst_copies_the_program, .timeout = 120)
+{
+    uint64_t builds = builds_in(SC_P2P_BURST);
+    cr_expect_leq(builds, 2 * NRANKS, "%llu programs built for two bursts of %d back-to-back p2p launches of one shape",
                   (unsigned long long)builds, BURST);
 }
 
