@@ -1,8 +1,8 @@
 /* What the host saves per launch must never change a result: a pooled launch context reuses the
  * program it built for the same plan (rt_prog.c) across other buffers, in-place calls, the other
- * inbox slot (seq parity), p2p launches in between and plan evictions, and so does a p2p launch; rt_check_buffer's cache of
- * good buffers (rt_buf_cache.c) forgets a buffer once it is freed and never stretches a buffer or
- * hands it to another device. Ranks are threads of this process (HcclCommInitAll), so the
+ * inbox slot (seq parity), p2p launches in between and plan evictions, and so does a p2p
+ * launch's; rt_check_buffer's cache of good buffers (rt_buf_cache.c) forgets a buffer once it is
+ * freed and never stretches a buffer or hands it to another device. Ranks are threads of this process (HcclCommInitAll), so the
  * process-wide build counter (rt_prog_build_count) sees every rank. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -120,50 +120,65 @@ static void burst(rank_t *r, uint64_t count)
         check(r, &ops[p]);
 }
 
-/* BURST p2p launches back to back, cycling the pairs: each sends `count` elements of pair p's IN
- * to the peer and to itself, and receives the peer's into OUT and its own right after. Each pair's
- * IN holds its own values, so a launch that sent or received through the buffers of the call its
- * program was built for leaves other pairs' OUT wrong. Eager (SMALL), then direct (a pooled
- * context binds the receiver's buffer through its item at FETCH). */
+/* p2p on pair p: `count` elements of IN to the peer and to itself, the peer's received into OUT
+ * and its own right after. Each pair's IN holds its own values (p2p_fill), so a launch that sent
+ * or received through the buffers of the call its program was built for leaves other pairs' OUT
+ * wrong. */
 #define P2P_DIRECT (BIG / 2 - GUARD) /* 140 KB: past the eager limit, two fit one OUT */
-static void p2p_burst(rank_t *r, uint64_t count)
+static void p2p_fill(rank_t *r, int p, uint64_t count)
+{
+    int32_t *h = r->host;
+    for (uint64_t j = 0; j < count; j++)
+        h[j] = value(p, r->rank, j);
+    put(r->in[p], h, count * sizeof *h);
+    for (uint64_t j = 0; j < 2 * count + GUARD; j++)
+        h[j] = SENTINEL;
+    put(r->out[p], h, (2 * count + GUARD) * sizeof *h);
+}
+
+static void p2p_issue(rank_t *r, int p, uint64_t count)
+{
+    uint32_t peer = 1 - r->rank;
+    HcclSendRecvItem items[4] = {
+        {HCCL_SEND, r->in[p], count, HCCL_DATA_TYPE_INT32, peer},
+        {HCCL_RECV, r->out[p], count, HCCL_DATA_TYPE_INT32, peer},
+        {HCCL_SEND, r->in[p], count, HCCL_DATA_TYPE_INT32, r->rank},
+        {HCCL_RECV, r->out[p] + count, count, HCCL_DATA_TYPE_INT32, r->rank},
+    };
+    cr_assert_eq(HcclBatchSendRecv(items, 4, r->comm, r->s), HCCL_SUCCESS);
+}
+
+/* After a synchronize: the peer's values, then this rank's, then the sentinels. */
+static void p2p_check(rank_t *r, int p, uint64_t count)
 {
     uint32_t peer = 1 - r->rank;
     int32_t *h = r->host;
-    for (int p = 0; p < PAIRS; p++) {
-        for (uint64_t j = 0; j < count; j++)
-            h[j] = value(p, r->rank, j);
-        put(r->in[p], h, count * sizeof *h);
-        for (uint64_t j = 0; j < 2 * count + GUARD; j++)
-            h[j] = SENTINEL;
-        put(r->out[p], h, (2 * count + GUARD) * sizeof *h);
-    }
-    for (int i = 0; i < BURST; i++) {
-        int p = i % PAIRS;
-        HcclSendRecvItem items[4] = {
-            {HCCL_SEND, r->in[p], count, HCCL_DATA_TYPE_INT32, peer},
-            {HCCL_RECV, r->out[p], count, HCCL_DATA_TYPE_INT32, peer},
-            {HCCL_SEND, r->in[p], count, HCCL_DATA_TYPE_INT32, r->rank},
-            {HCCL_RECV, r->out[p] + count, count, HCCL_DATA_TYPE_INT32, r->rank},
-        };
-        cr_assert_eq(HcclBatchSendRecv(items, 4, r->comm, r->s), HCCL_SUCCESS);
-    }
-    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
-    for (int p = 0; p < PAIRS; p++) {
-        cr_assert_eq(aclrtMemcpy(h, (2 * count + GUARD) * sizeof *h, r->out[p], (2 * count + GUARD) * sizeof *h,
-                                 ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-        for (uint64_t j = 0; j < 2 * count + GUARD && r->bad < 3; j++) {
-            int32_t want = j < count ? value(p, peer, j) : j < 2 * count ? value(p, r->rank, j - count) : SENTINEL;
-            if (h[j] != want) {
-                cr_log_error("rank %u pair %d (p2p, count %llu): element %llu is %d, want %d", r->rank, p,
-                             (unsigned long long)count, (unsigned long long)j, h[j], want);
-                r->bad++;
-            }
+    size_t bytes = (2 * count + GUARD) * sizeof *h;
+    cr_assert_eq(aclrtMemcpy(h, bytes, r->out[p], bytes, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (uint64_t j = 0; j < 2 * count + GUARD && r->bad < 3; j++) {
+        int32_t want = j < count ? value(p, peer, j) : j < 2 * count ? value(p, r->rank, j - count) : SENTINEL;
+        if (h[j] != want) {
+            cr_log_error("rank %u pair %d (p2p, count %llu): element %llu is %d, want %d", r->rank, p,
+                         (unsigned long long)count, (unsigned long long)j, h[j], want);
+            r->bad++;
         }
     }
 }
 
-typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG, SC_BURST, SC_P2P_BURST } scenario;
+/* BURST p2p launches back to back, cycling the pairs. Eager (SMALL), then direct (a pooled
+ * context binds the receiver's buffer through its item at FETCH). */
+static void p2p_burst(rank_t *r, uint64_t count)
+{
+    for (int p = 0; p < PAIRS; p++)
+        p2p_fill(r, p, count);
+    for (int i = 0; i < BURST; i++)
+        p2p_issue(r, i % PAIRS, count);
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    for (int p = 0; p < PAIRS; p++)
+        p2p_check(r, p, count);
+}
+
+typedef enum { SC_WARM, SC_STEADY, SC_MIXED, SC_EVICT, SC_BIG, SC_BURST, SC_P2P_BURST, SC_P2P_EVICT } scenario;
 typedef struct job {
     rank_t *r;
     scenario sc;
@@ -188,6 +203,18 @@ static void *rank_main(void *arg)
     case SC_P2P_BURST:
         p2p_burst(r, SMALL);
         p2p_burst(r, P2P_DIRECT);
+        break;
+    case SC_P2P_EVICT: /* HCCL_PLAN_CACHE_SIZE=1, three shapes, two in flight at a time (as SC_EVICT) */
+        for (int k = 0; k < 30; k++) {
+            uint64_t ca = SMALL + 2 * (uint64_t)(k % 3), cb = SMALL + 2 * (uint64_t)((k + 1) % 3);
+            p2p_fill(r, 0, ca);
+            p2p_fill(r, 1, cb);
+            p2p_issue(r, 0, ca);
+            p2p_issue(r, 1, cb);
+            cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+            p2p_check(r, 0, ca);
+            p2p_check(r, 1, cb);
+        }
         break;
     case SC_STEADY: /* one shape; other buffers and the other inbox slot every call */
         for (int i = 1; i <= 60; i++)
@@ -269,6 +296,17 @@ Test(launch_reuse, p2p_burst_copies_the_program, .timeout = 120)
     uint64_t builds = builds_in(SC_P2P_BURST);
     cr_expect_leq(builds, 2 * NRANKS, "%llu programs built for two bursts of %d back-to-back p2p launches of one shape",
                   (unsigned long long)builds, BURST);
+}
+
+/* The same with p2p plans: a pooled context's p2p program never serves a plan compiled where its
+ * own was evicted. */
+Test(launch_reuse, evicted_p2p_plans_rebuild, .timeout = 120)
+{
+    setenv("HCCL_PLAN_CACHE_SIZE", "1", 1);
+    rank_t ranks[NRANKS];
+    setup(ranks);
+    run(ranks, SC_P2P_EVICT);
+    teardown(ranks);
 }
 
 Test(launch_reuse, shapes_in_place_and_p2p_interleaved, .timeout = 120)
