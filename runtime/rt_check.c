@@ -62,9 +62,12 @@ static HcclResult check_op(rt_comm *c, const rt_call *call, const char *api)
     if (coll_rooted(op->coll))
         CHECK_ARG(op->root < c->nranks, HCCL_E_PARA, "check", "%s: rank %u: root=%u is out of range (rank size %u)",
                   api, c->rank, op->root, c->nranks);
-    /* Byte counts must fit comfortably in 63 bits for every buffer the plan derives. */
-    uint64_t limit = (UINT64_C(1) << 62) / hal_dtype_size(op->dtype) / c->nranks;
-    CHECK_ARG(op->count <= limit, HCCL_E_PARA, "check", "%s: rank %u: count=%llu overflows the addressable size", api,
+    /* Byte counts must fit comfortably in 63 bits for every buffer the plan derives: count x
+     * element size x ranks <= 2^62, multiplied (two 64-bit divisions were 1% of a small call). */
+    uint64_t bytes = 0, all = 0;
+    bool over = __builtin_mul_overflow(op->count, (uint64_t)hal_dtype_size(op->dtype), &bytes) ||
+                __builtin_mul_overflow(bytes, (uint64_t)c->nranks, &all);
+    CHECK_ARG(!over && all <= UINT64_C(1) << 62, HCCL_E_PARA, "check", "%s: rank %u: count=%llu overflows the addressable size", api,
               c->rank, (unsigned long long)op->count);
     return HCCL_SUCCESS;
 }

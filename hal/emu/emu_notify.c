@@ -359,7 +359,8 @@ bool emu_wait_check_ok(hal_stream *s, hal_task_fn check, void *arg)
 {
     if (!check)
         return true;
-    char msg[EMU_MSG_LEN] = "";
+    char msg[EMU_MSG_LEN];
+    msg[0] = 0;
     int rc = check(arg, msg, sizeof msg);
     if (rc == 0)
         return true;

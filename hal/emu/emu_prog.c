@@ -86,7 +86,8 @@ hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t
 /* As a task function's failure: its code if it is a HAL code, else HAL_E_INTERNAL. */
 static bool run_fn(hal_stream *s, const hal_insn *in)
 {
-    char msg[EMU_MSG_LEN] = "";
+    char msg[EMU_MSG_LEN];
+    msg[0] = 0; /* not = "": that zeroes all of it, per instruction or task */
     int rc = in->u.fn.fn(in->u.fn.arg, msg, sizeof msg);
     if (rc == 0)
         return true;
@@ -109,7 +110,8 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in);
 
 static bool run_dma(prog_run *r, const hal_insn *in)
 {
-    char msg[EMU_MSG_LEN] = "";
+    char msg[EMU_MSG_LEN];
+    msg[0] = 0; /* not = "": that zeroes all of it, per instruction or task */
     hal_result rc = emu_dma_run(&r->s->dev->dma, in->u.dma.descs, in->u.dma.n, msg, sizeof msg);
     if (rc != HAL_OK)
         emu_stream_fail(r->s, rc, "%s", msg);
@@ -130,7 +132,8 @@ static uint32_t run_dma_fanout(prog_run *r, const hal_insn *ins, uint32_t n, emu
         batch[k] = ins[k].u.dma.descs, k++;
     if (k < 2)
         return 0;
-    char msg[EMU_MSG_LEN] = "";
+    char msg[EMU_MSG_LEN];
+    msg[0] = 0; /* not = "": that zeroes all of it, per instruction or task */
     hal_result rc;
     uint32_t ran = emu_dma_run_fanout(&r->s->dev->dma, batch, k, ins[0].u.dma.n, &rc, msg, sizeof msg);
     if (!ran)

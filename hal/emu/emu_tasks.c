@@ -8,7 +8,8 @@
 
 static void run_fn(hal_stream *s, emu_task *t)
 {
-    char msg[EMU_MSG_LEN] = "";
+    char msg[EMU_MSG_LEN];
+    msg[0] = 0; /* not = "": that zeroes all of it, per instruction or task */
     int rc = t->u.fn.fn(t->u.fn.arg, msg, sizeof msg);
     if (rc != 0) {
         msg[sizeof msg - 1] = 0;
@@ -38,7 +39,8 @@ static bool task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
         return prog_run(s, t, sticky, help);
     if (sticky != HAL_OK && t->kind != EMU_T_HOST) /* host functions run anyway (hal.h) */
         return true;
-    char msg[EMU_MSG_LEN] = "";
+    char msg[EMU_MSG_LEN];
+    msg[0] = 0; /* not = "": that zeroes all of it, per instruction or task */
     hal_result rc = HAL_OK;
     switch (t->kind) {
     case EMU_T_DMA:

@@ -369,6 +369,7 @@ static void bad_collectives(bi_ctx *b, void *d, void *small, void *host)
     EXPECT(b, HCCL_E_PTR, HcclBroadcast(NULL, 8, F, 0, cm, st));
     EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, UINT64_MAX / 2, F, HCCL_REDUCE_SUM, cm, st));
     EXPECT(b, HCCL_E_PARA, HcclAllGather(d, d, UINT64_MAX / 3, F, cm, st));
+    EXPECT(b, HCCL_E_PARA, HcclAllGather(d, d, UINT64_C(1) << 60, F, cm, st)); /* x 4 B x ranks > 2^62 */
     EXPECT(b, HCCL_E_PARA, HcclAllReduce(small, small, 1000, F, HCCL_REDUCE_SUM, cm, st));
     EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, (HcclDataType)13, HCCL_REDUCE_SUM, cm, st));
     EXPECT(b, HCCL_E_PARA, HcclAllReduce(d, d, 8, (HcclDataType)99, HCCL_REDUCE_SUM, cm, st));
