@@ -391,6 +391,8 @@ hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *
 {
     if (n == 0)
         return HAL_OK;
+    if (n == 1 && (descs[0].kind != HAL_DMA_COPY || descs[0].bytes < emu_cfg()->copy_nt_bytes))
+        return run_batch(d, descs, n, false, msg, len); /* one small copy or reduce: no kernel to choose */
     batch_kernel k = batch_kernel_for(descs, n);
     uint64_t t0 = k.timed ? emu_now_ns() : 0;
     hal_result rc = run_batch(d, descs, n, k.nt, msg, len);
