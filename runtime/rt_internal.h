@@ -282,6 +282,15 @@ static inline uint32_t rt_inbox_slots(const rt_comm *c)
 {
     return ALGO_EAGER_SLOTS + 2 * c->ow_slots;
 }
+/* Run position x modulo the one-way slots: a mask, as ow_slots is a power of two (a 64-bit
+ * division on every one-way call showed in its samples). */
+_Static_assert((ALGO_ONEWAY_SLOTS_FIT & (ALGO_ONEWAY_SLOTS_FIT - 1)) == 0 &&
+                   (ALGO_ONEWAY_SLOTS_MAX & (ALGO_ONEWAY_SLOTS_MAX - 1)) == 0,
+               "one-way slots come in powers of two");
+static inline uint32_t rt_ow_pos(const rt_comm *c, uint64_t x)
+{
+    return (uint32_t)(x & (c->ow_slots - 1));
+}
 static inline bool rt_slot_oneway(uint32_t slot)
 {
     return slot >= ALGO_EAGER_SLOTS;

@@ -40,7 +40,7 @@ uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
 {
     uint32_t first = ALGO_EAGER_SLOTS + (plan->oneway_gather ? c->ow_slots : 0); /* gathers: after the one-way */
     if (plan->oneway)
-        return first + (uint32_t)(c->oneway_calls % c->ow_slots);
+        return first + rt_ow_pos(c, c->oneway_calls);
     return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
 }
 
@@ -56,14 +56,14 @@ void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)
         if (plan->oneway_gather)
             rt_gather_warm(c, plan->op.root);
         if (run >= c->ow_slots)
-            ctx->credit_seq = c->oneway_seq[run % c->ow_slots];
+            ctx->credit_seq = c->oneway_seq[rt_ow_pos(c, run)];
         return;
     }
     if (plan->oneway || !run) /* a receiver publishes into no slot and signals no PUB */
         return;
     ctx->ndrain = run < c->ow_slots ? run : c->ow_slots;
     for (uint32_t i = 0; i < ctx->ndrain; i++)
-        ctx->drain_seq[i] = c->oneway_seq[(run - 1 - i) % c->ow_slots];
+        ctx->drain_seq[i] = c->oneway_seq[rt_ow_pos(c, run - 1 - i)];
 }
 
 /* A lone one-way call costs its root a drain before the next call, which the full exchange does
@@ -111,7 +111,7 @@ void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx)
     else
         c->full_calls++;
     if (rt_oneway_writer(c, plan))
-        c->oneway_seq[c->oneway_run++ % c->ow_slots] = ctx->seq;
+        c->oneway_seq[rt_ow_pos(c, c->oneway_run++)] = ctx->seq;
     else if (ctx->ndrain)
         c->oneway_run = 0;
 }
@@ -242,7 +242,7 @@ void rt_oneway_destroy_check(rt_comm *c)
     uint64_t waited_us = 0, limit_us = (uint64_t)(c->exec_timeout_s > 0 ? c->exec_timeout_s : 0) * 1000000u;
     char msg[RT_MSG_LEN];
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t seq = c->oneway_seq[(c->oneway_run - 1 - i) % c->ow_slots];
+        uint64_t seq = c->oneway_seq[rt_ow_pos(c, c->oneway_run - 1 - i)];
         for (uint32_t q = 0; q < c->nranks; q++) {
             while (!view_settled(c, q, seq) && !(limit_us && waited_us >= limit_us)) {
                 nanosleep(&nap, NULL); /* peers are inside the same calls */

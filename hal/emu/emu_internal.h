@@ -365,7 +365,7 @@ void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
  * resolved default) and record; a failure fails stream s and returns false. */
 bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
-                        emu_take take);
+                        const emu_take *take);
 /* How a helping host thread's wait ended (emu_stream_help_until). */
 typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_wait_end;
 /* How long a helping host thread polls, for the worker to hand the stream over and in a program's
@@ -373,7 +373,8 @@ typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_
 #define EMU_HELP_POLL_NS 20000ull
 /* emu_notify_do_wait's poll, at most EMU_HELP_POLL_NS: EMU_WAIT_LATER (nothing taken) where that
  * wait would poll on or sleep. */
-emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take);
+emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag,
+                                  const emu_take *take);
 /* How a program task's run ended. */
 typedef enum emu_prog_end { EMU_PROG_DONE, EMU_PROG_FAILED, EMU_PROG_SUSPENDED } emu_prog_end;
 /* Runs program task t's instructions in order from t->u.prog.pc; the first failure fails s and ends

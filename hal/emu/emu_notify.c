@@ -268,9 +268,9 @@ hal_result emu_notify_wait_count(hal_notify *n, hal_stream *s, uint32_t at_least
 typedef enum { TAKE_NONE, TAKE_OK, TAKE_STALE } take_result;
 
 /* May a wait that takes `take` go on with `count` signals there (the slot's and those kept)? */
-static bool take_ready(uint32_t count, emu_take take)
+static bool take_ready(uint32_t count, const emu_take *take)
 {
-    return take.at_least ? count >= take.at_least : count > 0;
+    return take->at_least ? count >= take->at_least : count > 0;
 }
 
 /* One kept signal, if there is one (any executor of a stream that waits through n may take). */
@@ -286,9 +286,9 @@ static bool take_kept(hal_notify *n)
 /* Takes what `take` says once it may go on (decrement, clear for wait_reset, nothing for a count
  * wait, all but one kept for keep_rest), in n's generation only. A plain take uses a kept signal
  * first: it touches no shared line. */
-static take_result notify_take(hal_notify *n, emu_take take)
+static take_result notify_take(hal_notify *n, const emu_take *take)
 {
-    if (!take.reset && !take.at_least && take_kept(n))
+    if (!take->reset && !take->at_least && take_kept(n))
         return TAKE_OK;
     uint64_t w = atomic_load(&n->slot->word);
     for (;;) {
@@ -297,13 +297,13 @@ static take_result notify_take(hal_notify *n, emu_take take)
         uint32_t count = EMU_NOTIFY_COUNT(w), kept = atomic_load_explicit(&n->kept, memory_order_acquire);
         if (!take_ready(count + kept, take))
             return TAKE_NONE;
-        if (take.at_least)
+        if (take->at_least)
             return TAKE_OK;
-        bool all = take.reset || take.keep_rest;
+        bool all = take->reset || take->keep_rest;
         if (atomic_compare_exchange_weak(&n->slot->word, &w, all ? (uint64_t)n->gen << 32 : w - 1)) {
-            if (take.reset)
+            if (take->reset)
                 atomic_store_explicit(&n->kept, 0, memory_order_release);
-            else if (take.keep_rest)
+            else if (take->keep_rest)
                 atomic_fetch_add_explicit(&n->kept, count - 1, memory_order_release);
             return TAKE_OK;
         }
@@ -329,10 +329,10 @@ static uint32_t count_bit(uint32_t count)
 
 /* The futex bits a wait sleeps with: a count wait's target for the slot's count alone (the kept
  * signals change only by takes through this handle, i.e. not while this wait sleeps). */
-static uint32_t sleep_bits(hal_notify *n, emu_take take)
+static uint32_t sleep_bits(hal_notify *n, const emu_take *take)
 {
     uint32_t kept = atomic_load_explicit(&n->kept, memory_order_acquire);
-    return take.at_least && take.at_least > kept ? count_bit(take.at_least - kept) : EMU_WAKE_ANY;
+    return take->at_least && take->at_least > kept ? count_bit(take->at_least - kept) : EMU_WAKE_ANY;
 }
 
 emu_wait_stop emu_wait_stopped(hal_stream *s, const volatile uint32_t *abort_flag, uint64_t deadline)
@@ -381,7 +381,7 @@ uint64_t emu_wait_slice_ns(uint64_t deadline)
  * sleep: a notify_wake after what the check reads then sees this wait. False when it failed the
  * stream. */
 static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t timeout_ms,
-                        const volatile uint32_t *abort_flag, emu_take take)
+                        const volatile uint32_t *abort_flag, const emu_take *take)
 {
     emu_notify_slot *slot = n->slot;
     uint64_t deadline = timeout_ms ? start + timeout_ms * 1000000ull : 0;
@@ -400,9 +400,9 @@ static bool wait_asleep(hal_stream *s, hal_notify *n, uint64_t start, uint32_t t
         }
         uint64_t slice = emu_wait_slice_ns(deadline);
         atomic_fetch_add(&slot->waiters, 1);
-        if (take.check) {
+        if (take->check) {
             atomic_thread_fence(memory_order_seq_cst); /* pairs with emu_notify_do_wake's */
-            if (!emu_wait_check_ok(s, take.check, take.check_arg)) {
+            if (!emu_wait_check_ok(s, take->check, take->check_arg)) {
                 atomic_fetch_sub(&slot->waiters, 1);
                 return false;
             }
@@ -437,7 +437,7 @@ void emu_wait_poll_init(emu_poll *p, uint64_t budget)
 /* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us), for at most
  * `budget` ns in all. TAKE_NONE when it did not get through (or the abort flag is up); *t0: when
  * the poll began. */
-static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, emu_take take, uint64_t budget,
+static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, const emu_take *take, uint64_t budget,
                                uint64_t *t0)
 {
     take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
@@ -455,7 +455,7 @@ static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_fla
 }
 
 bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const volatile uint32_t *abort_flag,
-                        emu_take take)
+                        const emu_take *take)
 {
     uint64_t t0 = 0;
     take_result tr = wait_polled(n, abort_flag, take, UINT64_MAX, &t0);
@@ -464,7 +464,8 @@ bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
     return wait_asleep(s, n, t0, timeout_ms, abort_flag, take); /* t0: set by every poll that got nothing */
 }
 
-emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag, emu_take take)
+emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag,
+                                  const emu_take *take)
 {
     uint64_t t0 = 0;
     take_result tr = wait_polled(n, abort_flag, take, EMU_HELP_POLL_NS, &t0);
@@ -559,7 +560,7 @@ hal_result emu_notify_host_record(hal_notify *n)
 void emu_notify_run(hal_stream *s, emu_task *t)
 {
     if (t->kind == EMU_T_NOTIFY_WAIT) {
-        (void)emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, t->u.nt.take);
+        (void)emu_notify_do_wait(s, t->u.nt.n, t->u.nt.timeout_ms, t->u.nt.abort, &t->u.nt.take);
         return;
     }
     if (t->kind == EMU_T_FLAG_WAIT) {

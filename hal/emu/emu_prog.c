@@ -203,10 +203,10 @@ static emu_wait_end run_wait(prog_run *r, const hal_insn *in)
     emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest, in->u.notify.check,
                      in->u.notify.check_arg};
     if (r->help)
-        return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, take);
+        return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, &take);
     uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
     bool ok = emu_notify_do_wait(r->s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
-                                 in->u.notify.abort_flag, take);
+                                 in->u.notify.abort_flag, &take);
     return ok ? EMU_WAIT_MET : EMU_WAIT_FAILED;
 }
 
