@@ -27,16 +27,10 @@ static HcclResult v_call(HcclComm comm, algo_coll coll, uint32_t cmd, void *in, 
                          aclrtStream stream, const char *api)
 {
     rt_call call;
-    memset(&call, 0, sizeof call);
-    call.op.coll = coll;
-    call.op.dtype = (hal_dtype)dt;
-    call.op.redop = (hal_redop)op;
+    rt_call_init(&call, coll, cmd, in, out, 0, dt, op, 0);
     call.op.counts = counts;
     call.op.ncounts = ncounts;
     call.op.in_place = in_place;
-    call.cmd = cmd;
-    call.in = in;
-    call.out = out;
     return rt_collective(comm, &call, stream, api);
 }
 

@@ -466,7 +466,7 @@ HcclResult rt_streams_ensure(rt_comm *c, uint32_t nstreams);
 void rt_streams_teardown(rt_comm *c);
 
 /* --- launch --- */
-typedef struct rt_call {
+typedef struct rt_call { /* rt_call_init sets every field: a new one goes there too */
     algo_op op;           /* op.rank/nranks filled */
     uint32_t cmd;         /* HcclCMDType of the API */
     void *in, *out;
@@ -480,6 +480,9 @@ typedef struct rt_call {
 } rt_call;
 
 HcclResult rt_launch(rt_comm *c, rt_call *call);
+/* A call of the public API: the op's fields given, every other field 0 (rt_coll.c). */
+void rt_call_init(rt_call *call, algo_coll coll, uint32_t cmd, void *in, void *out, uint64_t count, HcclDataType dt,
+                  HcclReduceOp op, uint32_t root);
 
 /* --- staging mode (runtime/stream/rt_staging.c) --- */
 /* HCCL_ASCEND_STAGING=auto|on|off for this backend (auto: on for hal/ascend over a libascendcl

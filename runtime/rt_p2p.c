@@ -95,12 +95,17 @@ static bool goes_eager(const rt_comm *c, const rt_p2p_req *r)
 
 static rt_p2p_item *to_launch_items(rt_launch_ctx *ctx, const rt_p2p_req *reqs, uint32_t n)
 {
-    rt_p2p_item *it = rt_launch_ctx_items(ctx, n); /* the pooled context's memory */
-    for (uint32_t i = 0; it && i < n; i++) {
+    rt_p2p_item *it = rt_launch_ctx_items(ctx, n); /* the pooled context's memory, zeroed */
+    for (uint32_t i = 0; it && i < n; i++) { /* field by field: a compound literal zeroed it again */
         const HcclSendRecvItem *r = &reqs[i].item;
-        it[i] = (rt_p2p_item){.ctx = ctx, .peer = r->remoteRank, .is_send = r->sendRecvType == HCCL_SEND,
-                              .cmd = reqs[i].cmd, .dtype = (uint32_t)r->dataType, .count = r->count, .buf = r->buf,
-                              .eager = goes_eager(ctx->c, &reqs[i])};
+        it[i].ctx = ctx;
+        it[i].peer = r->remoteRank;
+        it[i].is_send = r->sendRecvType == HCCL_SEND;
+        it[i].cmd = reqs[i].cmd;
+        it[i].dtype = (uint32_t)r->dataType;
+        it[i].count = r->count;
+        it[i].buf = r->buf;
+        it[i].eager = goes_eager(ctx->c, &reqs[i]);
     }
     return it;
 }

@@ -300,7 +300,6 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     sig.seq = ctx->seq;
     bool oneway = ctx->plan->oneway;
     uint64_t stride = rt_plan_stride(c, ctx->plan);
-    size_t from = oneway ? sizeof sig.seq : 0; /* one-way: the seq is the PUB signal, stored after the data */
     _Static_assert(offsetof(rt_sig, seq) == 0, "a header's seq comes first");
     if (rt_a2av_receives_directly(ctx)) { /* senders of large blocks need my OUT: a record too */
         int rc = rt_publish_task(ctx, msg, len);
@@ -311,9 +310,15 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
         if (publish_tables(ctx, &t, msg, len))
             return HAL_E_ABORTED;
     }
-    for (uint32_t q = 0; q < c->nranks; q++)
-        if (writes_into(ctx, q))
-            memcpy((char *)rt_box_hdr(ctx->inbox[q], c->rank, stride) + from, (char *)&sig + from, sizeof sig - from);
+    for (uint32_t q = 0; q < c->nranks; q++) {
+        if (!writes_into(ctx, q))
+            continue;
+        char *hdr = (char *)rt_box_hdr(ctx->inbox[q], c->rank, stride);
+        if (oneway) /* the seq is the PUB signal, stored after the data; constant sizes: plain moves */
+            memcpy(hdr + sizeof sig.seq, (char *)&sig + sizeof sig.seq, sizeof sig - sizeof sig.seq);
+        else
+            memcpy(hdr, &sig, sizeof sig);
+    }
     if (!oneway)
         return 0;
     mark_fetched(ctx, c->rank); /* a one-way root reads nobody's record */
