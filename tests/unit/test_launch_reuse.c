@@ -261,6 +261,15 @@ static void teardown(rank_t *ranks)
     pair_ranks_close(ranks, NRANKS);
 }
 
+/* Every rank runs scenario sc on a fresh communicator (results checked as it runs). */
+static void run_once(scenario sc)
+{
+    rank_t ranks[NRANKS];
+    setup(ranks);
+    run(ranks, sc);
+    teardown(ranks);
+}
+
 /* Programs built while every rank runs scenario sc (results checked as it runs). */
 static uint64_t builds_in(scenario sc)
 {
@@ -303,18 +312,12 @@ Test(launch_reuse, p2p_burst_copies_the_program, .timeout = 120)
 Test(launch_reuse, evicted_p2p_plans_rebuild, .timeout = 120)
 {
     setenv("HCCL_PLAN_CACHE_SIZE", "1", 1);
-    rank_t ranks[NRANKS];
-    setup(ranks);
-    run(ranks, SC_P2P_EVICT);
-    teardown(ranks);
+    run_once(SC_P2P_EVICT);
 }
 
 Test(launch_reuse, shapes_in_place_and_p2p_interleaved, .timeout = 120)
 {
-    rank_t ranks[NRANKS];
-    setup(ranks);
-    run(ranks, SC_MIXED);
-    teardown(ranks);
+    run_once(SC_MIXED);
 }
 
 /* A plan compiled after another was evicted may land at the evicted one's address while a pooled
@@ -323,10 +326,7 @@ Test(launch_reuse, shapes_in_place_and_p2p_interleaved, .timeout = 120)
 Test(launch_reuse, evicted_plans_rebuild, .timeout = 120)
 {
     setenv("HCCL_PLAN_CACHE_SIZE", "1", 1);
-    rank_t ranks[NRANKS];
-    setup(ranks);
-    run(ranks, SC_EVICT);
-    teardown(ranks);
+    run_once(SC_EVICT);
 }
 
 /* --- rt_check_buffer's cache --- */
