@@ -67,8 +67,8 @@ static HcclResult check_op(rt_comm *c, const rt_call *call, const char *api)
     uint64_t bytes = 0, all = 0;
     bool over = __builtin_mul_overflow(op->count, (uint64_t)hal_dtype_size(op->dtype), &bytes) ||
                 __builtin_mul_overflow(bytes, (uint64_t)c->nranks, &all);
-    CHECK_ARG(!over && all <= UINT64_C(1) << 62, HCCL_E_PARA, "check", "%s: rank %u: count=%llu overflows the addressable size", api,
-              c->rank, (unsigned long long)op->count);
+    CHECK_ARG(!over && all <= UINT64_C(1) << 62, HCCL_E_PARA, "check",
+              "%s: rank %u: count=%llu overflows the addressable size", api, c->rank, (unsigned long long)op->count);
     return HCCL_SUCCESS;
 }
 

@@ -72,7 +72,8 @@ HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, H
                              HcclReduceOp op, HcclComm comm, aclrtStream stream)
 {
     rt_call call;
-    rt_call_init(&call, ALGO_COLL_REDUCE_SCATTER, HCCL_CMD_REDUCE_SCATTER, sendBuf, recvBuf, recvCount, dataType, op, 0);
+    rt_call_init(&call, ALGO_COLL_REDUCE_SCATTER, HCCL_CMD_REDUCE_SCATTER, sendBuf, recvBuf, recvCount, dataType, op,
+                 0);
     call.op.in_place = sendBuf && (char *)recvBuf == (char *)sendBuf + comm_rank(comm) * recvCount * esize(dataType);
     return rt_collective(comm, &call, stream, "HcclReduceScatter");
 }
@@ -94,8 +95,8 @@ HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclDataType se
               "HcclAlltoAll: sendCount=%llu/sendType=%d must equal recvCount=%llu/recvType=%d",
               (unsigned long long)sendCount, (int)sendType, (unsigned long long)recvCount, (int)recvType);
     rt_call call;
-    rt_call_init(&call, ALGO_COLL_ALLTOALL, HCCL_CMD_ALLTOALL, (void *)sendBuf, (void *)recvBuf, sendCount, sendType, 0,
-              0);
+    rt_call_init(&call, ALGO_COLL_ALLTOALL, HCCL_CMD_ALLTOALL, (void *)sendBuf, (void *)recvBuf, sendCount, sendType,
+                 0, 0);
     call.op.in_place = sendBuf == recvBuf;
     return rt_collective(comm, &call, stream, "HcclAlltoAll");
 }
@@ -107,7 +108,7 @@ HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
     /* As CANN: a one-element fp32 sum AllReduce, here in place on the communicator's scratch. */
     rt_call call;
     rt_call_init(&call, ALGO_COLL_ALLREDUCE, HCCL_CMD_BARRIER, c->scratch, c->scratch, 1, HCCL_DATA_TYPE_FP32,
-              HCCL_REDUCE_SUM, 0);
+                 HCCL_REDUCE_SUM, 0);
     call.op.in_place = true;
     return rt_collective(comm, &call, stream, "HcclBarrier");
 }

@@ -437,8 +437,8 @@ void emu_wait_poll_init(emu_poll *p, uint64_t budget)
 /* A wait's poll before it sleeps: spin, then yield (waking a sleeper costs tens of us), for at most
  * `budget` ns in all. TAKE_NONE when it did not get through (or the abort flag is up); *t0: when
  * the poll began. */
-static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, const emu_take *take, uint64_t budget,
-                               uint64_t *t0)
+static take_result wait_polled(hal_notify *n, const volatile uint32_t *abort_flag, const emu_take *take,
+                               uint64_t budget, uint64_t *t0)
 {
     take_result tr = notify_take(n, take); /* already signalled: no clock read, no poll */
     if (tr != TAKE_NONE)

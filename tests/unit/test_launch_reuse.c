@@ -2,8 +2,9 @@
  * program it built for the same plan (rt_prog.c) across other buffers, in-place calls, the other
  * inbox slot (seq parity), p2p launches in between and plan evictions, and so does a p2p
  * launch's; rt_check_buffer's cache of good buffers (rt_buf_cache.c) forgets a buffer once it is
- * freed and never stretches a buffer or hands it to another device. Ranks are threads of this process (HcclCommInitAll), so the
- * process-wide build counter (rt_prog_build_count) sees every rank. */
+ * freed and never stretches a buffer or hands it to another device. Ranks are threads of this
+ * process (HcclCommInitAll), so the process-wide build counter (rt_prog_build_count) sees every
+ * rank. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
