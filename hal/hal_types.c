@@ -2,14 +2,6 @@
  * HcclDataType / HcclReduceOp, so a hole (13) stays a hole. */
 #include "hal/hal_types.h"
 
-static const size_t hal_dt_sizes[HAL_DT_COUNT] = {
-    [HAL_DT_INT8] = 1,    [HAL_DT_INT16] = 2,   [HAL_DT_INT32] = 4,   [HAL_DT_FP16] = 2,
-    [HAL_DT_FP32] = 4,    [HAL_DT_INT64] = 8,   [HAL_DT_UINT64] = 8,  [HAL_DT_UINT8] = 1,
-    [HAL_DT_UINT16] = 2,  [HAL_DT_UINT32] = 4,  [HAL_DT_FP64] = 8,    [HAL_DT_BF16] = 2,
-    [HAL_DT_INT128] = 16, [HAL_DT_HIF8] = 1,    [HAL_DT_FP8E4M3] = 1, [HAL_DT_FP8E5M2] = 1,
-    [HAL_DT_FP8E8M0] = 1,
-};
-
 static const char *const hal_dt_names[HAL_DT_COUNT] = {
     [HAL_DT_INT8] = "int8",       [HAL_DT_INT16] = "int16",     [HAL_DT_INT32] = "int32",
     [HAL_DT_FP16] = "fp16",       [HAL_DT_FP32] = "fp32",       [HAL_DT_INT64] = "int64",
@@ -22,14 +14,6 @@ static const char *const hal_dt_names[HAL_DT_COUNT] = {
 static const char *const hal_op_names[HAL_OP_COUNT] = {
     [HAL_OP_SUM] = "sum", [HAL_OP_PROD] = "prod", [HAL_OP_MAX] = "max", [HAL_OP_MIN] = "min",
 };
-
-size_t hal_dtype_size(hal_dtype dt)
-{
-    /* Compare as unsigned so a negative value read from the wire is rejected too. */
-    if ((unsigned)dt >= HAL_DT_COUNT)
-        return 0;
-    return hal_dt_sizes[dt];
-}
 
 const char *hal_dtype_name(hal_dtype dt)
 {

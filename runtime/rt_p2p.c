@@ -35,8 +35,9 @@ static HcclResult check_item(rt_comm *c, const HcclSendRecvItem *it, const char 
     size_t es = hal_dtype_size((hal_dtype)it->dataType);
     CHECK_ARG(es && (uint32_t)it->dataType != 13, HCCL_E_PARA, "p2p", "%s: rank %u: dataType=%d is invalid", api,
               c->rank, (int)it->dataType);
-    CHECK_ARG(it->count <= (UINT64_C(1) << 62) / es, HCCL_E_PARA, "p2p", "%s: rank %u: count=%llu overflows", api,
-              c->rank, (unsigned long long)it->count);
+    uint64_t bytes = 0; /* multiplied, not count <= 2^62 / es: a 64-bit division per item showed */
+    CHECK_ARG(!__builtin_mul_overflow(it->count, (uint64_t)es, &bytes) && bytes <= UINT64_C(1) << 62, HCCL_E_PARA,
+              "p2p", "%s: rank %u: count=%llu overflows", api, c->rank, (unsigned long long)it->count);
     return rt_check_buffer(c, api, it->sendRecvType == HCCL_SEND ? "sendBuf" : "recvBuf", it->buf, it->count * es);
 }
 
@@ -243,10 +244,12 @@ static HcclResult submit(HcclComm comm, const rt_p2p_req *reqs, uint32_t n, aclr
 HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum, HcclComm comm, aclrtStream stream)
 {
     CHECK_ARG(sendRecvInfo || itemNum == 0, HCCL_E_PTR, "p2p", "HcclBatchSendRecv: sendRecvInfo is NULL");
-    rt_p2p_req stack[RT_P2P_STACK_ITEMS] = {0};
+    rt_p2p_req stack[RT_P2P_STACK_ITEMS]; /* not = {0} (640 bytes zeroed per call): only what is used */
     rt_p2p_req *reqs = itemNum <= RT_P2P_STACK_ITEMS ? stack : calloc(itemNum, sizeof *reqs);
     if (!reqs)
         return HCCL_E_MEMORY;
+    if (reqs == stack)
+        memset(stack, 0, itemNum * sizeof *stack);
     for (uint32_t i = 0; i < itemNum; i++)
         reqs[i] = (rt_p2p_req){sendRecvInfo[i], HCCL_CMD_BATCH_SEND_RECV};
     HcclResult rc = submit(comm, reqs, itemNum, stream, "HcclBatchSendRecv");
