@@ -306,19 +306,21 @@ static inline uint64_t rt_gather_stride(uint32_t nranks)
     return algo_oneway_gather_part(nranks);
 }
 _Static_assert(RT_BOX_HDR <= 64, "a gather writer's header fits the first line of its part");
-/* From one writer's box to the next within slot `slot`: one-way slots have one box, every writer's. */
+/* From one writer's box to the next within a slot of its kind: eager slots have a box per writer,
+ * one-way slots one box, every writer's, gather slots a part per writer. */
+static inline uint64_t rt_writer_stride(const rt_comm *c, bool oneway, bool gather)
+{
+    return !oneway ? RT_BOX_STRIDE : gather ? rt_gather_stride(c->nranks) : 0;
+}
+/* ... within slot `slot`. */
 static inline uint64_t rt_slot_stride(const rt_comm *c, uint32_t slot)
 {
-    if (!rt_slot_oneway(slot))
-        return RT_BOX_STRIDE;
-    return rt_slot_gather(c, slot) ? rt_gather_stride(c->nranks) : 0;
+    return rt_writer_stride(c, rt_slot_oneway(slot), rt_slot_gather(c, slot));
 }
 /* ... in the slots a plan binds (a one-way plan binds one-way or gather slots only). */
 static inline uint64_t rt_plan_stride(const rt_comm *c, const algo_plan *plan)
 {
-    if (!plan->oneway)
-        return RT_BOX_STRIDE;
-    return plan->oneway_gather ? rt_gather_stride(c->nranks) : 0;
+    return rt_writer_stride(c, plan->oneway, plan->oneway_gather);
 }
 /* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot whose
  * writers are `stride` apart. */
