@@ -166,6 +166,14 @@ hal_result rt_prog_build(rt_launch_ctx *ctx);
 /* Copies donor's program (built for ctx->plan, reusable, still in flight) into ctx, its pointers
  * into donor moved to ctx (rt_prog_clone.c); false when ctx must build its own. */
 bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor);
+/* How a V-op's program built from tables `built` serves this call's (rt_prog_vop.c): as it is
+ * (the same tables; every fixed-size op), with its descriptors bound again (other tables of the
+ * same shape: rt_prog_vop_rebind), or not at all. */
+typedef enum rt_vfit { RT_VFIT_NONE, RT_VFIT_SAME, RT_VFIT_SHAPE } rt_vfit;
+rt_vfit rt_prog_vop_fit(const rt_launch_ctx *ctx, const uint64_t *built);
+/* Binds every descriptor of ctx's program to this call's tables; false when a step's number of
+ * descriptors changed (then the program must be built anew). */
+bool rt_prog_vop_rebind(rt_launch_ctx *ctx);
 /* Submits what rt_prog_build made, on ctx->stream and the slave streams: one program per segment
  * where the backend runs programs, else (or while the timeline trace records) one task each.
  * *recorded: ctx->done was recorded with the last program (hal prog_launch_record), so the caller
@@ -274,6 +282,10 @@ uint32_t rt_fanout_forks(const rt_launch_ctx *ctx, uint32_t step);
  * (room for RT_DMA_MAX_PIECES); returns how many (0: nothing to move). */
 #define RT_DMA_MAX_PIECES 8
 uint32_t rt_dma_build(rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d);
+/* The n descriptors rt_dma_build made for step, bound again to this call's tables (a V-op's
+ * program that serves other tables of the same shape, rt_prog_vop.c); false, d untouched, when
+ * the step now needs a different number of them. */
+bool rt_dma_rebuild(const rt_launch_ctx *ctx, const algo_step *step, hal_dma_desc *d, uint32_t n);
 /* Bytes a COPY/REDUCE step moves in this launch. */
 uint64_t rt_dma_step_bytes(const rt_launch_ctx *ctx, const algo_step *step);
 /* Binds a symbolic ref: direct for own/static buffers and the inbox slot, indirect through ctx for

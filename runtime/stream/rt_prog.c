@@ -498,8 +498,10 @@ uint64_t rt_prog_build_count(void)
  * scratch, events, timeouts), only this call's own IN/OUT and inbox slot as descriptor addresses
  * (listed in ctx->rebinds); peers' buffers are read through the context (FETCH fills them) and the
  * instructions' arguments point into the context. A V-op's also holds offsets and sizes from its
- * V tables (and which AlltoAllV blocks go eager), so it serves only calls with the same tables
- * (tables_match): a loop that gathers the same uneven shards builds once. A p2p launch's the same:
+ * V tables (and which AlltoAllV blocks go eager), so it serves calls with the same tables as it is,
+ * and those with other tables of the same shape once its descriptors are bound to them
+ * (rt_prog_vop.c): a loop that gathers the same uneven shards builds once, and so does a
+ * mixture-of-experts AlltoAllV whose counts change every call. A p2p launch's the same:
  * its items' buffers are rebound, which sends go eager follows from the plan's sizes, and its flag
  * waits and AHEAD mark are set per call (rt_prog_p2p_waits, rt_prog_p2p_ahead). Not reusable:
  * staging copies and staging buffers, steps across servers, a drain. */
@@ -507,12 +509,6 @@ static bool reusable(const rt_launch_ctx *ctx)
 {
     return !ctx->staged && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
            (ctx->vop || !algo_counts_symbolic(ctx->plan->op.coll));
-}
-
-/* Whether a program built from the tables `built` serves this call: always for a fixed-size op. */
-static bool tables_match(const rt_launch_ctx *ctx, const uint64_t *built)
-{
-    return !ctx->vop || !memcmp(ctx->vt, built, 4 * (size_t)ctx->c->nranks * sizeof *built);
 }
 
 /* The program in ctx's arrays now serves later calls of its plan (and tables). */
@@ -569,21 +565,33 @@ static void rebind(rt_launch_ctx *ctx)
     }
 }
 
+/* A program built for ctx's plan now in ctx's arrays, from tables that `fit` this call's: its
+ * per-call addresses set again, and a V-op's offsets and sizes when its tables differ. False: build. */
+static bool serve(rt_launch_ctx *ctx, rt_vfit fit, uint64_t evictions)
+{
+    rebind(ctx);
+    if (fit == RT_VFIT_SAME)
+        return true;
+    if (!rt_prog_vop_rebind(ctx))
+        return false;
+    mark_built(ctx, evictions); /* from this call's tables now */
+    return true;
+}
+
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
     bind_flag_waits(ctx);
+    rt_vfit fit = RT_VFIT_NONE;
     if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx) &&
-        tables_match(ctx, ctx->built_vt)) {
-        rebind(ctx); /* this context's program for the same plan */
-        return HAL_OK;
-    }
+        (fit = rt_prog_vop_fit(ctx, ctx->built_vt)) != RT_VFIT_NONE && serve(ctx, fit, evictions))
+        return HAL_OK; /* this context's program for the same plan */
     const rt_launch_ctx *donor = rt_pending_newest(ctx->c); /* the launch before, often the same plan */
     if (reusable(ctx) && donor && donor->built == ctx->plan && donor->built_evictions == evictions &&
-        tables_match(ctx, donor->built_vt) && rt_prog_clone(ctx, donor)) {
+        (fit = rt_prog_vop_fit(ctx, donor->built_vt)) != RT_VFIT_NONE && rt_prog_clone(ctx, donor)) {
         mark_built(ctx, evictions);
-        rebind(ctx);
-        return HAL_OK;
+        if (serve(ctx, fit, evictions))
+            return HAL_OK;
     }
     ctx->built = NULL;
     atomic_fetch_add(&g_builds, 1);

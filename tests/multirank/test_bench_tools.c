@@ -210,6 +210,30 @@ Test(bench_tools, sendrecv_perf_separate_calls)
     free(r.out);
 }
 
+/* -v 1: the V forms' timed calls take other tables every call, in and out of place, around an odd
+ * number of ranks (uneven totals); the checked calls after them take equal blocks, every element
+ * checked; the header says which tables. A bad -v is refused. */
+Test(bench_tools, v_perf_tools_change_tables_every_call, .timeout = 240)
+{
+    static const char *const tools[] = {"alltoallv_perf", "all_gatherv_perf", "reduce_scatterv_perf",
+                                        "alltoallvc_perf"};
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+        char path[512];
+        snprintf(path, sizeof path, OH_BUILD_DIR "/tools/perf/%s", tools[i]);
+        mr_result r = mr_run_t("", 3, 60, path, "-b 8 -e 64K -f 16 -n 20 -w 2 -c 1 -m 0 -v 1");
+        cr_expect_eq(r.status, 0, "%s -v 1 exited with %d:\n%s", tools[i], r.status, r.out);
+        cr_expect(strstr(r.out, "# tables: other ones every timed call") != NULL, "%s: no tables header:\n%s",
+                  tools[i], r.out);
+        cr_expect(strstr(r.out, "# Out of bounds values : 0 OK") != NULL, "%s: wrong elements:\n%s", tools[i],
+                  r.out);
+        free(r.out);
+    }
+    mr_result r = mr_run_t("", 2, 60, OH_BUILD_DIR "/tools/perf/alltoallv_perf", "-v 2");
+    cr_expect_neq(r.status, 0, "-v 2 was taken");
+    cr_expect(strstr(r.out, "bad value '2' for -v") != NULL, "no word of the bad -v:\n%s", r.out);
+    free(r.out);
+}
+
 /* The peers' benchmarks (built by compare.sh only, so their shared parser is checked here) take
  * the same -a 3|4 and nothing else. */
 static jmp_buf g_bad_arg;

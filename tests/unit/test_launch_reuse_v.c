@@ -1,9 +1,11 @@
 /* A V-op's program holds offsets and sizes from the tables it was built for, so a launch reuses one
- * (its pooled context's, or the launch before's: rt_prog.c) only for the same tables. Here three
- * ranks (threads, HcclCommInitAll) run AllGatherV and AlltoAllV with table sets that differ in
- * counts, or only in displacements, or not at all, back to back on three buffer pairs: every
- * element of every OUT is checked (written where the tables say, untouched elsewhere), and a burst
- * of one table set builds once per rank, not once per call (rt_prog_build_count). */
+ * (its pooled context's, or the launch before's: rt_prog.c) as it is for the same tables, and with
+ * its descriptors bound again for other tables of the same shape (rt_prog_vop.c: the same blocks
+ * empty, within and past the eager crossover). Here three ranks (threads, HcclCommInitAll) run
+ * AllGatherV and AlltoAllV with table sets that differ in counts, in shape, or only in
+ * displacements, or not at all, back to back on three buffer pairs: every element of every OUT is
+ * checked (written where the tables say, untouched elsewhere), and a burst of one table set, or of
+ * table sets of one shape in turn, builds once per rank, not once per call (rt_prog_build_count). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
@@ -15,21 +17,25 @@
 
 #define NR 3
 #define PAIRS PAIR_RANKS_PAIRS
-#define NTABS 4
+#define NTABS 6
 #define BUF 16384 /* int32 elements per buffer */
 #define SENTINEL (-55)
 #define BURST 40
 
 /* Table set t: rank r sends cnt[t][r][q] elements to rank q (AlltoAllV); AllGatherV gathers
  * cnt[t][r][0] from rank r. Sets 0 and 1 have the same counts and differ in displacements (gap);
- * set 2 has a zero; set 3's blocks are past the eager crossover (a mesh plan). */
+ * set 2 has a zero; set 3's blocks are past the eager crossover (a mesh AllGatherV; AlltoAllV sends
+ * those straight into the receiver's OUT). Set 4 has set 0's shape, set 5 set 3's, with other
+ * counts: each entry on the same side of every crossover (512 B, 2 KiB, 8 KiB: algos/plan.h). */
 static const uint64_t cnt[NTABS][NR][NR] = {
     {{5, 3, 7}, {2, 4, 6}, {1, 8, 3}},
     {{5, 3, 7}, {2, 4, 6}, {1, 8, 3}},
     {{1, 0, 9}, {9, 1, 0}, {0, 9, 1}},
     {{3000, 100, 2000}, {2500, 900, 3100}, {1200, 2800, 700}},
+    {{4, 6, 2}, {3, 5, 1}, {7, 2, 9}},
+    {{2600, 60, 1500}, {3200, 600, 2200}, {1900, 3300, 600}},
 };
-static const uint64_t gap[NTABS] = {0, 11, 3, 5};
+static const uint64_t gap[NTABS] = {0, 11, 3, 5, 7, 2};
 
 typedef pair_rank rank_t;
 
@@ -138,40 +144,40 @@ static void rounds(rank_t *r, vop op)
     }
 }
 
-/* BURST calls of table set t back to back, cycling the pairs (each pair's inputs fixed). */
-static void burst(rank_t *r, vop op, int t)
+/* BURST calls back to back, cycling the pairs, pair p with table set sets[p] (its inputs fixed). */
+static void burst(rank_t *r, vop op, const int *sets)
 {
     for (int p = 0; p < PAIRS; p++)
-        fill(r, op, t, p, p);
+        fill(r, op, sets[p], p, p);
     for (int i = 0; i < BURST; i++)
-        issue(r, op, t, i % PAIRS);
+        issue(r, op, sets[i % PAIRS], i % PAIRS);
     cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
     for (int p = 0; p < PAIRS; p++)
-        check(r, op, t, p, p);
+        check(r, op, sets[p], p, p);
 }
 
 typedef struct job {
     rank_t *r;
     vop op;
-    bool burst;
+    const int *sets; /* a burst's table sets, one per pair; NULL: rounds */
 } job;
 
 static void *rank_main(void *arg)
 {
     job *jb = arg;
     cr_assert_eq(aclrtSetDevice((int32_t)jb->r->rank), ACL_SUCCESS);
-    if (jb->burst)
-        burst(jb->r, jb->op, 0);
+    if (jb->sets)
+        burst(jb->r, jb->op, jb->sets);
     else
         rounds(jb->r, jb->op);
     return NULL;
 }
 
-static void run(rank_t *ranks, vop op, bool is_burst)
+static void run(rank_t *ranks, vop op, const int *sets)
 {
     job jobs[NR];
     for (uint32_t i = 0; i < NR; i++)
-        jobs[i] = (job){&ranks[i], op, is_burst};
+        jobs[i] = (job){&ranks[i], op, sets};
     pair_ranks_run(ranks, NR, rank_main, jobs, sizeof *jobs);
 }
 
@@ -189,17 +195,17 @@ static void rounds_of(vop op)
 {
     rank_t ranks[NR];
     setup(ranks);
-    run(ranks, op, false);
+    run(ranks, op, NULL);
     teardown(ranks);
 }
 
-/* Programs built for a burst of one table set (results checked). */
-static uint64_t burst_builds(vop op)
+/* Programs built for a burst with table sets `sets` (results checked). */
+static uint64_t burst_builds(vop op, const int *sets)
 {
     rank_t ranks[NR];
     setup(ranks);
     uint64_t before = rt_prog_build_count();
-    run(ranks, op, true);
+    run(ranks, op, sets);
     uint64_t builds = rt_prog_build_count() - before;
     teardown(ranks);
     return builds;
@@ -215,16 +221,38 @@ Test(launch_reuse_v, alltoallv_tables_change_between_calls, .timeout = 120)
     rounds_of(OP_A2AV);
 }
 
+static const int one_table[PAIRS] = {0, 0, 0};
+
 Test(launch_reuse_v, allgatherv_burst_of_one_table_builds_once, .timeout = 120)
 {
-    uint64_t builds = burst_builds(OP_AGV);
+    uint64_t builds = burst_builds(OP_AGV, one_table);
     cr_expect_leq(builds, 2 * NR, "%llu programs built for %d back-to-back AllGatherV of one table set",
                   (unsigned long long)builds, BURST);
 }
 
 Test(launch_reuse_v, alltoallv_burst_of_one_table_builds_once, .timeout = 120)
 {
-    uint64_t builds = burst_builds(OP_A2AV);
+    uint64_t builds = burst_builds(OP_A2AV, one_table);
     cr_expect_leq(builds, 2 * NR, "%llu programs built for %d back-to-back AlltoAllV of one table set",
+                  (unsigned long long)builds, BURST);
+}
+
+/* Every call's tables differ from the call's before (a mixture-of-experts layer's), in one shape:
+ * blocks within the crossover only, then some past it, which AlltoAllV sends straight to OUT. */
+static const int small_shape[PAIRS] = {0, 4, 1}, mixed_shape[PAIRS] = {3, 5, 3};
+
+Test(launch_reuse_v, alltoallv_tables_of_one_shape_build_once, .timeout = 120)
+{
+    uint64_t small = burst_builds(OP_A2AV, small_shape), mixed = burst_builds(OP_A2AV, mixed_shape);
+    cr_expect_leq(small, 2 * NR, "%llu programs built for %d back-to-back AlltoAllV, small blocks, other tables "
+                  "each call", (unsigned long long)small, BURST);
+    cr_expect_leq(mixed, 2 * NR, "%llu programs built for %d back-to-back AlltoAllV, blocks past the crossover, "
+                  "other tables each call", (unsigned long long)mixed, BURST);
+}
+
+Test(launch_reuse_v, allgatherv_tables_of_one_shape_build_once, .timeout = 120)
+{
+    uint64_t builds = burst_builds(OP_AGV, small_shape);
+    cr_expect_leq(builds, 2 * NR, "%llu programs built for %d back-to-back AllGatherV, other tables each call",
                   (unsigned long long)builds, BURST);
 }

@@ -130,6 +130,8 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
 static double check_point(const perf_env *e, const perf_args *a, perf_point *p)
 {
     uint64_t wrong = 0;
+    bool vary = p->vary;
+    p->vary = false; /* equal blocks: the layout perf_fill and perf_check know */
     for (int i = 0; i < a->check; i++) {
         perf_fill(e, p);
         barrier(e);
@@ -137,6 +139,7 @@ static double check_point(const perf_env *e, const perf_args *a, perf_point *p)
         PERF_OK(aclrtSynchronizeStream(e->stream));
         wrong += perf_check(e, p);
     }
+    p->vary = vary;
     double w = (double)wrong;
     reduce_ranks(e, &w, 1, HCCL_REDUCE_SUM);
     return w;
@@ -254,6 +257,9 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
     if (kind == PERF_SENDRECV)
         printf("# calls: %s\n#\n", a->separate ? "HcclSend and HcclRecv, even ranks send first (-s 1)"
                                                 : "one HcclBatchSendRecv of a send and a receive (-s 0)");
+    if (perf_is_v(kind))
+        printf("# tables: %s\n#\n", a->vary ? "other ones every timed call, blocks of count +- count/2 (-v 1); "
+                                               "checked calls: equal blocks" : "equal blocks of count (-v 0)");
     printf("#%75s%35s%20s\n", "out-of-place", "in-place", "devtime");
     printf("#%11s  %12s  %8s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %6s  %6s  %6s  %8s  %8s\n", "size", "count", "type",
            "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "oop", "ip");
@@ -310,7 +316,7 @@ int perf_main(perf_kind kind, int argc, char **argv)
             for (uint32_t r = 0; r < (perf_rooted(kind) && a.root < 0 ? e.n : 1); r++) {
                 perf_point p = {kind, a.dts[d], perf_dtype_size(a.dts[d]), a.ops[o],
                                 a.root < 0 ? r : (uint32_t)a.root, false, 0, 0, 0, NULL, NULL, NULL, NULL,
-                                a.separate != 0};
+                                a.separate != 0, a.vary != 0, {NULL}, 0};
                 for (size_t b = a.minb; b <= a.maxb; b = next_size(&a, b)) {
                     run_row(&e, &a, &p, b, &t);
                     if (next_size(&a, b) == b)

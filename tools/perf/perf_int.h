@@ -31,6 +31,7 @@ typedef struct perf_args {
     perf_avg average;       /* -a, default max (nccl-tests: average) */
     int blocking;           /* -z 1: synchronize after every call */
     int separate;           /* -s 1 (sendrecv): HcclSend and HcclRecv, not one HcclBatchSendRecv */
+    int vary;               /* -v 1 (V forms): the timed calls' tables change every call */
     HcclDataType dts[12];
     int ndts;
     HcclReduceOp ops[4];
@@ -42,6 +43,8 @@ typedef struct perf_args {
 /* Parses argv into a (defaults as docs/perf.md); prints what is wrong and exits 2 on a bad flag. */
 void perf_parse_args(int argc, char **argv, perf_args *a);
 const char *perf_avg_name(perf_avg m);
+
+#define PERF_VSETS 4 /* -v 1: table sets taken in turn */
 
 /* One benchmark point: the buffers and parameters of every call of one row half. */
 typedef struct perf_point {
@@ -57,10 +60,15 @@ typedef struct perf_point {
     void *send, *recv;
     uint64_t *v;               /* V-op tables (perf_ops.c, v_tables) */
     bool separate;             /* sendrecv: -s 1 */
+    bool vary;                 /* V forms, -v 1: calls take vsets in turn, not v */
+    uint64_t *vsets[PERF_VSETS]; /* uneven tables of the same total (perf_ops.c, v_tables) */
+    uint64_t ncalls;           /* calls so far: which of vsets the next one takes */
 } perf_point;
 
 const char *perf_name(perf_kind k);
 bool perf_reduces(perf_kind k);
+/* AllGatherV, ReduceScatterV, AlltoAllV, AlltoAllVC: calls with count tables. */
+bool perf_is_v(perf_kind k);
 bool perf_rooted(perf_kind k);
 bool perf_has_inplace(perf_kind k);
 bool perf_has_outofplace(perf_kind k);

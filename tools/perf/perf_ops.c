@@ -93,9 +93,31 @@ static void *dmalloc(uint64_t bytes)
     return p;
 }
 
-/* Equal blocks of c elements: counts then displacements (AllGatherV, ReduceScatterV), twice for
- * AlltoAllV (send, then receive), or the n x n send-count matrix (AlltoAllVC). */
-static uint64_t *v_tables(perf_kind k, uint32_t n, uint64_t c)
+/* Block i -> j's count in table set `set`: c, or (set >= 0, -v 1) c +- c/2 by the parity of
+ * i + j + set, so that sets differ entry by entry, their totals about n * c, and every rank
+ * computes every entry alike. */
+static uint64_t v_block(uint64_t c, int set, uint32_t i, uint32_t j)
+{
+    if (set < 0)
+        return c;
+    return (i + j + (uint32_t)set) % 2 ? c + c / 2 : c - c / 2;
+}
+
+/* n counts, then their displacements (blocks in rank order): of blocks me -> j (from) or j -> me. */
+static void counts_displs(uint64_t *t, uint32_t n, uint64_t c, int set, uint32_t me, bool from)
+{
+    uint64_t at = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        t[j] = from ? v_block(c, set, me, j) : v_block(c, set, j, me);
+        t[n + j] = at;
+        at += t[j];
+    }
+}
+
+/* Tables of table set `set` (-1: equal blocks of c elements): counts then displacements
+ * (AllGatherV, ReduceScatterV: rank j's block), twice for AlltoAllV (send, then receive), or the
+ * n x n send-count matrix (AlltoAllVC). */
+static uint64_t *v_tables(perf_kind k, uint32_t n, uint64_t c, int set, uint32_t me)
 {
     uint32_t entries = k == PERF_ALLTOALLVC ? n * n : k == PERF_ALLTOALLV ? 4 * n : 2 * n;
     uint64_t *v = malloc(entries * sizeof *v);
@@ -103,19 +125,31 @@ static uint64_t *v_tables(perf_kind k, uint32_t n, uint64_t c)
         fprintf(stderr, "out of memory for %u table entries\n", entries);
         exit(2);
     }
-    for (uint32_t i = 0; i < entries; i++)
-        v[i] = k == PERF_ALLTOALLVC || (i / n) % 2 == 0 ? c : (i % n) * c;
+    if (k == PERF_ALLTOALLVC) {
+        for (uint32_t i = 0; i < n * n; i++)
+            v[i] = v_block(c, set, i / n, i % n);
+    } else if (k == PERF_ALLTOALLV) {
+        counts_displs(v, n, c, set, me, true);
+        counts_displs(v + 2 * n, n, c, set, me, false);
+    } else {
+        counts_displs(v, n, c, set, 0, false);
+    }
     return v;
 }
+
+bool perf_is_v(perf_kind k) { return plain(k) != k; }
 
 void perf_alloc(const perf_env *e, perf_point *p)
 {
     uint64_t c = p->count, es = p->es, me = e->rank;
     perf_kind k = plain(p->kind);
     p->base = p->send = p->recv = NULL;
-    p->v = k != p->kind ? v_tables(p->kind, e->n, c) : NULL;
+    p->v = k != p->kind ? v_tables(p->kind, e->n, c, -1, e->rank) : NULL;
+    uint64_t pad = 0; /* -v 1: an uneven set's blocks may add up to c/2 more */
+    for (int s = 0; s < PERF_VSETS && p->vary && p->v; s++, pad = c)
+        p->vsets[s] = v_tables(p->kind, e->n, c, s, e->rank);
     if (p->inplace) {
-        uint64_t total = p->send_elems > p->recv_elems ? p->send_elems : p->recv_elems;
+        uint64_t total = (p->send_elems > p->recv_elems ? p->send_elems : p->recv_elems) + pad;
         p->base = dmalloc(total * es);
         p->send = p->recv = p->base;
         if (k == PERF_ALL_GATHER)
@@ -124,8 +158,8 @@ void perf_alloc(const perf_env *e, perf_point *p)
             p->recv = (char *)p->base + me * c * es; /* recvBuf = sendBuf + rank*recvCount */
         return;
     }
-    p->send = dmalloc(p->send_elems * es);
-    p->recv = dmalloc(p->recv_elems * es);
+    p->send = dmalloc((p->send_elems + pad) * es);
+    p->recv = dmalloc((p->recv_elems + pad) * es);
 }
 
 void perf_release(perf_point *p)
@@ -137,6 +171,10 @@ void perf_release(perf_point *p)
         aclrtFree(p->recv);
     }
     free(p->v);
+    for (int s = 0; s < PERF_VSETS; s++) {
+        free(p->vsets[s]);
+        p->vsets[s] = NULL;
+    }
     p->base = p->send = p->recv = NULL;
     p->v = NULL;
 }
@@ -146,7 +184,9 @@ HcclResult perf_call(const perf_env *e, perf_point *p)
     HcclComm cm = e->comm;
     aclrtStream st = e->stream;
     uint64_t c = p->count;
-    uint32_t n = e->n;
+    uint32_t n = e->n, me = e->rank;
+    const uint64_t *v = p->vary && p->v ? p->vsets[p->ncalls++ % PERF_VSETS] : p->v;
+    char *at = p->inplace && v ? (char *)p->base + v[n + me] * p->es : NULL; /* my block, in place */
     switch (p->kind) {
     case PERF_ALL_REDUCE: return HcclAllReduce(p->send, p->recv, c, p->dt, p->op, cm, st);
     case PERF_ALL_GATHER: return HcclAllGather(p->send, p->recv, c, p->dt, cm, st);
@@ -156,10 +196,12 @@ HcclResult perf_call(const perf_env *e, perf_point *p)
     case PERF_SCATTER: return HcclScatter(p->send, p->recv, c, p->dt, p->root, cm, st);
     case PERF_ALLTOALL: return HcclAlltoAll(p->send, c, p->dt, p->recv, c, p->dt, cm, st);
     case PERF_ALLTOALLV:
-        return HcclAlltoAllV(p->send, p->v, p->v + n, p->dt, p->recv, p->v + 2 * n, p->v + 3 * n, p->dt, cm, st);
-    case PERF_ALL_GATHERV: return HcclAllGatherV(p->send, c, p->recv, p->v, p->v + n, p->dt, cm, st);
-    case PERF_REDUCE_SCATTERV: return HcclReduceScatterV(p->send, p->v, p->v + n, p->recv, c, p->dt, p->op, cm, st);
-    case PERF_ALLTOALLVC: return HcclAlltoAllVC(p->send, p->v, p->dt, p->recv, p->dt, cm, st);
+        return HcclAlltoAllV(p->send, v, v + n, p->dt, p->recv, v + 2 * n, v + 3 * n, p->dt, cm, st);
+    case PERF_ALL_GATHERV: /* in place: sendBuf = recvBuf + recvDispls[rank] */
+        return HcclAllGatherV(at ? at : p->send, v[me], p->recv, v, v + n, p->dt, cm, st);
+    case PERF_REDUCE_SCATTERV: /* in place: recvBuf = sendBuf + sendDispls[rank] */
+        return HcclReduceScatterV(p->send, v, v + n, at ? at : p->recv, v[me], p->dt, p->op, cm, st);
+    case PERF_ALLTOALLVC: return HcclAlltoAllVC(p->send, v, p->dt, p->recv, p->dt, cm, st);
     case PERF_SENDRECV: {
         HcclSendRecvItem it[2] = {{HCCL_SEND, p->send, c, p->dt, (e->rank + 1) % n},
                                   {HCCL_RECV, p->recv, c, p->dt, (e->rank + n - 1) % n}};
