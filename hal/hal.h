@@ -403,14 +403,21 @@ typedef struct hal_ops {
      * none sleeps, nothing is recorded (no write to a line the waiter polls). Same generation rule
      * as notify_record. Optional (NULL, with flag_wait). */
     hal_result (*notify_wake)(hal_notify *n, hal_stream *s);
+    /* prog_launch_record, run at once on the calling thread where s is idle (nothing queued, no
+     * executor, no error): HAL_OK with *queued false once the program ran to its end (done is
+     * not recorded: nothing is left to wait for). Where a wait is not met within a short poll (a
+     * late peer) or an instruction failed, what is left is queued with its record (*queued true):
+     * the rest of the program from that wait, or only the record, carrying the failure.
+     * HAL_E_NOT_READY: s is not idle, nothing ran (launch it). Optional (NULL: launch). */
+    hal_result (*prog_run_now)(hal_stream *s, const hal_insn *insns, uint32_t n, hal_event *done, bool *queued);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 15u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+#define HAL_ABI_VERSION 16u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
                              * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
                              * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies; 14: flag_wait, notify_wake,
-                             * notify_wait_checked; 15: the AHEAD mark's depth */
+                             * notify_wait_checked; 15: the AHEAD mark's depth; 16: prog_run_now */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

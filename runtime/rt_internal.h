@@ -176,6 +176,8 @@ typedef struct rt_comm {
     uint32_t pending_first;   /* where the oldest is */
     uint32_t npending;
     uint32_t help_at;         /* npending from which the host helps again (rt_launch.c; 0: rt_launch_help_from) */
+    uint32_t run_now_skip;    /* launches that go to the queue before one runs at once again (rt_prog_submit.c) */
+    uint32_t run_now_backoff; /* ... after the last one that had to queue a wait: doubles while they do */
     bool ranks_fit_cpus;      /* this server's ranks are no more than its CPUs (rt_launch_help_setup): the
                                  host helps early, and plans get topo ranks_concurrent */
     struct rt_launch_ctx *ctx_pool; /* reclaimed launch contexts, reused by the next launches */

@@ -81,14 +81,14 @@ static bool flag_asleep(hal_stream *s, const hal_flag_wait *w, uint64_t start)
     }
 }
 
-emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, bool help)
+emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, uint64_t poll_ns)
 {
     if (hal_flag_met(w))
         return EMU_WAIT_MET; /* the common case in a run ahead: no clock read (tens of ns in a VM) */
     uint64_t start;
-    if (flag_polled(w, help ? EMU_HELP_POLL_NS : UINT64_MAX, &start))
+    if (flag_polled(w, poll_ns ? poll_ns : UINT64_MAX, &start))
         return EMU_WAIT_MET;
-    if (help && !aborted(w))
+    if (poll_ns && !aborted(w))
         return EMU_WAIT_LATER; /* the worker sleeps in it, not a helping host thread */
     return flag_asleep(s, w, start) ? EMU_WAIT_MET : EMU_WAIT_FAILED;
 }

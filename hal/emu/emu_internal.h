@@ -318,6 +318,11 @@ void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos);
  * (programs, DMA, records, met event waits); stops at any other, and where a program's wait is not
  * met within its poll it suspends the program there; the worker goes on from where it stopped. */
 void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos);
+/* A host thread takes the executor role of s if s is idle: nothing queued, no executor, no error,
+ * not stopping (emu_prog_run_now); false leaves s alone. emu_stream_give_back ends the role and
+ * wakes the worker for what was queued meanwhile. */
+bool emu_stream_take_idle(hal_stream *s);
+void emu_stream_give_back(hal_stream *s);
 /* Tests only: the worker leaves queued tasks alone until a host executor has run some (and
  * then woken it): makes "the host executes" observable without races. */
 void emu_stream_test_park(hal_stream *s);
@@ -371,16 +376,22 @@ typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_
 /* How long a helping host thread polls, for the worker to hand the stream over and in a program's
  * wait for a peer: it is not the executor, and a peer that is late is the worker's to wait for. */
 #define EMU_HELP_POLL_NS 20000ull
-/* emu_notify_do_wait's poll, at most EMU_HELP_POLL_NS: EMU_WAIT_LATER (nothing taken) where that
- * wait would poll on or sleep. */
+/* How long a program run at once on the calling thread (emu_prog_run_now) polls in a wait for a
+ * peer: its peers run beside it where the runtime runs programs at once, so the wait is a call's
+ * time or the peer is late, and the calling thread is not the executor either. */
+#define EMU_RUN_NOW_POLL_NS 2000ull
+/* emu_notify_do_wait's poll, at most poll_ns: EMU_WAIT_LATER (nothing taken) where that wait would
+ * poll on or sleep. */
 emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag,
-                                  const emu_take *take);
+                                  const emu_take *take, uint64_t poll_ns);
 /* How a program task's run ended. */
 typedef enum emu_prog_end { EMU_PROG_DONE, EMU_PROG_FAILED, EMU_PROG_SUSPENDED } emu_prog_end;
 /* Runs program task t's instructions in order from t->u.prog.pc; the first failure fails s and ends
- * it (emu_prog.c). help: a host thread helping (emu_stream_help_until); a notify wait not met within
- * its poll suspends the program there instead of sleeping, and the next run resumes at that wait. */
-emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help);
+ * it (emu_prog.c). poll_ns 0: the stream's executor, whose waits sleep; else a host thread helping
+ * (emu_stream_help_until, EMU_HELP_POLL_NS) or running it at once (EMU_RUN_NOW_POLL_NS): a wait not
+ * met within that poll suspends the program there instead of sleeping, and the next run resumes at
+ * that wait. */
+emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, uint64_t poll_ns);
 bool emu_notify_do_record(hal_stream *s, const hal_notify *n);
 void emu_notify_put(struct hal_notify *n);
 /* A record only if a flag wait sleeps on n (hal_ops.notify_wake), after a full fence (fence false:
@@ -406,8 +417,8 @@ void emu_wait_fail(hal_stream *s, emu_wait_stop why, const char *what, uint64_t 
 bool emu_wait_check_ok(hal_stream *s, hal_task_fn check, void *arg);
 /* How long the next futex sleep of a wait with this deadline (0: none) may last. */
 uint64_t emu_wait_slice_ns(uint64_t deadline);
-/* A flag wait (hal_flag_wait) on stream s; help: a helping host thread's poll (emu_notify_help_wait). */
-emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, bool help);
+/* A flag wait (hal_flag_wait) on stream s; poll_ns: a host thread's poll (emu_prog_run), 0 none. */
+emu_wait_end emu_flag_do_wait(hal_stream *s, const hal_flag_wait *w, uint64_t poll_ns);
 
 /* Freeing leftovers at device close. */
 void emu_events_free_all(hal_device *dev);
@@ -471,6 +482,7 @@ hal_result emu_task_async(hal_stream *s, hal_task_fn fn, void *arg);
 hal_result emu_host_func_async(hal_stream *s, hal_host_fn fn, void *arg);
 hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n);
 hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done);
+hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done, bool *queued);
 
 hal_result emu_event_create(hal_device *dev, uint32_t flags, struct hal_event **e);
 hal_result emu_event_destroy(struct hal_event *e);
@@ -507,6 +519,8 @@ hal_result emu_notify_wake(struct hal_notify *n, hal_stream *s);
 uint64_t emu_notify_test_wake_calls(void);
 /* Program prefixes run ahead so far in this process (emu_prog.c): for tests. */
 uint64_t emu_prog_test_ahead_runs(void);
+/* Programs prog_run_now ran to their end on the calling thread (emu_prog.c): for tests. */
+uint64_t emu_prog_test_runs_now(void);
 uint32_t emu_notify_test_waiters(const struct hal_notify *n);
 
 hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t flags, char *key);

@@ -465,10 +465,10 @@ bool emu_notify_do_wait(hal_stream *s, hal_notify *n, uint32_t timeout_ms, const
 }
 
 emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag,
-                                  const emu_take *take)
+                                  const emu_take *take, uint64_t poll_ns)
 {
     uint64_t t0 = 0;
-    take_result tr = wait_polled(n, abort_flag, take, EMU_HELP_POLL_NS, &t0);
+    take_result tr = wait_polled(n, abort_flag, take, poll_ns, &t0);
     if (tr == TAKE_NONE)
         return EMU_WAIT_LATER;
     return tr == TAKE_OK || fail_stale(s, n) ? EMU_WAIT_MET : EMU_WAIT_FAILED;
@@ -564,7 +564,7 @@ void emu_notify_run(hal_stream *s, emu_task *t)
         return;
     }
     if (t->kind == EMU_T_FLAG_WAIT) {
-        (void)emu_flag_do_wait(s, t->u.nt.flag, false);
+        (void)emu_flag_do_wait(s, t->u.nt.flag, 0);
         return;
     }
     if (t->kind == EMU_T_NOTIFY_WAKE) {

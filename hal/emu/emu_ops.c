@@ -40,6 +40,7 @@ const hal_ops emu_hal_ops = {
     .host_func_async = emu_host_func_async,
     .prog_launch = emu_prog_launch,
     .prog_launch_record = emu_prog_launch_record,
+    .prog_run_now = emu_prog_run_now,
     .event_create = emu_event_create,
     .event_destroy = emu_event_destroy,
     .event_record = emu_event_record,

@@ -44,23 +44,40 @@ static hal_result insn_check(const hal_insn *in, uint32_t i)
     return HAL_E_PARAM;
 }
 
-/* A checked program task (its record, if any, set by the caller), or NULL with *rc. */
-static emu_task *prog_task(hal_stream *s, const hal_insn *insns, uint32_t n, hal_result *rc)
+static hal_result prog_check(hal_stream *s, const hal_insn *insns, uint32_t n)
 {
-    *rc = HAL_E_PARAM;
     if (!s || (n && !insns))
-        return NULL;
-    for (uint32_t i = 0; i < n; i++)
-        if ((*rc = insn_check(&insns[i], i)) != HAL_OK)
-            return NULL;
+        return HAL_E_PARAM;
+    for (uint32_t i = 0; i < n; i++) {
+        hal_result rc = insn_check(&insns[i], i);
+        if (rc != HAL_OK)
+            return rc;
+    }
+    return HAL_OK;
+}
+
+/* A program task of checked instructions, from instruction pc on, recording `done` after it
+ * (NULL: no record); NULL when out of memory. */
+static emu_task *prog_task_at(const hal_insn *insns, uint32_t n, uint32_t pc, struct hal_event *done)
+{
     emu_task *t = emu_task_new(EMU_T_PROG);
-    *rc = t ? HAL_OK : HAL_E_NOMEM;
     if (t) {
         t->u.prog.insns = insns;
         t->u.prog.n = n;
-        t->u.prog.pc = 0;
-        t->u.prog.e = NULL;
+        t->u.prog.pc = pc;
+        t->u.prog.e = done;
     }
+    return t;
+}
+
+/* A checked program task (its record, if any, set by the caller), or NULL with *rc. */
+static emu_task *prog_task(hal_stream *s, const hal_insn *insns, uint32_t n, hal_result *rc)
+{
+    *rc = prog_check(s, insns, n);
+    if (*rc != HAL_OK)
+        return NULL;
+    emu_task *t = prog_task_at(insns, n, 0, NULL);
+    *rc = t ? HAL_OK : HAL_E_NOMEM;
     return t;
 }
 
@@ -83,6 +100,42 @@ hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t
     return emu_event_push_record(done, s, t, &t->u.prog.seq);
 }
 
+static _Atomic uint64_t g_runs_now; /* programs prog_run_now ran to their end (about): for tests */
+
+uint64_t emu_prog_test_runs_now(void)
+{
+    return atomic_load(&g_runs_now);
+}
+
+/* hal_ops.prog_run_now. The program runs as a helping host thread runs a queued one (its waits
+ * poll, EMU_RUN_NOW_POLL_NS, and never sleep: emu_prog_run), in a task of this frame; what it
+ * leaves (the rest from a wait that would sleep, or only the record, which carries the failure of
+ * a program that failed) is queued as prog_launch_record queues a whole program. */
+hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done, bool *queued)
+{
+    *queued = false;
+    hal_result rc = done ? prog_check(s, insns, n) : HAL_E_PARAM;
+    if (rc != HAL_OK)
+        return rc;
+    if (emu_trace_on() || !emu_stream_take_idle(s)) /* traced: every task timed as queued (docs/tracing.md) */
+        return HAL_E_NOT_READY;
+    emu_task now = {.kind = EMU_T_PROG};
+    now.u.prog.insns = insns;
+    now.u.prog.n = n;
+    emu_prog_end end = emu_prog_run(s, &now, EMU_RUN_NOW_POLL_NS);
+    if (end != EMU_PROG_DONE) { /* the rest from the wait it stopped at; after a failure, the record */
+        emu_task *t = prog_task_at(insns, n, now.u.prog.pc, done);
+        rc = t ? emu_event_push_record(done, s, t, &t->u.prog.seq) : HAL_E_NOMEM;
+        *queued = rc == HAL_OK;
+    } else {
+        /* no locked add on the hot path: threads that race may lose a count, tests need no more */
+        atomic_store_explicit(&g_runs_now, atomic_load_explicit(&g_runs_now, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
+    emu_stream_give_back(s);
+    return rc;
+}
+
 /* As a task function's failure: its code if it is a HAL code, else HAL_E_INTERNAL. */
 static bool run_fn(hal_stream *s, const hal_insn *in)
 {
@@ -101,7 +154,7 @@ static bool run_fn(hal_stream *s, const hal_insn *in)
 typedef struct prog_run {
     hal_stream *s;
     uint64_t ahead; /* the group of the AHEAD mark the program passed (0: none; hal.h, "Running ahead") */
-    bool help;      /* a host thread helping: waits do not sleep (emu_prog_run) */
+    uint64_t poll;  /* a host thread's: waits poll this long and do not sleep (emu_prog_run); 0 none */
     bool fenced;    /* the instruction before was a wake: its fence serves this one's (a root's wakes of
                        every receiver in a row: one fence) */
 } prog_run;
@@ -202,8 +255,8 @@ static emu_wait_end run_wait(prog_run *r, const hal_insn *in)
         run_next_ahead(r);
     emu_take take = {false, in->u.notify.at_least, in->u.notify.keep_rest, in->u.notify.check,
                      in->u.notify.check_arg};
-    if (r->help)
-        return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, &take);
+    if (r->poll)
+        return emu_notify_help_wait(r->s, in->u.notify.n, in->u.notify.abort_flag, &take, r->poll);
     uint64_t ms = in->u.notify.timeout_ms ? in->u.notify.timeout_ms : emu_cfg()->exec_timeout_ms;
     bool ok = emu_notify_do_wait(r->s, in->u.notify.n, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms,
                                  in->u.notify.abort_flag, &take);
@@ -227,7 +280,7 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
     case HAL_INSN_FLAG_WAIT:
         if (r->ahead && !hal_flag_met(in->u.flag.w))
             run_next_ahead(r);
-        return emu_flag_do_wait(s, in->u.flag.w, r->help);
+        return emu_flag_do_wait(s, in->u.flag.w, r->poll);
     case HAL_INSN_NOTIFY_WAKE:
         ok = emu_notify_do_wake(s, in->u.notify.n, !r->fenced);
         r->fenced = true;
@@ -246,9 +299,9 @@ static emu_wait_end run_insn(prog_run *r, const hal_insn *in)
     return ok ? EMU_WAIT_MET : EMU_WAIT_FAILED;
 }
 
-emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, bool help)
+emu_prog_end emu_prog_run(hal_stream *s, emu_task *t, uint64_t poll_ns)
 {
-    prog_run r = {s, 0, help, false};
+    prog_run r = {s, 0, poll_ns, false};
     for (uint32_t i = 0; i < t->u.prog.pc; i++) /* resumed: after a help, or past a prefix run ahead */
         if (t->u.prog.insns[i].kind == HAL_INSN_AHEAD)
             r.ahead = t->u.prog.insns[i].u.ahead.group;

@@ -192,6 +192,27 @@ static bool host_exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
     return through;
 }
 
+bool emu_stream_take_idle(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool idle = !s->head && !s->running && !s->stop && !s->parked && s->err == HAL_OK;
+    if (idle) {
+        s->running = true;
+        s->running_prog = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return idle;
+}
+
+void emu_stream_give_back(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->running = false;
+    wake_sync_waiters(s);
+    wake_worker(s); /* tasks queued meanwhile (another thread's, or the rest of the program) */
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
  * before it sleeps, so an enqueue that follows soon needs no wake-up (a futex wake costs the
  * enqueuing thread several microseconds on a VM). s->mu held. */

@@ -21,7 +21,7 @@ static void run_fn(hal_stream *s, emu_task *t)
 /* Runs a program task; false: suspended (help only), t stays queued. */
 static bool prog_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
 {
-    emu_prog_end end = sticky == HAL_OK ? emu_prog_run(s, t, help) : EMU_PROG_FAILED;
+    emu_prog_end end = sticky == HAL_OK ? emu_prog_run(s, t, help ? EMU_HELP_POLL_NS : 0) : EMU_PROG_FAILED;
     if (end == EMU_PROG_SUSPENDED)
         return false;
     if (t->u.prog.e) /* prog_launch_record: the record, as a record task, carries the error */

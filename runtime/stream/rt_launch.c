@@ -151,13 +151,15 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
 {
     ctx->stream = s;
     hal_result rc = order_after_previous(c, s);
-    bool recorded = false;
+    bool recorded = false, finished = false;
     if (rc == HAL_OK) {
         rt_trace_op(ctx); /* docs/tracing.md: the plan's tasks belong to this op */
-        rc = rt_prog_submit(ctx, &recorded);
+        rc = rt_prog_run_now(ctx, &finished, &recorded);
+        if (rc == HAL_E_NOT_READY)
+            rc = rt_prog_submit(ctx, &recorded);
         rt_trace_op_end(ctx);
     }
-    if (rc == HAL_OK && !recorded)
+    if (rc == HAL_OK && !recorded && !finished)
         rc = c->hal->event_record(ctx->done, s);
     if (rc != HAL_OK) {
         /* Part of the plan may be queued and the op's seq is taken: poison the communicator so
@@ -174,7 +176,10 @@ HcclResult rt_launch_ctx_enqueue(rt_comm *c, rt_launch_ctx *ctx, hal_stream *s)
         rt_launch_ctx_put(ctx);
         return rt_from_hal(rc);
     }
-    rt_pending_push(c, ctx);
+    if (finished) /* it ran here, to its end: nothing of it is left on the device */
+        rt_launch_ctx_put(ctx);
+    else
+        rt_pending_push(c, ctx);
     return HCCL_SUCCESS;
 }
 

@@ -179,6 +179,11 @@ bool rt_prog_vop_rebind(rt_launch_ctx *ctx);
  * *recorded: ctx->done was recorded with the last program (hal prog_launch_record), so the caller
  * need not record it. */
 hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
+/* Runs the launch's program at once on this thread where the backend can (hal prog_run_now: the
+ * stream idle) and it pays: one program on the launch stream, nothing of the communicator in flight
+ * (rt_prog_submit.c). *finished: it ran to its end (nothing to record or reclaim); *recorded: what
+ * it left is queued with ctx->done's record. HAL_E_NOT_READY: submit it (rt_prog_submit). */
+hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded);
 /* After rt_prog_build, before the launch takes its place (c->lock held): turns its AHEAD mark on
  * (hal.h, "Running ahead"; docs/runtime.md) unless the call's IN meets the OUT of the launch before
  * it on the same stream, which may still be written when the prefix would run, or peers write its
@@ -367,5 +372,11 @@ uint32_t rt_launch_help_from(const rt_comm *c);
 #define RT_LAUNCH_HELP_AT 16u
 /* ... or all but the newest, where a helped program's waits are short (rt_launch_help_from). */
 #define RT_LAUNCH_HELP_EARLY 2u
+/* Launches that go to the queue after one that ran at once had to leave its program at a wait,
+ * doubling from RT_RUN_NOW_BACKOFF up to _MAX while the next ones have to as well: one thread that
+ * drives several ranks (HcclCommInitAll) would otherwise poll at every call for a peer it has yet
+ * to drive, and wake the worker for the rest (rt_prog_run_now). */
+#define RT_RUN_NOW_BACKOFF 8u
+#define RT_RUN_NOW_BACKOFF_MAX 128u
 
 #endif

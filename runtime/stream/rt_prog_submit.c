@@ -76,3 +76,60 @@ hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded)
     }
     return HAL_OK;
 }
+
+/* Bytes the DMA instructions of ctx's one program move, stopping past `most`. */
+static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
+{
+    const rt_seg *g = &ctx->segs[0];
+    uint64_t bytes = 0;
+    for (uint32_t i = g->first; i < g->first + g->n && bytes <= most; i++) {
+        const hal_insn *in = &ctx->insns[i];
+        for (uint32_t k = 0; in->kind == HAL_INSN_DMA && k < in->u.dma.n; k++)
+            bytes += in->u.dma.descs[k].bytes;
+    }
+    return bytes;
+}
+
+/* Where the host runs a launch at once: where every rank of this server has a CPU, so that the
+ * peers its waits are for are running and the waits are short (with more ranks than CPUs a rank
+ * that ran its launch at once would poll for peers that wait for a CPU; a one-way root, which
+ * waits for nobody, measured no faster that way at 4 and 8 ranks on 2 CPUs); one program on the
+ * launch stream (no slave streams, not unrolled for the trace) that moves no more than an eager
+ * box: a larger one would keep the caller from its own work while it copies. */
+static bool runs_now(const rt_launch_ctx *ctx)
+{
+    rt_comm *c = ctx->c;
+    if (!c->hal->prog_run_now || !c->ranks_fit_cpus || ctx->trace_op || ctx->nsegs != 1 ||
+        ctx->segs[0].kind != RT_SEG_PROG || ctx->segs[0].stream)
+        return false;
+    return prog_bytes(ctx, ALGO_EAGER_BOX) <= ALGO_EAGER_BOX;
+}
+
+hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded)
+{
+    rt_comm *c = ctx->c;
+    *finished = *recorded = false;
+    if (!runs_now(ctx))
+        return HAL_E_NOT_READY;
+    if (c->run_now_skip) { /* one left its program at a wait not long ago */
+        c->run_now_skip--;
+        return HAL_E_NOT_READY;
+    }
+    if (c->npending && c->hal->event_help) { /* the launches before it run first, here if they can */
+        (void)c->hal->event_help(rt_pending_newest(c)->done);
+        rt_launch_reclaim(c, false);
+    }
+    if (c->npending) /* one of them waits for a peer (or a hold): this one goes behind it */
+        return HAL_E_NOT_READY;
+    const rt_seg *g = &ctx->segs[0];
+    bool queued = false;
+    hal_result rc = c->hal->prog_run_now(ctx->stream, &ctx->insns[g->first], g->n, ctx->done, &queued);
+    if (rc == HAL_OK) {
+        *finished = !queued;
+        *recorded = queued;
+        uint32_t next = c->run_now_backoff ? 2 * c->run_now_backoff : RT_RUN_NOW_BACKOFF;
+        c->run_now_backoff = queued ? (next < RT_RUN_NOW_BACKOFF_MAX ? next : RT_RUN_NOW_BACKOFF_MAX) : 0;
+        c->run_now_skip = c->run_now_backoff;
+    }
+    return rc;
+}

@@ -1,0 +1,185 @@
+/* hal prog_run_now on the emulator: a program launched on an idle stream runs at once on the
+ * calling thread, to its end, and leaves nothing queued (its completion event is not recorded:
+ * nothing is left to wait for); on a stream with work queued or held it does nothing (the caller
+ * launches it behind that work); where a wait would sleep it stops there and queues the rest with
+ * the record, which the worker resumes from that wait (what ran does not run again); a failing
+ * instruction fails the stream and queues the record, which carries the failure. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/hal_testutil.h"
+#include "hal/emu/emu_internal.h"
+
+typedef struct now_log {
+    atomic_int n;
+    int id[8];
+    pthread_t who[8];
+} now_log;
+
+typedef struct now_item {
+    now_log *log;
+    int id;
+    int fail; /* the task function's result */
+} now_item;
+
+static int log_fn(void *arg, char *msg, size_t len)
+{
+    now_item *it = arg;
+    int k = atomic_fetch_add(&it->log->n, 1);
+    it->log->id[k] = it->id;
+    it->log->who[k] = pthread_self();
+    if (it->fail)
+        snprintf(msg, len, "item %d fails", it->id);
+    return it->fail;
+}
+
+static hal_insn fn_insn(now_item *it)
+{
+    hal_insn in = {.kind = HAL_INSN_FN};
+    in.u.fn.fn = log_fn;
+    in.u.fn.arg = it;
+    return in;
+}
+
+typedef struct now_fix {
+    const hal_ops *h;
+    hal_device *d;
+    hal_stream *s;
+    hal_event *e;
+} now_fix;
+
+static now_fix fix_open(void)
+{
+    now_fix f = {.h = ht_hal()};
+    cr_assert_not_null(f.h->prog_run_now, "the emulator offers prog_run_now");
+    f.d = ht_open(f.h, 0);
+    HT_OK(f.h->stream_create(f.d, &f.s));
+    HT_OK(f.h->event_create(f.d, HAL_EVENT_SERIAL, &f.e));
+    return f;
+}
+
+static void fix_close(now_fix *f)
+{
+    HT_OK(f->h->event_destroy(f->e));
+    HT_OK(f->h->stream_destroy(f->s));
+    HT_OK(f->h->device_close(f->d));
+}
+
+static void expect_entry(const now_log *log, int k, int id, bool here)
+{
+    cr_expect_eq(log->id[k], id, "entry %d is item %d, expected %d", k, log->id[k], id);
+    cr_expect_eq(pthread_equal(log->who[k], pthread_self()) != 0, here, "item %d ran %s the calling thread", id,
+                 here ? "off" : "on");
+}
+
+Test(emu_run_now, runs_an_idle_streams_program_here_to_its_end, .timeout = 60)
+{
+    now_fix f = fix_open();
+    static now_log log;
+    static now_item it[2];
+    static hal_insn prog[2];
+    for (int i = 0; i < 2; i++) {
+        it[i] = (now_item){&log, i, 0};
+        prog[i] = fn_insn(&it[i]);
+    }
+    uint64_t before = emu_prog_test_runs_now();
+    bool queued = true;
+    HT_OK(f.h->prog_run_now(f.s, prog, 2, f.e, &queued));
+    cr_expect(!queued, "a program that ended left something queued");
+    cr_assert_eq(atomic_load(&log.n), 2, "the program did not run at once");
+    expect_entry(&log, 0, 0, true);
+    expect_entry(&log, 1, 1, true);
+    cr_expect_geq(emu_prog_test_runs_now(), before + 1);
+    cr_expect_eq(f.h->event_recorded(f.e), 0, "the completion event was recorded");
+    HT_OK(f.h->stream_sync(f.s, 30000));
+    fix_close(&f);
+}
+
+/* Behind a hold, or behind a queued program, nothing runs now: the caller launches it. */
+Test(emu_run_now, leaves_a_stream_with_work_alone, .timeout = 60)
+{
+    now_fix f = fix_open();
+    static now_log log;
+    static now_item a, b;
+    static hal_insn pa[1], pb[1];
+    a = (now_item){&log, 1, 0};
+    b = (now_item){&log, 2, 0};
+    pa[0] = fn_insn(&a);
+    pb[0] = fn_insn(&b);
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.s, ht_gate_fn, &gate));
+    bool queued = true;
+    cr_expect_eq(f.h->prog_run_now(f.s, pb, 1, f.e, &queued), HAL_E_NOT_READY, "ran past a hold");
+    cr_expect(!queued);
+    HT_OK(f.h->prog_launch(f.s, pa, 1));
+    while (sem_wait(&gate.entered) != 0) /* the worker holds the stream in the gate */
+        ;
+    cr_expect_eq(f.h->prog_run_now(f.s, pb, 1, f.e, &queued), HAL_E_NOT_READY, "ran past a queued program");
+    cr_expect_eq(atomic_load(&log.n), 0, "something ran behind the hold");
+    ht_gate_open(&gate);
+    HT_OK(f.h->stream_sync(f.s, 30000));
+    cr_assert_eq(atomic_load(&log.n), 1);
+    expect_entry(&log, 0, 1, false);
+    ht_gate_fini(&gate);
+    fix_close(&f);
+}
+
+/* A, a wait for n, B: A runs here, the wait is not met within the poll, the rest is queued with
+ * the record; once n is recorded the worker runs B (A does not run again) and the record. */
+Test(emu_run_now, queues_the_rest_from_a_wait_that_would_sleep, .timeout = 60)
+{
+    now_fix f = fix_open();
+    hal_notify *n;
+    hal_stream *other;
+    HT_OK(f.h->notify_create(f.d, &n));
+    HT_OK(f.h->stream_create(f.d, &other));
+    static now_log log;
+    static now_item a, b;
+    static hal_insn prog[3];
+    a = (now_item){&log, 1, 0};
+    b = (now_item){&log, 2, 0};
+    prog[0] = fn_insn(&a);
+    prog[1] = (hal_insn){.kind = HAL_INSN_NOTIFY_WAIT};
+    prog[1].u.notify.n = n;
+    prog[1].u.notify.timeout_ms = 30000;
+    prog[2] = fn_insn(&b);
+    bool queued = false;
+    HT_OK(f.h->prog_run_now(f.s, prog, 3, f.e, &queued));
+    cr_assert(queued, "a program stopped at a wait left nothing queued");
+    cr_assert_eq(atomic_load(&log.n), 1);
+    expect_entry(&log, 0, 1, true);
+    cr_expect_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "complete before its wait was met");
+    HT_OK(f.h->notify_record(n, other));
+    HT_OK(f.h->event_sync(f.e, 30000));
+    cr_assert_eq(atomic_load(&log.n), 2, "A ran again, or B did not run");
+    expect_entry(&log, 1, 2, false);
+    HT_OK(f.h->stream_sync(other, 30000));
+    HT_OK(f.h->stream_destroy(other));
+    HT_OK(f.h->notify_destroy(n));
+    fix_close(&f);
+}
+
+/* A failing instruction ends the program and fails the stream; the record queued after it carries
+ * the failure, so whoever waits for the launch learns of it. */
+Test(emu_run_now, a_failure_reaches_the_record, .timeout = 60)
+{
+    now_fix f = fix_open();
+    static now_log log;
+    static now_item a, b;
+    static hal_insn prog[2];
+    a = (now_item){&log, 1, HAL_E_INTERNAL};
+    b = (now_item){&log, 2, 0};
+    prog[0] = fn_insn(&a);
+    prog[1] = fn_insn(&b);
+    bool queued = false;
+    HT_OK(f.h->prog_run_now(f.s, prog, 2, f.e, &queued));
+    cr_assert(queued, "a failed program's record was not queued");
+    cr_expect_eq(f.h->event_sync(f.e, 30000), HAL_E_INTERNAL, "the record does not carry the failure");
+    cr_expect_eq(f.h->stream_sync(f.s, 30000), HAL_E_INTERNAL);
+    cr_expect_eq(atomic_load(&log.n), 1, "the program went on past its failure");
+    bool again = true;
+    cr_expect_eq(f.h->prog_run_now(f.s, prog + 1, 1, f.e, &again), HAL_E_NOT_READY, "ran on a failed stream");
+    f.h->stream_clear_error(f.s);
+    fix_close(&f);
+}
