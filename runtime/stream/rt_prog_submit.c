@@ -99,7 +99,7 @@ static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
 static bool runs_now(const rt_launch_ctx *ctx)
 {
     rt_comm *c = ctx->c;
-    if (!c->hal->prog_run_now || !c->ranks_fit_cpus || ctx->trace_op || ctx->nsegs != 1 ||
+    if (!c->hal->prog_run_now || !c->hal->prog_launch || !c->ranks_fit_cpus || ctx->trace_op || ctx->nsegs != 1 ||
         ctx->segs[0].kind != RT_SEG_PROG || ctx->segs[0].stream)
         return false;
     return prog_bytes(ctx, ALGO_EAGER_BOX) <= ALGO_EAGER_BOX;
