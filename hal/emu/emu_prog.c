@@ -119,9 +119,12 @@ hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, st
         return rc;
     if (emu_trace_on() || !emu_stream_take_idle(s)) /* traced: every task timed as queued (docs/tracing.md) */
         return HAL_E_NOT_READY;
-    emu_task now = {.kind = EMU_T_PROG};
+    emu_task now; /* what emu_prog_run reads of it, no more: zeroing all 328 bytes was most of this function */
+    now.kind = EMU_T_PROG;
     now.u.prog.insns = insns;
     now.u.prog.n = n;
+    now.u.prog.pc = 0;
+    now.u.prog.e = NULL;
     emu_prog_end end = emu_prog_run(s, &now, EMU_RUN_NOW_POLL_NS);
     if (end != EMU_PROG_DONE) { /* the rest from the wait it stopped at; after a failure, the record */
         emu_task *t = prog_task_at(insns, n, now.u.prog.pc, done);
