@@ -50,7 +50,7 @@ static inline uint64_t rt_p2p_item_bytes(const rt_p2p_item *it)
 
 /* A descriptor address bound directly to what changes per call (this rank's IN/OUT, the inbox
  * slot: rt_dma_per_call), set again from the context's bindings when a built program serves
- * another call (rt_prog.c). Direct, not indirect: a backend may run direct transfers cheaper
+ * another call (rt_prog_reuse.c). Direct, not indirect: a backend may run direct transfers cheaper
  * (hal/ascend enqueues them as they are, an indirect one costs a host callback). */
 typedef struct rt_rebind {
     uint32_t desc;  /* in ctx->descs */
@@ -131,7 +131,7 @@ struct rt_launch_ctx {
     uint32_t nnetops, netops_cap;
     /* The plan the arrays above hold the program of, when that program depends on nothing of one
      * call but the addresses in `rebinds`: the next launch of the same plan from this context
-     * sets those again and skips the build (rt_prog.c). NULL: build anew. */
+     * sets those again and skips the build (rt_prog_reuse.c). NULL: build anew. */
     const algo_plan *built;
     uint64_t built_evictions;  /* the plan cache's evictions then: a later plan may reuse the address */
     uint64_t *built_vt;        /* [4*nranks] a V-op's: the tables its offsets and sizes came from */
@@ -163,6 +163,12 @@ bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
  * (bind_self, p2p items); nothing is submitted. Keeps the program this context built for the same
  * plan before when it is reusable (see `built`). HAL_E_PARAM for a malformed plan (logged). */
 hal_result rt_prog_build(rt_launch_ctx *ctx);
+/* Makes ctx's arrays hold a program for ctx's plan without a build where one serves: the one this
+ * context built for it before, or the launch before's (rt_prog_reuse.c); false: build it. */
+bool rt_prog_reuse(rt_launch_ctx *ctx, uint64_t evictions);
+/* After a build: the program serves later launches of its plan if it depends on nothing of this
+ * call but what a reuse sets again. */
+void rt_prog_mark_built(rt_launch_ctx *ctx, uint64_t evictions);
 /* Copies donor's program (built for ctx->plan, reusable, still in flight) into ctx, its pointers
  * into donor moved to ctx (rt_prog_clone.c); false when ctx must build its own. */
 bool rt_prog_clone(rt_launch_ctx *ctx, const rt_launch_ctx *donor);

@@ -494,32 +494,6 @@ uint64_t rt_prog_build_count(void)
     return atomic_load(&g_builds);
 }
 
-/* A collective's program holds, besides the plan and the communicator's static state (notifies,
- * scratch, events, timeouts), only this call's own IN/OUT and inbox slot as descriptor addresses
- * (listed in ctx->rebinds); peers' buffers are read through the context (FETCH fills them) and the
- * instructions' arguments point into the context. A V-op's also holds offsets and sizes from its
- * V tables (and which AlltoAllV blocks go eager), so it serves calls with the same tables as it is,
- * and those with other tables of the same shape once its descriptors are bound to them
- * (rt_prog_vop.c): a loop that gathers the same uneven shards builds once, and so does a
- * mixture-of-experts AlltoAllV whose counts change every call. A p2p launch's the same:
- * its items' buffers are rebound, which sends go eager follows from the plan's sizes, and its flag
- * waits and AHEAD mark are set per call (rt_prog_p2p_waits, rt_prog_p2p_ahead). Not reusable:
- * staging copies and staging buffers, steps across servers, a drain. */
-static bool reusable(const rt_launch_ctx *ctx)
-{
-    return !ctx->staged && !ctx->npre && !ctx->npost && !ctx->nnetops && !ctx->ndrain &&
-           (ctx->vop || !algo_counts_symbolic(ctx->plan->op.coll));
-}
-
-/* The program in ctx's arrays now serves later calls of its plan (and tables). */
-static void mark_built(rt_launch_ctx *ctx, uint64_t evictions)
-{
-    ctx->built = ctx->plan;
-    ctx->built_evictions = evictions;
-    if (ctx->vop)
-        memcpy(ctx->built_vt, ctx->vt, 4 * (size_t)ctx->c->nranks * sizeof *ctx->vt);
-}
-
 /* A one-way receiver's flag wait (hal_flag_wait) for writer's header: the header of writer's box in
  * this call's slot of `inbox`, where rt_eager_check_task reads it, and this call's seq. */
 static void bind_flag_wait(rt_launch_ctx *ctx, uint32_t writer, uint32_t inbox)
@@ -550,49 +524,12 @@ static void bind_flag_waits(rt_launch_ctx *ctx)
             bind_flag_wait(ctx, q, c->rank);
 }
 
-/* Sets a reused program's per-call addresses from this call's bindings (bind_self, bind_inbox). */
-static void rebind(rt_launch_ctx *ctx)
-{
-    uint32_t n = ctx->c->nranks;
-    for (uint32_t i = 0; i < ctx->nrebinds; i++) {
-        const rt_rebind *rb = &ctx->rebinds[i];
-        hal_dma_desc *d = &ctx->descs[rb->desc];
-        hal_ref *f = rb->field == 0 ? &d->dst : rb->field == 1 ? &d->src : &d->src2;
-        if (rb->buf == RT_REBIND_ITEM)
-            f->base = ctx->p2p_items[rb->owner].buf;
-        else
-            f->base = rb->buf == ALGO_BUF_INBOX ? ctx->inbox[rb->owner] : ctx->base[(size_t)rb->buf * n + rb->owner];
-    }
-}
-
-/* A program built for ctx's plan now in ctx's arrays, from tables that `fit` this call's: its
- * per-call addresses set again, and a V-op's offsets and sizes when its tables differ. False: build. */
-static bool serve(rt_launch_ctx *ctx, rt_vfit fit, uint64_t evictions)
-{
-    rebind(ctx);
-    if (fit == RT_VFIT_SAME)
-        return true;
-    if (!rt_prog_vop_rebind(ctx))
-        return false;
-    mark_built(ctx, evictions); /* from this call's tables now */
-    return true;
-}
-
 hal_result rt_prog_build(rt_launch_ctx *ctx)
 {
     uint64_t evictions = rt_plan_cache_evictions(ctx->c->cache);
     bind_flag_waits(ctx);
-    rt_vfit fit = RT_VFIT_NONE;
-    if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx) &&
-        (fit = rt_prog_vop_fit(ctx, ctx->built_vt)) != RT_VFIT_NONE && serve(ctx, fit, evictions))
-        return HAL_OK; /* this context's program for the same plan */
-    const rt_launch_ctx *donor = rt_pending_newest(ctx->c); /* the launch before, often the same plan */
-    if (reusable(ctx) && donor && donor->built == ctx->plan && donor->built_evictions == evictions &&
-        (fit = rt_prog_vop_fit(ctx, donor->built_vt)) != RT_VFIT_NONE && rt_prog_clone(ctx, donor)) {
-        mark_built(ctx, evictions);
-        if (serve(ctx, fit, evictions))
-            return HAL_OK;
-    }
+    if (rt_prog_reuse(ctx, evictions))
+        return HAL_OK;
     ctx->built = NULL;
     atomic_fetch_add(&g_builds, 1);
     ctx->ninsns = ctx->ndescs = ctx->nsegs = ctx->nnetops = ctx->nrebinds = 0;
@@ -617,7 +554,6 @@ hal_result rt_prog_build(rt_launch_ctx *ctx)
         else if (in->kind == HAL_INSN_FN && (in->u.fn.fn == rt_net_write_task || in->u.fn.fn == rt_net_signal_task))
             in->u.fn.arg = &ctx->netops[k++];
     }
-    if (reusable(ctx))
-        mark_built(ctx, evictions);
+    rt_prog_mark_built(ctx, evictions);
     return HAL_OK;
 }

@@ -1,4 +1,4 @@
-/* A launch's program copied from another launch of the same plan (rt_prog.c): a loop issues far
+/* A launch's program copied from another launch of the same plan (rt_prog_reuse.c): a loop issues far
  * more launches than complete meanwhile, so most of its first launches take a context that never
  * ran this plan, and building the program each time was most of a short loop's cost (8 B Broadcast
  * at 4 ranks, 100 calls: 103 builds; docs/perf.md, "One-way Broadcast"). The donor is a launch

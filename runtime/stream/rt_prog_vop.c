@@ -1,4 +1,4 @@
-/* A V-op's program for other tables (rt_prog.c). Its tables give a V-op's program its offsets and
+/* A V-op's program for other tables (rt_prog_reuse.c). Its tables give a V-op's program its offsets and
  * sizes, and also its shape: which steps run (an eager AlltoAllV sends a block through the inbox
  * or straight into the receiver's OUT by its size, plan.h algo_when), which copies are left out
  * (empty blocks) and how many pieces a large one is split into. A mixture-of-experts layer's
