@@ -4,7 +4,6 @@
  * stream's list becomes its own program, submitted by rt_prog_submit.c. Arrays live in the launch
  * context until it is reclaimed. */
 #include <stdatomic.h>
-#include <string.h>
 
 #include "runtime/net/rt_net.h"
 #include "runtime/stream/rt_prog_build.h"

@@ -1,7 +1,9 @@
 /* Submitting what rt_prog_build made (rt_prog.c): each program either as ONE task (hal
  * prog_launch) or, where the backend has no program executor (or while the timeline trace records,
  * so that every step stays its own timed task, docs/tracing.md), one task per instruction, with
- * the same semantics; FORK/JOIN segments as event records and waits between them. */
+ * the same semantics; FORK/JOIN segments as event records and waits between them. A small launch
+ * of one program may instead run at once on the calling thread (rt_prog_run_now; docs/runtime.md,
+ * "Runs at once"). */
 #include "runtime/rt_trace.h"
 #include "runtime/stream/rt_launch.h"
 

@@ -144,7 +144,7 @@ void perf_alloc(const perf_env *e, perf_point *p)
     uint64_t c = p->count, es = p->es, me = e->rank;
     perf_kind k = plain(p->kind);
     p->base = p->send = p->recv = NULL;
-    p->v = k != p->kind ? v_tables(p->kind, e->n, c, -1, e->rank) : NULL;
+    p->v = perf_is_v(p->kind) ? v_tables(p->kind, e->n, c, -1, e->rank) : NULL;
     uint64_t pad = 0; /* -v 1: an uneven set's blocks may add up to c/2 more */
     for (int s = 0; s < PERF_VSETS && p->vary && p->v; s++, pad = c)
         p->vsets[s] = v_tables(p->kind, e->n, c, s, e->rank);
