@@ -113,6 +113,8 @@ struct rt_launch_ctx {
     uintptr_t out_at;          /* the call's OUT and its length (0 where unset): what the next launch's */
     uint64_t out_bytes;        /* prefix must not read before this one ends (rt_prog_ahead); kept from
                                   the call, as a cached V plan's counts are no longer the call's */
+    bool runs_ahead;           /* its prefix could pass a launch like it still in flight before it
+                                  (rt_prog_ahead): the queue lets it, running at once does not */
     uint32_t trace_op;         /* id in the timeline trace, 0 when not traced (rt_trace.h) */
     /* The launch as device instructions (rt_prog.c), built before the op takes its seq and read
      * by the device until `done` completes. The arrays keep their memory when the context goes

@@ -116,7 +116,7 @@ rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
     ctx->esize = hal_dtype_size(plan->op.dtype);
     ctx->seq = 0;
     memset(&ctx->sig, 0, sizeof ctx->sig);
-    ctx->p2p = ctx->vop = ctx->plan_held = ctx->staged = ctx->hdr = false;
+    ctx->p2p = ctx->vop = ctx->plan_held = ctx->staged = ctx->hdr = ctx->runs_ahead = false;
     ctx->pre = ctx->post = NULL;
     ctx->npre = ctx->npost = 0;
     ctx->stream = NULL;

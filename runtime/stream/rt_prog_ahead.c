@@ -67,6 +67,7 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
     ctx->out_at = (uintptr_t)call->out;
     ctx->out_bytes = out_elems * ctx->esize;
     hal_insn *mark = find_mark(ctx);
+    ctx->runs_ahead = false;
     if (!mark)
         return;
     ahead_reads r = {ctx, false, (uintptr_t)call->in, in_elems * ctx->esize};
@@ -77,6 +78,7 @@ void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call)
         mark->u.ahead.depth = 0;
         return;
     }
+    ctx->runs_ahead = !stops_at(&r, ctx); /* a launch like it before: itself */
     set_mark(mark, &r, call->stream, (uint64_t)(uintptr_t)ctx->c->handle);
 }
 
@@ -100,9 +102,11 @@ void rt_prog_p2p_ahead(rt_launch_ctx *ctx, hal_stream *stream)
 {
     p2p_out_span(ctx);
     hal_insn *mark = find_mark(ctx);
+    ctx->runs_ahead = false;
     if (!mark)
         return;
     ahead_reads r = {ctx, true, 0, 0};
+    ctx->runs_ahead = !stops_at(&r, ctx); /* a launch like it before: itself */
     /* Not the group of collectives' marks: neither runs ahead of the other's launches. */
     set_mark(mark, &r, stream, (uint64_t)(uintptr_t)ctx->c->handle | 1ull << 63);
 }

@@ -92,17 +92,19 @@ static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
     return bytes;
 }
 
-/* Where the host runs a launch at once: where every rank of this server has a CPU, so that the
- * peers its waits are for are running and the waits are short (with more ranks than CPUs a rank
- * that ran its launch at once would poll for peers that wait for a CPU; a one-way root, which
- * waits for nobody, measured no faster that way at 4 and 8 ranks on 2 CPUs); one program on the
- * launch stream (no slave streams, not unrolled for the trace) that moves no more than an eager
- * box: a larger one would keep the caller from its own work while it copies. */
+/* Where the host runs a launch at once: one program on the launch stream (no slave streams, not
+ * unrolled for the trace) that moves no more than an eager box (a larger one would keep the caller
+ * from its own work while it copies). With more ranks on this server than CPUs, only a launch whose
+ * prefix could not pass a launch like it (rt_prog_ahead): in place, one-way, or without a prefix.
+ * There the queue is what lets a rank that has the CPU post several calls' sends in one turn while
+ * its peers wait for a CPU (8 B out-of-place AllReduce at 4 ranks on 2 CPUs: 1.9 us queued, 2.7 at
+ * once); a launch that cannot run ahead gains nothing from it and saves the queue entry, the record
+ * and the reclaim (8 B Broadcast at 4 ranks: 0.62 -> 0.54 us; docs/perf.md, thirty-third pass). */
 static bool runs_now(const rt_launch_ctx *ctx)
 {
     rt_comm *c = ctx->c;
-    if (!c->hal->prog_run_now || !c->hal->prog_launch || !c->ranks_fit_cpus || ctx->trace_op || ctx->nsegs != 1 ||
-        ctx->segs[0].kind != RT_SEG_PROG || ctx->segs[0].stream)
+    if (!c->hal->prog_run_now || !c->hal->prog_launch || ctx->trace_op || ctx->nsegs != 1 ||
+        ctx->segs[0].kind != RT_SEG_PROG || ctx->segs[0].stream || (!c->ranks_fit_cpus && ctx->runs_ahead))
         return false;
     return prog_bytes(ctx, ALGO_EAGER_BOX) <= ALGO_EAGER_BOX;
 }

@@ -1,11 +1,13 @@
 /* Launches the host runs at once (runtime/stream/rt_prog_submit.c, rt_prog_run_now; hal
- * prog_run_now): where the ranks of a server each have a CPU, a small launch on an idle stream,
- * nothing of its communicator in flight, runs to its end on the calling thread instead of going
- * through the stream's queue. One rank's loop runs every launch at once; two ranks (threads,
- * HcclCommInitAll) issue small AllReduces and Broadcasts back to back on three buffer pairs, at
- * once or queued as their peers come, and check every element. Sends larger than an eager box
- * never run at once (the caller would copy them itself). */
+ * prog_run_now): a small launch on an idle stream, nothing of its communicator in flight, runs to
+ * its end on the calling thread instead of going through the stream's queue. One rank's loop runs
+ * every launch at once; two ranks (threads, HcclCommInitAll) issue small AllReduces and Broadcasts
+ * back to back on three buffer pairs, at once or queued as their peers come, and check every
+ * element. Sends larger than an eager box never run at once (the caller would copy them itself).
+ * With more ranks than CPUs, launches that cannot run ahead of the ones before them (Broadcasts)
+ * run at once, and those that could (out-of-place AllReduces) stay queued. */
 #include <criterion/criterion.h>
+#include <unistd.h>
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
@@ -58,9 +60,29 @@ static void big_sends(rank_t *r)
     cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
 }
 
+/* CALLS out-of-place AllReduces (sum) of pair 0 on n ranks; OUT checked after the synchronize. */
+static void ahead_calls(rank_t *r, uint32_t n)
+{
+    for (int i = 0; i < CALLS; i++)
+        cr_assert_eq(HcclAllReduce(r->in[0], r->out[0], COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, r->comm, r->s),
+                     HCCL_SUCCESS);
+    cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    cr_assert_eq(aclrtMemcpy(r->host, COUNT * sizeof(int32_t), r->out[0], COUNT * sizeof(int32_t),
+                             ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (int j = 0; j < COUNT; j++) {
+        int32_t want = 0;
+        for (uint32_t q = 0; q < n; q++)
+            want += pair_ranks_value(0, q, j);
+        r->bad += r->host[j] != want;
+    }
+}
+
+typedef enum call_kind { KIND_SMALL, KIND_BIG, KIND_AHEAD } call_kind;
+
 typedef struct job {
     rank_t *r;
-    bool big;
+    call_kind kind;
+    uint32_t n;
 } job;
 
 static void *rank_main(void *arg)
@@ -68,26 +90,35 @@ static void *rank_main(void *arg)
     job *jb = arg;
     cr_assert_eq(aclrtSetDevice((int32_t)jb->r->rank), ACL_SUCCESS);
     pair_ranks_fill(jb->r, COUNT);
-    if (jb->big)
+    if (jb->kind == KIND_BIG)
         big_sends(jb->r);
+    else if (jb->kind == KIND_AHEAD)
+        ahead_calls(jb->r, jb->n);
     else
         small_calls(jb->r);
     return NULL;
 }
 
-/* Programs run at once while both ranks ran `big` or small calls. */
-static uint64_t runs_now_in(bool big)
+/* Programs run at once while n ranks, one thread each, made calls of `kind`. */
+static uint64_t runs_now_in(uint32_t n, call_kind kind)
 {
-    rank_t ranks[NR];
-    pair_ranks_open(ranks, NR, BIG * sizeof(int32_t));
-    job jobs[NR];
-    for (uint32_t i = 0; i < NR; i++)
-        jobs[i] = (job){&ranks[i], big};
+    rank_t ranks[COMM_FIXTURE_MAX];
+    pair_ranks_open(ranks, n, BIG * sizeof(int32_t));
+    job jobs[COMM_FIXTURE_MAX];
+    for (uint32_t i = 0; i < n; i++)
+        jobs[i] = (job){&ranks[i], kind, n};
     uint64_t before = emu_prog_test_runs_now();
-    pair_ranks_run(ranks, NR, rank_main, jobs, sizeof *jobs);
+    pair_ranks_run(ranks, n, rank_main, jobs, sizeof *jobs);
     uint64_t ran = emu_prog_test_runs_now() - before;
-    pair_ranks_close(ranks, NR);
+    pair_ranks_close(ranks, n);
     return ran;
+}
+
+/* One more rank than this machine has CPUs (0: more than the fixture opens). */
+static uint32_t ranks_past_cpus(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && cpus < COMM_FIXTURE_MAX ? (uint32_t)cpus + 1 : 0;
 }
 
 /* Both ranks' small calls interleave launches run at once with queued ones (a peer a little late
@@ -97,7 +128,7 @@ Test(launch_run_now, small_calls_at_two_ranks_stay_right, .timeout = 120)
 {
     if (!rt_ranks_fit_cpus(NR))
         cr_skip_test("fewer CPUs than %d ranks: launches go through the stream's queue", NR);
-    (void)runs_now_in(false);
+    (void)runs_now_in(NR, KIND_SMALL);
 }
 
 /* One rank waits for nobody: every launch of a loop of small AllReduces on an idle stream runs at
@@ -135,6 +166,79 @@ Test(launch_run_now, one_ranks_calls_all_run_at_once, .timeout = 60)
 
 Test(launch_run_now, large_sends_are_queued, .timeout = 120)
 {
-    uint64_t ran = runs_now_in(true);
+    uint64_t ran = runs_now_in(NR, KIND_BIG);
     cr_expect_eq(ran, 0, "%llu launches of 1 MiB sends ran on the calling thread", (unsigned long long)ran);
+}
+
+/* `calls` Broadcasts from rank 0 of pair k's IN (k = 0, 1, 2 in turn) on every rank, by one thread,
+ * rank after rank (rank 0, the root, first), each rank's stream synchronized after its calls when
+ * `sync_each`, else all at the end. */
+static void broadcasts_in_turn(rank_t *ranks, uint32_t n, int calls, bool sync_each)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        rank_t *r = &ranks[i];
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        for (int k = 0; k < calls; k++)
+            cr_assert_eq(HcclBroadcast(r->in[k % PAIR_RANKS_PAIRS], COUNT, HCCL_DATA_TYPE_INT32, 0, r->comm, r->s),
+                         HCCL_SUCCESS);
+        if (sync_each)
+            cr_assert_eq(aclrtSynchronizeStream(r->s), ACL_SUCCESS);
+    }
+    for (uint32_t i = 0; !sync_each && i < n; i++) {
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        cr_assert_eq(aclrtSynchronizeStream(ranks[i].s), ACL_SUCCESS);
+    }
+}
+
+/* More ranks than CPUs: a Broadcast cannot run ahead of the one before it (its root reads the
+ * buffer the one before wrote on the others), so it runs at once. The first Broadcast of a run
+ * goes full (every rank takes part); the next ones go one-way, so one thread can issue the root's
+ * (into the receivers' inboxes: no wait) and then each receiver's (the root's data is there: no
+ * wait either), and each runs to its end at once, but for the few launches after the first call's
+ * that went to the queue (RT_RUN_NOW_BACKOFF). With the queue kept for every launch past the CPUs,
+ * none did. */
+Test(launch_run_now, broadcasts_run_at_once_past_the_cpus, .timeout = 120)
+{
+    uint32_t n = ranks_past_cpus();
+    if (!n)
+        cr_skip_test("%ld CPUs: a communicator with more ranks than that is past this fixture's %d",
+                     sysconf(_SC_NPROCESSORS_ONLN), COMM_FIXTURE_MAX);
+    rank_t ranks[COMM_FIXTURE_MAX];
+    pair_ranks_open(ranks, n, COUNT * sizeof(int32_t));
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        pair_ranks_fill(&ranks[i], COUNT);
+    }
+    broadcasts_in_turn(ranks, n, 1, false); /* the run's first call: every rank takes part */
+    int calls = CALLS / 10;
+    uint64_t before = emu_prog_test_runs_now();
+    broadcasts_in_turn(ranks, n, calls, true);
+    uint64_t ran = emu_prog_test_runs_now() - before;
+    uint32_t least = n * (uint32_t)(calls - RT_RUN_NOW_BACKOFF);
+    cr_expect_geq(ran, least, "%llu of %u Broadcasts on %u ranks ran at once, want at least %u",
+                  (unsigned long long)ran, n * (uint32_t)calls, n, least);
+    for (uint32_t i = 0; i < n; i++) {
+        rank_t *r = &ranks[i];
+        cr_assert_eq(aclrtSetDevice((int32_t)i), ACL_SUCCESS);
+        for (int p = 0; p < PAIR_RANKS_PAIRS; p++) {
+            cr_assert_eq(aclrtMemcpy(r->host, COUNT * sizeof(int32_t), r->in[p], COUNT * sizeof(int32_t),
+                                     ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+            for (int j = 0; j < COUNT; j++)
+                cr_expect_eq(r->host[j], pair_ranks_value(p, 0, j), "rank %u pair %d element %d: %d", i, p, j,
+                             r->host[j]);
+        }
+    }
+    pair_ranks_close(ranks, n);
+}
+
+/* More ranks than CPUs: an out-of-place AllReduce's sends could pass the launches before it, which
+ * the queue lets them do while its peers wait for a CPU: none runs at once, and all are right. */
+Test(launch_run_now, allreduces_that_run_ahead_stay_queued_past_the_cpus, .timeout = 120)
+{
+    uint32_t n = ranks_past_cpus();
+    if (!n)
+        cr_skip_test("%ld CPUs: a communicator with more ranks than that is past this fixture's %d",
+                     sysconf(_SC_NPROCESSORS_ONLN), COMM_FIXTURE_MAX);
+    uint64_t ran = runs_now_in(n, KIND_AHEAD);
+    cr_expect_eq(ran, 0, "%llu out-of-place AllReduces on %u ranks ran at once", (unsigned long long)ran, n);
 }
