@@ -250,7 +250,7 @@ aclError aclrtGetRunMode(aclrtRunMode *runMode)
 
 static aclError sync_device(const char *func, int32_t timeout)
 {
-    hal_device *dev;
+    hal_device *dev = NULL;
     aclError err = acl_current_device(func, &dev, NULL);
     if (err)
         return err;
