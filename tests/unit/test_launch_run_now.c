@@ -114,12 +114,26 @@ static uint64_t runs_now_in(uint32_t n, call_kind kind)
     return ran;
 }
 
-/* One more rank than this machine has CPUs (0: more than the fixture opens). */
+/* One more rank than this machine has CPUs; 0 where that is more ranks than the emulated devices
+ * (HCCL_EMU_DEVICES) or the fixture opens. */
 static uint32_t ranks_past_cpus(void)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus > 0 && cpus < COMM_FIXTURE_MAX ? (uint32_t)cpus + 1 : 0;
+    uint32_t devices = 0;
+    if (cpus <= 0 || aclrtGetDeviceCount(&devices) != ACL_SUCCESS)
+        return 0;
+    uint32_t n = (uint32_t)cpus + 1;
+    return n <= devices && n <= COMM_FIXTURE_MAX ? n : 0;
 }
+
+/* Skips a test whose communicator needs one rank more than the CPUs where ranks_past_cpus gave 0. */
+#define SKIP_UNLESS_PAST_THE_CPUS(n)                                                                       \
+    do {                                                                                                   \
+        if (!(n))                                                                                          \
+            cr_skip_test("%ld CPUs: one rank more is past the emulated devices (HCCL_EMU_DEVICES) or "   \
+                         "this fixture's %d ranks",                                                        \
+                         sysconf(_SC_NPROCESSORS_ONLN), COMM_FIXTURE_MAX);                                 \
+    } while (0)
 
 /* Both ranks' small calls interleave launches run at once with queued ones (a peer a little late
  * queues the rest of a program, and the next launches go to the queue for a while): every element
@@ -200,9 +214,7 @@ static void broadcasts_in_turn(rank_t *ranks, uint32_t n, int calls, bool sync_e
 Test(launch_run_now, broadcasts_run_at_once_past_the_cpus, .timeout = 120)
 {
     uint32_t n = ranks_past_cpus();
-    if (!n)
-        cr_skip_test("%ld CPUs: a communicator with more ranks than that is past this fixture's %d",
-                     sysconf(_SC_NPROCESSORS_ONLN), COMM_FIXTURE_MAX);
+    SKIP_UNLESS_PAST_THE_CPUS(n);
     rank_t ranks[COMM_FIXTURE_MAX];
     pair_ranks_open(ranks, n, COUNT * sizeof(int32_t));
     for (uint32_t i = 0; i < n; i++) {
@@ -236,9 +248,7 @@ Test(launch_run_now, broadcasts_run_at_once_past_the_cpus, .timeout = 120)
 Test(launch_run_now, allreduces_that_run_ahead_stay_queued_past_the_cpus, .timeout = 120)
 {
     uint32_t n = ranks_past_cpus();
-    if (!n)
-        cr_skip_test("%ld CPUs: a communicator with more ranks than that is past this fixture's %d",
-                     sysconf(_SC_NPROCESSORS_ONLN), COMM_FIXTURE_MAX);
+    SKIP_UNLESS_PAST_THE_CPUS(n);
     uint64_t ran = runs_now_in(n, KIND_AHEAD);
     cr_expect_eq(ran, 0, "%llu out-of-place AllReduces on %u ranks ran at once", (unsigned long long)ran, n);
 }
