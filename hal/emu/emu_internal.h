@@ -377,8 +377,9 @@ typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_
  * wait for a peer: it is not the executor, and a peer that is late is the worker's to wait for. */
 #define EMU_HELP_POLL_NS 20000ull
 /* How long a program run at once on the calling thread (emu_prog_run_now) polls in a wait for a
- * peer: its peers run beside it where the runtime runs programs at once, so the wait is a call's
- * time or the peer is late, and the calling thread is not the executor either. */
+ * peer: where every rank has a CPU the peers run beside it, so the wait is a call's time or the
+ * peer is late; with more ranks than CPUs the poll yields the CPU (emu_wait_poll_init), so a peer
+ * that has yet to run gets it. Either way the calling thread is not the executor to sleep. */
 #define EMU_RUN_NOW_POLL_NS 2000ull
 /* emu_notify_do_wait's poll, at most poll_ns: EMU_WAIT_LATER (nothing taken) where that wait would
  * poll on or sleep. */

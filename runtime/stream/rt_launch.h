@@ -188,14 +188,15 @@ bool rt_prog_vop_rebind(rt_launch_ctx *ctx);
  * need not record it. */
 hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
 /* Runs the launch's program at once on this thread where the backend can (hal prog_run_now: the
- * stream idle) and it pays: one program on the launch stream, nothing of the communicator in flight
- * (rt_prog_submit.c). *finished: it ran to its end (nothing to record or reclaim); *recorded: what
+ * stream idle) and it pays: one program on the launch stream, nothing of the communicator in flight,
+ * and with more ranks than CPUs a launch that cannot run ahead (runs_ahead false) (rt_prog_submit.c). *finished: it ran to its end (nothing to record or reclaim); *recorded: what
  * it left is queued with ctx->done's record. HAL_E_NOT_READY: submit it (rt_prog_submit). */
 hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded);
 /* After rt_prog_build, before the launch takes its place (c->lock held): turns its AHEAD mark on
  * (hal.h, "Running ahead"; docs/runtime.md) unless the call's IN meets the OUT of the launch before
  * it on the same stream, which may still be written when the prefix would run, or peers write its
- * own OUT once it publishes (an eager AlltoAllV's large blocks) (rt_prog_ahead.c). */
+ * own OUT once it publishes (an eager AlltoAllV's large blocks) (rt_prog_ahead.c). Sets
+ * ctx->runs_ahead: whether the prefix could pass a launch like it at all. */
 void rt_prog_ahead(rt_launch_ctx *ctx, const rt_call *call);
 /* The same for a p2p launch on `stream`, its ordinals taken: its eager sends of stream 0 run ahead
  * of as many launches before as write none of their send buffers (rt_prog_ahead.c). */
