@@ -1,10 +1,10 @@
 /* mpi_coll_bench: the MPI side of tools/bench/compare.sh. Times one MPI collective the way the
  * perf tools and nccl-tests do: after a barrier, `iters` back-to-back calls, host clock, the
  * slowest rank; sizes, per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as
- * nccl-tests (docs/perf.md). fp32, sum, root 0, out of place (broadcast: its one buffer); sendrecv
- * is nccl-tests' ring, one MPI_Sendrecv to the next rank and from the one before. The V
- * forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv (also for alltoallvc,
- * which MPI does not have: the same call with the counts every rank could derive).
+ * nccl-tests (docs/perf.md). fp32 buffers of ones, sum, root 0, out of place (broadcast: its one
+ * buffer); sendrecv is nccl-tests' ring, one MPI_Sendrecv to the next rank and from the one
+ * before. The V forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv (also
+ * for alltoallvc, which MPI does not have: the same call with the counts every rank could derive).
  * Built by compare.sh (compare_peers.sh) with mpicc.openmpi and mpicc.mpich; not part of the CMake
  * build (MPI is optional).
  *
@@ -38,12 +38,25 @@ static void fail(const char *what, const char *val)
     exit(2);
 }
 
+/* A buffer of ones, every page written as the perf tools and nccl-tests write theirs (ones keep
+ * sums exact). A calloc'd buffer that nobody writes maps the kernel's one zero page, so a send
+ * from it reads the same 4 KiB over and over from the cache: that made Open MPI's copies look up to
+ * twice as fast as copies of real memory (1 MiB AlltoAll at 4 ranks, busbw 7.5 GB/s against 3.3;
+ * docs/perf.md, thirty-fourth pass). */
+static float *ones(size_t elems)
+{
+    float *b = malloc((elems ? elems : 1) * sizeof(float));
+    for (size_t i = 0; b && i < elems; i++)
+        b[i] = 1.0f;
+    return b;
+}
+
 static bench_point make_point(coll_kind k, size_t bytes)
 {
     bench_point p = {0, 0, 0, NULL, NULL, NULL, NULL};
     coll_bench_shape(k, bytes, g_n, &p.count, &p.send_elems, &p.recv_elems);
-    p.send = calloc(p.send_elems ? p.send_elems : 1, sizeof(float)); /* zeros: sums stay exact */
-    p.recv = calloc(p.recv_elems ? p.recv_elems : 1, sizeof(float));
+    p.send = ones(p.send_elems);
+    p.recv = ones(p.recv_elems);
     p.counts = calloc((size_t)g_n, sizeof(int));
     p.displs = calloc((size_t)g_n, sizeof(int));
     for (int j = 0; p.counts && p.displs && j < g_n; j++)
