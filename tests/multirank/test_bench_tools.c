@@ -377,6 +377,41 @@ static bool parse_coll(const char *name, coll_bench_args *a)
 /* compare.sh -c reduce/scatter/sendrecv: the peers' benchmarks take the names and size them as
  * the perf tools do (reduce_perf, scatter_perf, sendrecv_perf print, at 3 ranks: 8 B is 2
  * elements; 256 B of scatter is 16 B blocks, 240 B, count 20), with nccl-tests' factors. */
+/* Resident pages of this process (/proc/self/statm's second field), -1 unread. */
+static long resident_pages(void)
+{
+    long size = -1, resident = -1;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+            resident = -1;
+        fclose(f);
+    }
+    return resident;
+}
+
+/* The peers' buffers are real memory, as OpenHCCL's: 32 MiB of ones make 32 MiB resident (a
+ * calloc'd buffer nobody writes makes none: its pages map the kernel's zero page, which an MPI
+ * send then reads from the cache; docs/perf.md, thirty-fourth pass). */
+Test(bench_tools, peer_benchmark_buffers_are_written)
+{
+    size_t elems = (32u << 20) / sizeof(float);
+    long page = sysconf(_SC_PAGESIZE), before = resident_pages();
+    float *b = coll_bench_ones(elems);
+    long after = resident_pages();
+    cr_assert(b && before >= 0 && after >= 0, "coll_bench_ones or /proc/self/statm failed");
+    cr_expect_geq((after - before) * page, 30l << 20, "32 MiB of ones made %ld KiB resident",
+                  (after - before) * page / 1024);
+    size_t wrong = 0;
+    for (size_t i = 0; i < elems; i++)
+        wrong += b[i] != 1.0f;
+    cr_expect_eq(wrong, 0, "%zu of %zu elements are not 1", wrong, elems);
+    free(b);
+    float *one = coll_bench_ones(0); /* an empty buffer still has an address to pass */
+    cr_expect(one != NULL, "coll_bench_ones(0) returned NULL");
+    free(one);
+}
+
 Test(bench_tools, peer_benchmarks_size_reduce_scatter_sendrecv)
 {
     static const struct {

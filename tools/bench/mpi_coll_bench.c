@@ -38,25 +38,12 @@ static void fail(const char *what, const char *val)
     exit(2);
 }
 
-/* A buffer of ones, every page written as the perf tools and nccl-tests write theirs (ones keep
- * sums exact). A calloc'd buffer that nobody writes maps the kernel's one zero page, so a send
- * from it reads the same 4 KiB over and over from the cache: that made Open MPI's copies look up to
- * twice as fast as copies of real memory (1 MiB AlltoAll at 4 ranks, busbw 7.5 GB/s against 3.3;
- * docs/perf.md, thirty-fourth pass). */
-static float *ones(size_t elems)
-{
-    float *b = malloc((elems ? elems : 1) * sizeof(float));
-    for (size_t i = 0; b && i < elems; i++)
-        b[i] = 1.0f;
-    return b;
-}
-
 static bench_point make_point(coll_kind k, size_t bytes)
 {
     bench_point p = {0, 0, 0, NULL, NULL, NULL, NULL};
     coll_bench_shape(k, bytes, g_n, &p.count, &p.send_elems, &p.recv_elems);
-    p.send = ones(p.send_elems);
-    p.recv = ones(p.recv_elems);
+    p.send = coll_bench_ones(p.send_elems);
+    p.recv = coll_bench_ones(p.recv_elems);
     p.counts = calloc((size_t)g_n, sizeof(int));
     p.displs = calloc((size_t)g_n, sizeof(int));
     for (int j = 0; p.counts && p.displs && j < g_n; j++)

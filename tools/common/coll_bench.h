@@ -1,5 +1,6 @@
 /* What compare.sh's peer benchmarks (tools/bench/mpi_coll_bench.c, gloo_coll_bench.cc) share: the
- * command line, nccl-tests' per-rank sizes and bus-bandwidth factors, and the output rows.
+ * command line, nccl-tests' per-rank sizes and bus-bandwidth factors, buffers of real memory and
+ * the output rows.
  * Header-only and valid C and C++: the peers are compiled apart by compare.sh (mpicc, g++). */
 #ifndef TOOLS_COLL_BENCH_H
 #define TOOLS_COLL_BENCH_H
@@ -126,6 +127,19 @@ static inline void coll_bench_shape(coll_kind k, size_t bytes, int n, size_t *co
         *count = *recv = blk, *send = blk * nn;
     else if (k == ALLTOALL)
         *count = blk, *send = *recv = blk * nn;
+}
+
+/* A buffer of `elems` ones (one element if none), every page written, as the perf tools and
+ * nccl-tests write theirs; NULL without memory. A calloc'd buffer that nobody writes maps the
+ * kernel's one zero page, so a send from it reads the same 4 KiB over and over from the cache:
+ * Open MPI's 1 MiB AlltoAll at 4 ranks read 7.5 GB/s busbw that way against 3.3 from written
+ * memory (docs/perf.md, thirty-fourth pass). Ones keep sums exact. */
+static inline float *coll_bench_ones(size_t elems)
+{
+    float *b = (float *)malloc((elems ? elems : 1) * sizeof(float));
+    for (size_t i = 0; b && i < elems; i++)
+        b[i] = 1.0f;
+    return b;
 }
 
 static inline double coll_bench_bus_factor(coll_kind k, int n)
