@@ -374,9 +374,6 @@ static bool parse_coll(const char *name, coll_bench_args *a)
     return true;
 }
 
-/* compare.sh -c reduce/scatter/sendrecv: the peers' benchmarks take the names and size them as
- * the perf tools do (reduce_perf, scatter_perf, sendrecv_perf print, at 3 ranks: 8 B is 2
- * elements; 256 B of scatter is 16 B blocks, 240 B, count 20), with nccl-tests' factors. */
 /* Resident pages of this process (/proc/self/statm's second field), -1 unread. */
 static long resident_pages(void)
 {
@@ -408,10 +405,13 @@ Test(bench_tools, peer_benchmark_buffers_are_written)
     cr_expect_eq(wrong, 0, "%zu of %zu elements are not 1", wrong, elems);
     free(b);
     float *one = coll_bench_ones(0); /* an empty buffer still has an address to pass */
-    cr_expect(one != NULL, "coll_bench_ones(0) returned NULL");
+    cr_expect(one && *one == 1.0f, "coll_bench_ones(0): no element of 1");
     free(one);
 }
 
+/* compare.sh -c reduce/scatter/sendrecv: the peers' benchmarks take the names and size them as
+ * the perf tools do (reduce_perf, scatter_perf, sendrecv_perf print, at 3 ranks: 8 B is 2
+ * elements; 256 B of scatter is 16 B blocks, 240 B, count 20), with nccl-tests' factors. */
 Test(bench_tools, peer_benchmarks_size_reduce_scatter_sendrecv)
 {
     static const struct {
