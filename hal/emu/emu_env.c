@@ -65,6 +65,7 @@ static void cfg_init(void)
     long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
     g_cfg.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
     g_cfg.yield_ns = env_u64("HCCL_EMU_YIELD_US", 200, 0, 1000000) * 1000ull;
+    g_cfg.sync_yield_ns = env_u64("HCCL_EMU_SYNC_YIELD_US", 2000, 0, 1000000) * 1000ull;
     g_cfg.worker_poll_ns = env_u64("HCCL_EMU_WORKER_POLL_US", 100, 0, 1000000) * 1000ull;
     g_cfg.worker_batch = env_u64("HCCL_EMU_WORKER_BATCH", 1, 0, 1) != 0;
     g_cfg.exec_timeout_ms = env_u64("HCCL_EXEC_TIMEOUT", 1836, 0, 2147483647) * 1000ull;

@@ -266,7 +266,7 @@ static bool event_poll(hal_event *e, uint64_t seq)
 {
     const emu_config *cfg = emu_cfg();
     emu_poll p;
-    emu_poll_init(&p, cfg->spin_ns, cfg->yield_ns);
+    emu_poll_init(&p, cfg->spin_ns, emu_wait_yield_ns());
     do {
         if (atomic_load_explicit(&e->rec_done, memory_order_acquire) >= seq)
             return true;

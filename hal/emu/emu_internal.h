@@ -42,6 +42,7 @@ typedef struct emu_config {
     bool spin_auto;         /* HCCL_EMU_SPIN_US unset: notify waits choose (emu_wait_poll_init) */
     uint32_t ncpus;         /* online CPUs */
     uint64_t yield_ns;      /* HCCL_EMU_YIELD_US: then poll with sched_yield this long, then sleep */
+    uint64_t sync_yield_ns; /* HCCL_EMU_SYNC_YIELD_US: a synchronizing host's window past the CPUs */
     uint64_t worker_poll_ns; /* HCCL_EMU_WORKER_POLL_US: an idle worker polls for work this long */
     bool worker_batch;      /* HCCL_EMU_WORKER_BATCH (default 1): stream workers run SCHED_BATCH (emu_stream.c) */
     uint32_t connect_timeout_s; /* HCCL_CONNECT_TIMEOUT: bounds the memory hand-over of mem_import */
@@ -402,9 +403,15 @@ bool emu_notify_do_wake(hal_stream *s, const hal_notify *n, bool fence);
 /* The slot and generation of n, for the flag waits that sleep on it (emu_flag.c). */
 emu_notify_slot *emu_notify_slot_of(const struct hal_notify *n, uint32_t *gen);
 /* The poll of a wait for a peer device, at most budget ns: spin (HCCL_EMU_SPIN_US, or chosen:
- * docs/emulator.md, "Waits"), then yield (HCCL_EMU_YIELD_US). */
+ * docs/emulator.md, "Waits"), then yield (emu_wait_yield_ns). */
 struct emu_poll;
 void emu_wait_poll_init(struct emu_poll *p, uint64_t budget);
+/* How long the calling thread's waits poll with sched_yield before they sleep: HCCL_EMU_YIELD_US,
+ * or, in a host thread blocked in a synchronize (emu_stream_run_until) with more devices mapped
+ * than CPUs, at least HCCL_EMU_SYNC_YIELD_US (docs/emulator.md, "Waits"). */
+uint64_t emu_wait_yield_ns(void);
+/* True while the calling thread runs a stream's tasks inside a synchronize without deadline. */
+bool emu_stream_in_host_sync(void);
 /* A notify wait's futex slice, and the wake bit every plain wait sleeps with. */
 #define EMU_NOTIFY_SLICE_NS 200000000ull
 #define EMU_WAKE_ANY (1u << 31)

@@ -426,9 +426,23 @@ static uint64_t wait_spin_ns(void)
     return emu_devices_fit_cpus() ? EMU_AUTO_SPIN_NS : 0;
 }
 
+/* Past the CPUs, the peers a synchronizing host waits for (in the barrier before a loop, say) are
+ * often waiting for a CPU themselves, and a host that slept after 200 us must be woken, one after
+ * another: 8 B Reduce at 8 ranks on 2 CPUs, loops of 1000 calls, 1.91-3.68 us a call (median 2.80)
+ * with the plain window, 0.75-2.27 (1.43) with 2 ms for a synchronizing host. The same 2 ms for
+ * every wait, the workers' too, made Send/Recv at 8 ranks slower (2.14 -> 2.75 us; docs/perf.md,
+ * thirty-fourth pass). Where each device has a CPU, peers run: their waits end in the window. */
+uint64_t emu_wait_yield_ns(void)
+{
+    const emu_config *cfg = emu_cfg();
+    if (!emu_stream_in_host_sync() || cfg->sync_yield_ns <= cfg->yield_ns || emu_devices_fit_cpus())
+        return cfg->yield_ns;
+    return cfg->sync_yield_ns;
+}
+
 void emu_wait_poll_init(emu_poll *p, uint64_t budget)
 {
-    uint64_t spin = wait_spin_ns(), yield = emu_cfg()->yield_ns;
+    uint64_t spin = wait_spin_ns(), yield = emu_wait_yield_ns();
     spin = spin < budget ? spin : budget;
     yield = yield < budget - spin ? yield : budget - spin;
     emu_poll_init(p, spin, yield);

@@ -426,24 +426,35 @@ static int sleep_done(hal_stream *s, uint64_t target, uint64_t deadline)
     return e;
 }
 
+/* Synchronizes this thread is inside (host_run_until_locked; a host function it runs may
+ * synchronize another stream): its waits may poll longer (emu_wait_yield_ns). */
+static _Thread_local uint32_t t_host_syncs;
+
+bool emu_stream_in_host_sync(void)
+{
+    return t_host_syncs != 0;
+}
+
 /* No hand-off when the host waits anyway: the calling thread runs s's tasks up to target itself
  * (s->mu held). A worker in the middle of a task stops at its end (exec_locked) and this thread
  * takes over; meanwhile it waits adaptively (docs/emulator.md, "Waits"), then on the condvar. */
 static void host_run_until_locked(hal_stream *s, uint64_t target)
 {
     bool polled = false;
+    t_host_syncs++;
     s->host_wants++;
     while (s->done < target) {
         if (!s->running && s->head) {
             (void)host_exec_locked(s, target, EXEC_HOST);
         } else if (!polled) {
             polled = true;
-            poll_done(s, target, emu_cfg()->yield_ns);
+            poll_done(s, target, emu_wait_yield_ns());
         } else {
             (void)sleep_done(s, target, UINT64_MAX);
             polled = false; /* the role may be free now: poll again before the next sleep */
         }
     }
+    t_host_syncs--;
     s->host_wants--;
     wake_worker(s); /* woken while we wanted the role, it slept again: tasks past target are its */
 }
