@@ -324,6 +324,9 @@ void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos);
  * wakes the worker for what was queued meanwhile. */
 bool emu_stream_take_idle(hal_stream *s);
 void emu_stream_give_back(hal_stream *s);
+/* True while the calling thread runs a stream's tasks inside a synchronize without deadline
+ * (emu_stream_run_until). */
+bool emu_stream_in_host_sync(void);
 /* Tests only: the worker leaves queued tasks alone until a host executor has run some (and
  * then woken it): makes "the host executes" observable without races. */
 void emu_stream_test_park(hal_stream *s);
@@ -410,8 +413,6 @@ void emu_wait_poll_init(struct emu_poll *p, uint64_t budget);
  * or, in a host thread blocked in a synchronize (emu_stream_run_until) with more devices mapped
  * than CPUs, at least HCCL_EMU_SYNC_YIELD_US (docs/emulator.md, "Waits"). */
 uint64_t emu_wait_yield_ns(void);
-/* True while the calling thread runs a stream's tasks inside a synchronize without deadline. */
-bool emu_stream_in_host_sync(void);
 /* A notify wait's futex slice, and the wake bit every plain wait sleeps with. */
 #define EMU_NOTIFY_SLICE_NS 200000000ull
 #define EMU_WAKE_ANY (1u << 31)
