@@ -408,16 +408,23 @@ typedef struct hal_ops {
      * not recorded: nothing is left to wait for). Where a wait is not met within a short poll (a
      * late peer) or an instruction failed, what is left is queued with its record (*queued true):
      * the rest of the program from that wait, or only the record, carrying the failure.
-     * HAL_E_NOT_READY: s is not idle, nothing ran (launch it). Optional (NULL: launch). */
+     * HAL_E_NOT_READY: s is not idle, nothing ran (launch it). The program is not checked here:
+     * it passed prog_check, and since then only its addresses, sizes and flag waits' targets
+     * changed (a launch reuses its program call after call; checking it every time was a tenth of
+     * a small call's host work). Optional (NULL: launch; set with prog_check). */
     hal_result (*prog_run_now)(hal_stream *s, const hal_insn *insns, uint32_t n, hal_event *done, bool *queued);
+    /* What prog_launch checks of a program (every instruction's kind and operands), alone:
+     * HAL_E_PARAM (or the code prog_launch would return) for a program prog_launch refuses. */
+    hal_result (*prog_check)(const hal_insn *insns, uint32_t n);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 16u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+#define HAL_ABI_VERSION 17u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
                              * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
                              * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies; 14: flag_wait, notify_wake,
-                             * notify_wait_checked; 15: the AHEAD mark's depth; 16: prog_run_now */
+                             * notify_wait_checked; 15: the AHEAD mark's depth; 16: prog_run_now;
+                             * 17: prog_check, prog_run_now without a check */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

@@ -492,6 +492,7 @@ hal_result emu_host_func_async(hal_stream *s, hal_host_fn fn, void *arg);
 hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n);
 hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done);
 hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done, bool *queued);
+hal_result emu_prog_check(const hal_insn *insns, uint32_t n);
 
 hal_result emu_event_create(hal_device *dev, uint32_t flags, struct hal_event **e);
 hal_result emu_event_destroy(struct hal_event *e);
@@ -530,6 +531,8 @@ uint64_t emu_notify_test_wake_calls(void);
 uint64_t emu_prog_test_ahead_runs(void);
 /* Programs prog_run_now ran to their end on the calling thread (emu_prog.c): for tests. */
 uint64_t emu_prog_test_runs_now(void);
+/* Programs checked so far (emu_prog_check, as prog_check and in every prog_launch): for tests. */
+uint64_t emu_prog_test_checks(void);
 uint32_t emu_notify_test_waiters(const struct hal_notify *n);
 
 hal_result emu_ipc_mem_export(hal_device *dev, void *ptr, size_t size, uint32_t flags, char *key);

@@ -41,6 +41,7 @@ const hal_ops emu_hal_ops = {
     .prog_launch = emu_prog_launch,
     .prog_launch_record = emu_prog_launch_record,
     .prog_run_now = emu_prog_run_now,
+    .prog_check = emu_prog_check,
     .event_create = emu_event_create,
     .event_destroy = emu_event_destroy,
     .event_record = emu_event_record,

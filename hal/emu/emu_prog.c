@@ -44,9 +44,18 @@ static hal_result insn_check(const hal_insn *in, uint32_t i)
     return HAL_E_PARAM;
 }
 
-static hal_result prog_check(hal_stream *s, const hal_insn *insns, uint32_t n)
+static _Atomic uint64_t g_checks; /* programs checked (about): for tests */
+
+uint64_t emu_prog_test_checks(void)
 {
-    if (!s || (n && !insns))
+    return atomic_load(&g_checks);
+}
+
+hal_result emu_prog_check(const hal_insn *insns, uint32_t n)
+{
+    /* no locked add on the hot path: threads that race may lose a count, tests need no more */
+    atomic_store_explicit(&g_checks, atomic_load_explicit(&g_checks, memory_order_relaxed) + 1, memory_order_relaxed);
+    if (n && !insns)
         return HAL_E_PARAM;
     for (uint32_t i = 0; i < n; i++) {
         hal_result rc = insn_check(&insns[i], i);
@@ -54,6 +63,11 @@ static hal_result prog_check(hal_stream *s, const hal_insn *insns, uint32_t n)
             return rc;
     }
     return HAL_OK;
+}
+
+static hal_result prog_check(hal_stream *s, const hal_insn *insns, uint32_t n)
+{
+    return s ? emu_prog_check(insns, n) : HAL_E_PARAM;
 }
 
 /* A program task of checked instructions, from instruction pc on, recording `done` after it
@@ -110,13 +124,14 @@ uint64_t emu_prog_test_runs_now(void)
 /* hal_ops.prog_run_now. The program runs as a helping host thread runs a queued one (its waits
  * poll, EMU_RUN_NOW_POLL_NS, and never sleep: emu_prog_run), in a task of this frame; what it
  * leaves (the rest from a wait that would sleep, or only the record, which carries the failure of
- * a program that failed) is queued as prog_launch_record queues a whole program. */
+ * a program that failed) is queued as prog_launch_record queues a whole program. The caller
+ * checked the program (emu_prog_check), so its instructions are not checked again. */
 hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done, bool *queued)
 {
     *queued = false;
-    hal_result rc = done ? prog_check(s, insns, n) : HAL_E_PARAM;
-    if (rc != HAL_OK)
-        return rc;
+    hal_result rc = HAL_OK;
+    if (!s || !done || (n && !insns))
+        return HAL_E_PARAM;
     if (emu_trace_on() || !emu_stream_take_idle(s)) /* traced: every task timed as queued (docs/tracing.md) */
         return HAL_E_NOT_READY;
     emu_task now; /* what emu_prog_run reads of it, no more: zeroing all 328 bytes was most of this function */

@@ -139,6 +139,10 @@ struct rt_launch_ctx {
     uint64_t *built_vt;        /* [4*nranks] a V-op's: the tables its offsets and sizes came from */
     rt_rebind *rebinds;        /* what such a program binds per call */
     uint32_t nrebinds, rebinds_cap;
+    /* The program in the arrays passed hal prog_check and moves run_bytes (rt_prog_run_now): kept
+     * while launches reuse it as it is, cleared by whatever changes more than its addresses. */
+    bool checked;
+    uint64_t run_bytes;
 };
 
 /* Staging mode, point to point (rt_staging.c): binds this call's receives from same-server peers to

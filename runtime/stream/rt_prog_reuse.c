@@ -64,8 +64,11 @@ bool rt_prog_reuse(rt_launch_ctx *ctx, uint64_t evictions)
 {
     rt_vfit fit = RT_VFIT_NONE;
     if (ctx->built == ctx->plan && ctx->built_evictions == evictions && reusable(ctx) &&
-        (fit = rt_prog_vop_fit(ctx, ctx->built_vt)) != RT_VFIT_NONE && serve(ctx, fit, evictions))
+        (fit = rt_prog_vop_fit(ctx, ctx->built_vt)) != RT_VFIT_NONE && serve(ctx, fit, evictions)) {
+        ctx->checked = ctx->checked && fit == RT_VFIT_SAME; /* other tables: other sizes */
         return true; /* this context's program for the same plan */
+    }
+    ctx->checked = false; /* a clone or a build follows */
     const rt_launch_ctx *donor = rt_pending_newest(ctx->c); /* the launch before, often the same plan */
     if (reusable(ctx) && donor && donor->built == ctx->plan && donor->built_evictions == evictions &&
         (fit = rt_prog_vop_fit(ctx, donor->built_vt)) != RT_VFIT_NONE && rt_prog_clone(ctx, donor)) {

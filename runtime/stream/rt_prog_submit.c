@@ -103,10 +103,24 @@ static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
 static bool runs_now(const rt_launch_ctx *ctx)
 {
     rt_comm *c = ctx->c;
-    if (!c->hal->prog_run_now || !c->hal->prog_launch || ctx->trace_op || ctx->nsegs != 1 ||
-        ctx->segs[0].kind != RT_SEG_PROG || ctx->segs[0].stream || (!c->ranks_fit_cpus && ctx->runs_ahead))
-        return false;
-    return prog_bytes(ctx, ALGO_EAGER_BOX) <= ALGO_EAGER_BOX;
+    return c->hal->prog_run_now && c->hal->prog_check && c->hal->prog_launch && !ctx->trace_op &&
+           ctx->nsegs == 1 && ctx->segs[0].kind == RT_SEG_PROG && !ctx->segs[0].stream &&
+           (c->ranks_fit_cpus || !ctx->runs_ahead);
+}
+
+/* The program checked and its bytes counted once per build, not per call: a launch that reuses
+ * its program as it is (rt_prog_reuse.c) keeps both (ctx->checked). */
+static hal_result settle(rt_launch_ctx *ctx)
+{
+    if (ctx->checked)
+        return HAL_OK;
+    const rt_seg *g = &ctx->segs[0];
+    hal_result rc = ctx->c->hal->prog_check(&ctx->insns[g->first], g->n);
+    if (rc != HAL_OK)
+        return rc;
+    ctx->run_bytes = prog_bytes(ctx, ALGO_EAGER_BOX);
+    ctx->checked = true;
+    return HAL_OK;
 }
 
 hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded)
@@ -114,6 +128,11 @@ hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded)
     rt_comm *c = ctx->c;
     *finished = *recorded = false;
     if (!runs_now(ctx))
+        return HAL_E_NOT_READY;
+    hal_result rc = settle(ctx);
+    if (rc != HAL_OK)
+        return rc;
+    if (ctx->run_bytes > ALGO_EAGER_BOX)
         return HAL_E_NOT_READY;
     if (c->run_now_skip) { /* one left its program at a wait not long ago */
         c->run_now_skip--;
@@ -127,7 +146,7 @@ hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded)
         return HAL_E_NOT_READY;
     const rt_seg *g = &ctx->segs[0];
     bool queued = false;
-    hal_result rc = c->hal->prog_run_now(ctx->stream, &ctx->insns[g->first], g->n, ctx->done, &queued);
+    rc = c->hal->prog_run_now(ctx->stream, &ctx->insns[g->first], g->n, ctx->done, &queued);
     if (rc == HAL_OK) {
         *finished = !queued;
         *recorded = queued;

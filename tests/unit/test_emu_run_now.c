@@ -183,3 +183,30 @@ Test(emu_run_now, a_failure_reaches_the_record, .timeout = 60)
     f.h->stream_clear_error(f.s);
     fix_close(&f);
 }
+
+/* prog_check refuses what prog_launch refuses and accepts a good program; prog_run_now leaves the
+ * check to it (the runtime checks a program once per build, not per call). */
+Test(emu_run_now, checks_are_prog_checks_alone, .timeout = 60)
+{
+    now_fix f = fix_open();
+    cr_assert_not_null(f.h->prog_check, "the emulator offers prog_check");
+    static now_log log;
+    static now_item it = {&log, 0, 0};
+    hal_insn good = fn_insn(&it);
+    hal_insn bad = {.kind = HAL_INSN_FN}; /* no function */
+    hal_insn odd = {.kind = 200};
+    cr_expect_eq(f.h->prog_check(&bad, 1), HAL_E_PARAM, "an FN instruction without a function");
+    cr_expect_eq(f.h->prog_check(&odd, 1), HAL_E_PARAM, "an unknown kind");
+    cr_expect_eq(f.h->prog_launch(f.s, &bad, 1), HAL_E_PARAM, "prog_launch refuses what prog_check refuses");
+    cr_expect_eq(f.h->prog_check(NULL, 1), HAL_E_PARAM, "no instructions");
+    HT_OK(f.h->prog_check(&good, 1));
+    uint64_t checks = emu_prog_test_checks();
+    bool queued = true;
+    HT_OK(f.h->prog_run_now(f.s, &good, 1, f.e, &queued));
+    cr_expect(!queued);
+    cr_expect_eq(atomic_load(&log.n), 1, "the program did not run");
+    cr_expect_eq(emu_prog_test_checks(), checks, "prog_run_now checked the program again");
+    cr_expect_eq(f.h->prog_run_now(f.s, NULL, 1, f.e, &queued), HAL_E_PARAM, "no instructions");
+    HT_OK(f.h->stream_sync(f.s, 30000));
+    fix_close(&f);
+}
