@@ -80,3 +80,8 @@ void rt_buf_cache_note(const rt_comm *c, const void *p, uint64_t bytes_after, ui
     *e = (buf_entry){(const char *)p, (const char *)p + bytes_after, epoch, c->dev_handle.server_key,
                      c->dev_handle.device_id};
 }
+
+uint64_t rt_buf_cache_epoch(const rt_comm *c)
+{
+    return listening(c->hal) ? atomic_load(&g_epoch) : 0;
+}

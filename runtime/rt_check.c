@@ -100,6 +100,48 @@ HcclResult rt_comm_failed(rt_comm *c, const char *api)
     return (HcclResult)c->ctrl->abort_code;
 }
 
+/* The last call this thread found good: a loop that repeats a call skips its checks (with the
+ * buffers' and the HAL's lookups they were a tenth of a small call's host work). The handle
+ * carries its communicator's generation; the epoch moves at every free of device memory, so a
+ * buffer freed since is checked again. V-ops (their tables) and memory in ranges set by
+ * HcclCommSetMemoryRange (activations change without a free) are checked every call. */
+typedef struct checked_call {
+    HcclComm comm;
+    uint64_t epoch; /* rt_buf_cache_epoch before the checks; 0: nothing remembered */
+    algo_coll coll;
+    hal_dtype dtype;
+    hal_redop redop;
+    uint32_t root;
+    uint64_t count;
+    const void *in, *out;
+} checked_call;
+
+static _Thread_local checked_call t_checked;
+
+static bool checked_before(HcclComm comm, const rt_call *call, uint64_t epoch)
+{
+    const checked_call *k = &t_checked;
+    const algo_op *op = &call->op;
+    return epoch && k->epoch == epoch && k->comm == comm && k->in == call->in && k->out == call->out &&
+           k->count == op->count && k->coll == op->coll && k->dtype == op->dtype && k->redop == op->redop &&
+           k->root == op->root;
+}
+
+static uint64_t checks_epoch(const rt_comm *c, const rt_call *call)
+{
+    return call->op.counts || rt_mem_ranges_set() ? 0 : rt_buf_cache_epoch(c);
+}
+
+static HcclResult check_call(rt_comm *c, const rt_call *call, const char *api)
+{
+    CHECK(check_op(c, call, api));
+    uint64_t in_elems = 0, out_elems = 0;
+    algo_buffer_elems(&call->op, &in_elems, &out_elems);
+    size_t es = hal_dtype_size(call->op.dtype);
+    CHECK(rt_check_buffer(c, api, "sendBuf", call->in, in_elems * es));
+    return rt_check_buffer(c, api, "recvBuf", call->out, out_elems * es);
+}
+
 HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const char *api)
 {
     rt_comm *c = NULL;
@@ -108,12 +150,13 @@ HcclResult rt_collective(HcclComm comm, rt_call *call, aclrtStream stream, const
     call->op.nranks = c->nranks;
     call->op.rank = c->rank;
     call->op.deterministic = c->deterministic != 0; /* part of the plan cache key */
-    CHECK(check_op(c, call, api));
-    uint64_t in_elems = 0, out_elems = 0;
-    algo_buffer_elems(&call->op, &in_elems, &out_elems);
-    size_t es = hal_dtype_size(call->op.dtype);
-    CHECK(rt_check_buffer(c, api, "sendBuf", call->in, in_elems * es));
-    CHECK(rt_check_buffer(c, api, "recvBuf", call->out, out_elems * es));
+    uint64_t epoch = checks_epoch(c, call); /* before the checks: a free during them makes it stale */
+    if (!checked_before(comm, call, epoch)) {
+        CHECK(check_call(c, call, api));
+        const algo_op *op = &call->op;
+        t_checked = (checked_call){comm, epoch, op->coll, op->dtype, op->redop, op->root, op->count, call->in,
+                                   call->out};
+    }
     CHECK_ARG(c->hal->stream_from_native(stream, &call->stream) == HAL_OK, HCCL_E_PARA, "check",
               "%s: rank %u: stream %p is not a live stream of this process", api, c->rank, stream);
     if (c->entry_log)

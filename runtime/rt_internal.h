@@ -509,10 +509,15 @@ HcclResult rt_check_buffer(rt_comm *c, const char *api, const char *what, const 
  * successful lookup of p (bytes_after: the allocation's bytes from p) under (0: no caching). */
 bool rt_buf_cache_hit(const rt_comm *c, const void *p, uint64_t bytes, uint64_t *epoch);
 void rt_buf_cache_note(const rt_comm *c, const void *p, uint64_t bytes_after, uint64_t epoch);
+/* The epoch entries are noted under: it moves at every free of device memory in this process; 0
+ * where the HAL does not report frees. */
+uint64_t rt_buf_cache_epoch(const rt_comm *c);
 /* Registered VMM ranges (rt_mem_range.c): true if p lies in a range set by HcclCommSetMemoryRange
  * on c's device; then *verdict says whether [p, p + bytes) is activated memory (logged if not). */
 bool rt_mem_range_check(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes,
                         HcclResult *verdict);
+/* Some range is set in this process (activations then decide what a buffer may be). */
+bool rt_mem_ranges_set(void);
 /* Ranges live while the process has a communicator on their device (CANN's reference count). */
 void rt_mem_range_comm_created(const rt_comm *c);
 void rt_mem_range_comm_destroyed(const rt_comm *c);

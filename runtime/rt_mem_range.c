@@ -302,6 +302,11 @@ static void note_use(const rt_mem_range *r, const rt_comm *c, const char *p, uin
         }
 }
 
+bool rt_mem_ranges_set(void)
+{
+    return atomic_load_explicit(&g_nranges, memory_order_relaxed) != 0;
+}
+
 bool rt_mem_range_check(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes,
                         HcclResult *verdict)
 {
