@@ -11,13 +11,14 @@
 
 #include "runtime/rt_internal.h"
 
-/* The one-way slots of a peer's inbox, up to 528 pages: a Scatter root writes its receivers'
- * slots, a Broadcast's receivers (and a small Scatter's) read their root's. They are side by side
- * (rt_inbox_slot): mapped in one call per peer (hal_ops.mem_prefault), then read once a page. */
-static void warm_slots(rt_comm *c, uint32_t q, uint32_t first, size_t page)
+/* The one-way slots of a peer's inbox of one kind (from slot `first`, boxes `stride` apart), up to
+ * 528 pages: a Scatter root writes its receivers' slots, a Broadcast's receivers (and a small
+ * Scatter's) read their root's. They are side by side (rt_inbox_slot): mapped in one call per
+ * peer (hal_ops.mem_prefault), then read once a page. */
+static void warm_slots(rt_comm *c, uint32_t q, uint32_t first, uint64_t stride, size_t page)
 {
     const char *slots = rt_inbox_slot(c, c->peers[q].inbox, first);
-    rt_warm_range(c, slots, slots + (size_t)c->ow_slots * RT_OW_BOX_STRIDE, page);
+    rt_warm_range(c, slots, slots + (size_t)c->ow_slots * stride, page);
 }
 
 /* The gather slots are as many: only where a Reduce's writer is about to write them. */
@@ -26,7 +27,7 @@ void rt_gather_warm(rt_comm *c, uint32_t root)
     if (root == c->rank || root >= 32 || (c->gather_warm & (1u << root)) || c->peers[root].remote)
         return;
     c->gather_warm |= 1u << root;
-    warm_slots(c, root, ALGO_EAGER_SLOTS + c->ow_slots, (size_t)sysconf(_SC_PAGESIZE));
+    warm_slots(c, root, ALGO_EAGER_SLOTS + c->ow_slots, RT_OW_BOX_STRIDE, (size_t)sysconf(_SC_PAGESIZE));
 }
 
 /* One eager box as far as a call of the default crossover where ranks share CPUs fills it: its
@@ -64,6 +65,8 @@ void rt_inbox_warm(rt_comm *c)
     if (c->nranks <= ALGO_MESH_MAX_RANKS) /* where eager plans may run (algo_select) */
         warm_eager(c, page);
     for (uint32_t q = 0; c->oneway && q < c->nranks; q++)
-        if (q != c->rank && !c->peers[q].remote)
-            warm_slots(c, q, ALGO_EAGER_SLOTS, page);
+        if (q != c->rank && !c->peers[q].remote) {
+            warm_slots(c, q, ALGO_EAGER_SLOTS, RT_OW_BOX_STRIDE, page);
+            warm_slots(c, q, rt_slot_small_first(c), RT_OW_SMALL_STRIDE, page);
+        }
 }
