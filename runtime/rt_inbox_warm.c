@@ -11,14 +11,14 @@
 
 #include "runtime/rt_internal.h"
 
-/* The one-way slots of a peer's inbox of one kind (from slot `first`, boxes `stride` apart), up to
- * 528 pages: a Scatter root writes its receivers' slots, a Broadcast's receivers (and a small
- * Scatter's) read their root's. They are side by side (rt_inbox_slot): mapped in one call per
- * peer (hal_ops.mem_prefault), then read once a page. */
-static void warm_slots(rt_comm *c, uint32_t q, uint32_t first, uint64_t stride, size_t page)
+/* The slots of one kind of a peer's inbox, up to 528 pages: a Scatter root writes its receivers'
+ * one-way slots, a Broadcast's receivers (and a small Scatter's) read their root's. They are side
+ * by side (rt_inbox_slot): mapped in one call per peer (hal_ops.mem_prefault), then read once a
+ * page. */
+static void warm_slots(rt_comm *c, uint32_t q, rt_slot_kind kind, size_t page)
 {
-    const char *slots = rt_inbox_slot(c, c->peers[q].inbox, first);
-    rt_warm_range(c, slots, slots + (size_t)c->ow_slots * stride, page);
+    const char *slots = rt_inbox_slot(c, c->peers[q].inbox, rt_slot_first(c, kind));
+    rt_warm_range(c, slots, slots + (size_t)c->ow_slots * rt_kind_slot_bytes(c, kind), page);
 }
 
 /* The gather slots are as many: only where a Reduce's writer is about to write them. */
@@ -27,7 +27,9 @@ void rt_gather_warm(rt_comm *c, uint32_t root)
     if (root == c->rank || root >= 32 || (c->gather_warm & (1u << root)) || c->peers[root].remote)
         return;
     c->gather_warm |= 1u << root;
-    warm_slots(c, root, ALGO_EAGER_SLOTS + c->ow_slots, RT_OW_BOX_STRIDE, (size_t)sysconf(_SC_PAGESIZE));
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    warm_slots(c, root, RT_SLOT_GATHER, page);
+    warm_slots(c, root, RT_SLOT_GATHER_SMALL, page);
 }
 
 /* One eager box as far as a call of the default crossover where ranks share CPUs fills it: its
@@ -66,7 +68,7 @@ void rt_inbox_warm(rt_comm *c)
         warm_eager(c, page);
     for (uint32_t q = 0; c->oneway && q < c->nranks; q++)
         if (q != c->rank && !c->peers[q].remote) {
-            warm_slots(c, q, ALGO_EAGER_SLOTS, RT_OW_BOX_STRIDE, page);
-            warm_slots(c, q, rt_slot_small_first(c), RT_OW_SMALL_STRIDE, page);
+            warm_slots(c, q, RT_SLOT_OW, page);
+            warm_slots(c, q, RT_SLOT_OW_SMALL, page);
         }
 }

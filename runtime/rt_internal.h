@@ -274,13 +274,15 @@ void rt_oneway_destroy_check(rt_comm *c);
  * gather slots after them (one-way Reduce) are as large, and every writer owns rt_gather_stride
  * bytes of each: its header, then its bytes. They are apart from the one-way slots so that no
  * header a root waits for can be a Broadcast's data. Then as many small one-way slots, boxes of
- * RT_OW_SMALL_STRIDE, for the one-way calls whose box holds at most RT_OW_SMALL_BYTES
- * (rt_oneway_slot): a loop of them writes 1024 boxes on 48 pages instead of 528, and a root
- * that runs a loop ahead of its receivers takes a TLB and a cache miss every call or two in
- * the large ones (8 B Broadcast at 4 ranks on 2 CPUs, loops of 1000: 0.43 -> 0.37 us a call,
- * docs/perf.md, thirty-fifth pass). Call k of a run takes run position k in whichever of the
- * two kinds its size picks: the root reuses a position only once its receivers gave back the
- * credits of that position's last call, which covers the position in both kinds. */
+ * RT_OW_SMALL_STRIDE, and small gather slots, a line per writer, for the one-way calls whose box
+ * holds at most RT_OW_SMALL_BYTES (a writer's part RT_GATHER_SMALL_BYTES; rt_plan_slot_kind):
+ * a loop of 1024 such calls touches 48 pages of one-way boxes instead of 528, and a root that
+ * runs a loop ahead of its receivers (or a gather's root behind its writers) takes a TLB and a
+ * cache miss every call or two in the large ones (64 B Scatter at 4 ranks on 2 CPUs, loops of
+ * 1000: 0.51 -> 0.38 us a call, docs/perf.md, thirty-fifth pass). Call k of a run takes run
+ * position k in whichever kind its size picks: the root reuses a position only once its
+ * receivers (writers) gave back the credits of that position's last call, which covers the
+ * position in every kind. */
 #define RT_BOX_HDR 48u
 #define RT_BOX_STRIDE ((uint64_t)ALGO_EAGER_BOX + 64u)
 #define RT_OW_BOX_STRIDE ((uint64_t)ALGO_ONEWAY_MAX_BYTES + 64u)
@@ -289,11 +291,20 @@ void rt_oneway_destroy_check(rt_comm *c);
 _Static_assert(sizeof(rt_sig) <= RT_BOX_HDR, "an eager box header holds one rt_sig");
 _Static_assert(RT_BOX_HDR + ALGO_ONEWAY_MAX_BYTES <= RT_OW_BOX_STRIDE, "a one-way box holds its bytes");
 _Static_assert(RT_OW_SMALL_STRIDE % 64 == 0, "small one-way boxes start on a line");
-/* The eager slots, then the one-way slots, as many gather slots, as many small one-way slots
- * (algos/plan.h, INBOX). */
+/* The kinds of slot, in the inbox in this order: the eager slots, then ow_slots of each kind
+ * after them (algos/plan.h, INBOX; rt_oneway_slot picks a one-way call's kind). */
+typedef enum rt_slot_kind {
+    RT_SLOT_EAGER,
+    RT_SLOT_OW,           /* one box of RT_OW_BOX_STRIDE */
+    RT_SLOT_GATHER,       /* a part of rt_gather_stride per writer, RT_OW_BOX_STRIDE in all */
+    RT_SLOT_OW_SMALL,     /* one box of RT_OW_SMALL_STRIDE */
+    RT_SLOT_GATHER_SMALL, /* a line per writer: its header and at most RT_GATHER_SMALL_BYTES */
+    RT_SLOT_KINDS
+} rt_slot_kind;
+#define RT_GATHER_SMALL_BYTES (64u - RT_BOX_HDR)
 static inline uint32_t rt_inbox_slots(const rt_comm *c)
 {
-    return ALGO_EAGER_SLOTS + 3 * c->ow_slots;
+    return ALGO_EAGER_SLOTS + (RT_SLOT_KINDS - 1) * c->ow_slots;
 }
 /* Run position x modulo the one-way slots: a mask, as ow_slots is a power of two (a 64-bit
  * division on every one-way call showed in its samples). */
@@ -304,18 +315,26 @@ static inline uint32_t rt_ow_pos(const rt_comm *c, uint64_t x)
 {
     return (uint32_t)(x & (c->ow_slots - 1));
 }
+/* The first slot of a kind past the eager ones. */
+static inline uint32_t rt_slot_first(const rt_comm *c, rt_slot_kind kind)
+{
+    return ALGO_EAGER_SLOTS + ((uint32_t)kind - 1) * c->ow_slots;
+}
+static inline rt_slot_kind rt_slot_kind_of(const rt_comm *c, uint32_t slot)
+{
+    return slot < ALGO_EAGER_SLOTS ? RT_SLOT_EAGER : (rt_slot_kind)(1 + (slot - ALGO_EAGER_SLOTS) / c->ow_slots);
+}
 static inline bool rt_slot_oneway(uint32_t slot)
 {
     return slot >= ALGO_EAGER_SLOTS;
 }
+static inline bool rt_kind_gather(rt_slot_kind kind)
+{
+    return kind == RT_SLOT_GATHER || kind == RT_SLOT_GATHER_SMALL;
+}
 static inline bool rt_slot_gather(const rt_comm *c, uint32_t slot)
 {
-    return slot >= ALGO_EAGER_SLOTS + c->ow_slots && slot < ALGO_EAGER_SLOTS + 2 * c->ow_slots;
-}
-/* The first small one-way slot (RT_OW_SMALL_STRIDE above). */
-static inline uint32_t rt_slot_small_first(const rt_comm *c)
-{
-    return ALGO_EAGER_SLOTS + 2 * c->ow_slots;
+    return rt_kind_gather(rt_slot_kind_of(c, slot));
 }
 /* A gather writer's part of a slot: whole lines, the first holding its header (algos/plan.h,
  * algo_oneway_gather_bytes: the bytes after that line). */
@@ -325,20 +344,34 @@ static inline uint64_t rt_gather_stride(uint32_t nranks)
 }
 _Static_assert(RT_BOX_HDR <= 64, "a gather writer's header fits the first line of its part");
 /* From one writer's box to the next within a slot of its kind: eager slots have a box per writer,
- * one-way slots one box, every writer's, gather slots a part per writer. */
-static inline uint64_t rt_writer_stride(const rt_comm *c, bool oneway, bool gather)
+ * one-way slots one box, every writer's, gather slots a part per writer (a line in the small ones). */
+static inline uint64_t rt_kind_writer_stride(const rt_comm *c, rt_slot_kind kind)
 {
-    return !oneway ? RT_BOX_STRIDE : gather ? rt_gather_stride(c->nranks) : 0;
+    switch (kind) {
+    case RT_SLOT_EAGER: return RT_BOX_STRIDE;
+    case RT_SLOT_GATHER: return rt_gather_stride(c->nranks);
+    case RT_SLOT_GATHER_SMALL: return 64;
+    default: return 0;
+    }
 }
 /* ... within slot `slot`. */
 static inline uint64_t rt_slot_stride(const rt_comm *c, uint32_t slot)
 {
-    return rt_writer_stride(c, rt_slot_oneway(slot), rt_slot_gather(c, slot));
+    return rt_kind_writer_stride(c, rt_slot_kind_of(c, slot));
 }
-/* ... in the slots a plan binds (a one-way plan binds one-way or gather slots only). */
+/* The kind of slot a plan binds: a one-way plan's by what its box holds (rt_oneway_slot). */
+static inline rt_slot_kind rt_plan_slot_kind(const algo_plan *plan)
+{
+    if (!plan->oneway)
+        return RT_SLOT_EAGER;
+    if (plan->oneway_gather)
+        return plan->inbox_bytes <= RT_GATHER_SMALL_BYTES ? RT_SLOT_GATHER_SMALL : RT_SLOT_GATHER;
+    return plan->inbox_bytes <= RT_OW_SMALL_BYTES ? RT_SLOT_OW_SMALL : RT_SLOT_OW;
+}
+/* ... and its writers' stride there. */
 static inline uint64_t rt_plan_stride(const rt_comm *c, const algo_plan *plan)
 {
-    return rt_writer_stride(c, plan->oneway, plan->oneway_gather);
+    return rt_kind_writer_stride(c, rt_plan_slot_kind(plan));
 }
 /* Where a plan's INBOX offset (algos/plan.h: box * ALGO_EAGER_BOX + bytes in) lies in a slot whose
  * writers are `stride` apart. */
@@ -400,10 +433,26 @@ static inline uint64_t rt_inbox_p2p_bytes(const rt_comm *c)
     return rt_p2p_boxes(c) ? (uint64_t)c->nranks * rt_p2p_writer_bytes(c) : 0;
 }
 /* Bytes of one rank's inbox. */
+/* Bytes of one slot of a kind past the eager ones. */
+static inline uint64_t rt_kind_slot_bytes(const rt_comm *c, rt_slot_kind kind)
+{
+    switch (kind) {
+    case RT_SLOT_OW_SMALL: return RT_OW_SMALL_STRIDE;
+    case RT_SLOT_GATHER_SMALL: return 64 * (uint64_t)c->nranks;
+    default: return RT_OW_BOX_STRIDE;
+    }
+}
+/* Where the slots of a kind past the eager ones start, from the first one-way slot. */
+static inline uint64_t rt_kind_offset(const rt_comm *c, rt_slot_kind kind)
+{
+    uint64_t at = 0;
+    for (uint32_t k = RT_SLOT_OW; k < (uint32_t)kind; k++)
+        at += c->ow_slots * rt_kind_slot_bytes(c, (rt_slot_kind)k);
+    return at;
+}
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return rt_inbox_eager_bytes(c) + (uint64_t)c->ow_slots * (2 * RT_OW_BOX_STRIDE + RT_OW_SMALL_STRIDE) +
-           rt_inbox_p2p_bytes(c);
+    return rt_inbox_eager_bytes(c) + rt_kind_offset(c, RT_SLOT_KINDS) + rt_inbox_p2p_bytes(c);
 }
 /* writer's `read` line in an inbox, ours or a peer's. */
 static inline _Atomic uint64_t *rt_p2p_read(const rt_comm *c, void *inbox, uint32_t writer)
@@ -433,13 +482,11 @@ static inline void *rt_p2p_box_bytes(const rt_comm *c, void *inbox, uint32_t wri
 /* Slot `slot` (< rt_inbox_slots) of an inbox, ours or a peer's. */
 static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
 {
-    if (!rt_slot_oneway(slot))
+    rt_slot_kind kind = rt_slot_kind_of(c, slot);
+    if (kind == RT_SLOT_EAGER)
         return (char *)inbox + slot * (uint64_t)c->nranks * RT_BOX_STRIDE;
-    char *large = (char *)inbox + rt_inbox_eager_bytes(c);
-    uint32_t small = rt_slot_small_first(c);
-    if (slot < small)
-        return large + (slot - ALGO_EAGER_SLOTS) * RT_OW_BOX_STRIDE;
-    return large + 2 * (uint64_t)c->ow_slots * RT_OW_BOX_STRIDE + (slot - small) * (uint64_t)RT_OW_SMALL_STRIDE;
+    return (char *)inbox + rt_inbox_eager_bytes(c) + rt_kind_offset(c, kind) +
+           (slot - rt_slot_first(c, kind)) * rt_kind_slot_bytes(c, kind);
 }
 /* The header of writer's box in slot `slot` of an inbox. */
 static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot, uint32_t writer)

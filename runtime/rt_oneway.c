@@ -36,18 +36,10 @@
 
 #include "runtime/stream/rt_launch.h"
 
-/* The first slot of a one-way plan's kind: a gather's, a small box's or a large one's (rt_internal.h). */
-static uint32_t oneway_first(const rt_comm *c, const algo_plan *plan)
-{
-    if (plan->oneway_gather)
-        return ALGO_EAGER_SLOTS + c->ow_slots;
-    return plan->inbox_bytes <= RT_OW_SMALL_BYTES ? rt_slot_small_first(c) : ALGO_EAGER_SLOTS;
-}
-
 uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
 {
-    if (plan->oneway)
-        return oneway_first(c, plan) + rt_ow_pos(c, c->oneway_calls);
+    if (plan->oneway) /* the run position in the slots of the plan's kind (rt_internal.h) */
+        return rt_slot_first(c, rt_plan_slot_kind(plan)) + rt_ow_pos(c, c->oneway_calls);
     return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
 }
 
