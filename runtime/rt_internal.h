@@ -320,9 +320,13 @@ static inline uint32_t rt_slot_first(const rt_comm *c, rt_slot_kind kind)
 {
     return ALGO_EAGER_SLOTS + ((uint32_t)kind - 1) * c->ow_slots;
 }
+/* Compared, not divided: it runs for every rank's inbox at every one-way call (rt_launch.c). */
 static inline rt_slot_kind rt_slot_kind_of(const rt_comm *c, uint32_t slot)
 {
-    return slot < ALGO_EAGER_SLOTS ? RT_SLOT_EAGER : (rt_slot_kind)(1 + (slot - ALGO_EAGER_SLOTS) / c->ow_slots);
+    uint32_t k = RT_SLOT_EAGER;
+    while (k + 1 < RT_SLOT_KINDS && slot >= rt_slot_first(c, (rt_slot_kind)(k + 1)))
+        k++;
+    return (rt_slot_kind)k;
 }
 static inline bool rt_slot_oneway(uint32_t slot)
 {
@@ -432,7 +436,6 @@ static inline uint64_t rt_inbox_p2p_bytes(const rt_comm *c)
 {
     return rt_p2p_boxes(c) ? (uint64_t)c->nranks * rt_p2p_writer_bytes(c) : 0;
 }
-/* Bytes of one rank's inbox. */
 /* Bytes of one slot of a kind past the eager ones. */
 static inline uint64_t rt_kind_slot_bytes(const rt_comm *c, rt_slot_kind kind)
 {
@@ -450,6 +453,7 @@ static inline uint64_t rt_kind_offset(const rt_comm *c, rt_slot_kind kind)
         at += c->ow_slots * rt_kind_slot_bytes(c, (rt_slot_kind)k);
     return at;
 }
+/* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
     return rt_inbox_eager_bytes(c) + rt_kind_offset(c, RT_SLOT_KINDS) + rt_inbox_p2p_bytes(c);
