@@ -301,7 +301,8 @@ typedef enum rt_slot_kind {
     RT_SLOT_GATHER_SMALL, /* a line per writer: its header and at most RT_GATHER_SMALL_BYTES */
     RT_SLOT_KINDS
 } rt_slot_kind;
-#define RT_GATHER_SMALL_BYTES (64u - RT_BOX_HDR)
+#define RT_GATHER_SMALL_PART 64u /* a small gather slot's part per writer: one line */
+#define RT_GATHER_SMALL_BYTES (RT_GATHER_SMALL_PART - RT_BOX_HDR)
 static inline uint32_t rt_inbox_slots(const rt_comm *c)
 {
     return ALGO_EAGER_SLOTS + (RT_SLOT_KINDS - 1) * c->ow_slots;
@@ -354,7 +355,7 @@ static inline uint64_t rt_kind_writer_stride(const rt_comm *c, rt_slot_kind kind
     switch (kind) {
     case RT_SLOT_EAGER: return RT_BOX_STRIDE;
     case RT_SLOT_GATHER: return rt_gather_stride(c->nranks);
-    case RT_SLOT_GATHER_SMALL: return 64;
+    case RT_SLOT_GATHER_SMALL: return RT_GATHER_SMALL_PART;
     default: return 0;
     }
 }
@@ -441,7 +442,7 @@ static inline uint64_t rt_kind_slot_bytes(const rt_comm *c, rt_slot_kind kind)
 {
     switch (kind) {
     case RT_SLOT_OW_SMALL: return RT_OW_SMALL_STRIDE;
-    case RT_SLOT_GATHER_SMALL: return 64 * (uint64_t)c->nranks;
+    case RT_SLOT_GATHER_SMALL: return RT_GATHER_SMALL_PART * (uint64_t)c->nranks;
     default: return RT_OW_BOX_STRIDE;
     }
 }
@@ -483,14 +484,19 @@ static inline void *rt_p2p_box_bytes(const rt_comm *c, void *inbox, uint32_t wri
         return (char *)rt_p2p_box(c, inbox, writer, ordinal) + RT_BOX_HDR;
     return (char *)rt_p2p_read(c, inbox, writer) + RT_P2P_DATA_AT + ordinal % RT_P2P_BOXES * c->p2p_box_bytes;
 }
-/* Slot `slot` (< rt_inbox_slots) of an inbox, ours or a peer's. */
-static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
+/* Where slot `slot` (< rt_inbox_slots) starts in every rank's inbox (the same offset in each). */
+static inline uint64_t rt_inbox_slot_offset(const rt_comm *c, uint32_t slot)
 {
     rt_slot_kind kind = rt_slot_kind_of(c, slot);
     if (kind == RT_SLOT_EAGER)
-        return (char *)inbox + slot * (uint64_t)c->nranks * RT_BOX_STRIDE;
-    return (char *)inbox + rt_inbox_eager_bytes(c) + rt_kind_offset(c, kind) +
+        return slot * (uint64_t)c->nranks * RT_BOX_STRIDE;
+    return rt_inbox_eager_bytes(c) + rt_kind_offset(c, kind) +
            (slot - rt_slot_first(c, kind)) * rt_kind_slot_bytes(c, kind);
+}
+/* Slot `slot` of an inbox, ours or a peer's. */
+static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)
+{
+    return (char *)inbox + rt_inbox_slot_offset(c, slot);
 }
 /* The header of writer's box in slot `slot` of an inbox. */
 static inline rt_sig *rt_inbox_box(const rt_comm *c, void *inbox, uint32_t slot, uint32_t writer)

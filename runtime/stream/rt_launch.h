@@ -192,8 +192,9 @@ bool rt_prog_vop_rebind(rt_launch_ctx *ctx);
  * need not record it. */
 hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded);
 /* Runs the launch's program at once on this thread where the backend can (hal prog_run_now: the
- * stream idle) and it pays: one program on the launch stream, nothing of the communicator in flight,
- * and with more ranks than CPUs a launch that cannot run ahead (runs_ahead false) (rt_prog_submit.c). *finished: it ran to its end (nothing to record or reclaim); *recorded: what
+ * stream idle) and it pays: one program on the launch stream, nothing of the communicator in
+ * flight, and with more ranks than CPUs a launch that cannot run ahead (runs_ahead false)
+ * (rt_prog_submit.c). *finished: it ran to its end (nothing to record or reclaim); *recorded: what
  * it left is queued with ctx->done's record. HAL_E_NOT_READY: submit it (rt_prog_submit). */
 hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded);
 /* After rt_prog_build, before the launch takes its place (c->lock held): turns its AHEAD mark on
