@@ -282,7 +282,8 @@ struct hal_stream {
     _Atomic uint64_t done; /* written under mu; polled without it by syncs */
     uint64_t wake_at;      /* smallest `done` a sleeping sync waiter needs (UINT64_MAX: none) */
     bool sleeping, stop;   /* sleeping: the worker waits on cv_work */
-    bool running;          /* an executor (worker or host) holds the stream */
+    bool running;          /* an executor (worker or host) holds the stream through mu */
+    _Atomic uint32_t gate; /* emu_gate: or a host thread holds it through the gate (emu_stream_gate.c) */
     bool running_prog;     /* ... and the task it runs (or ran last) is a program */
     bool parked;           /* tests: the worker takes no task until a host executor ran */
     int sync_waiters;
@@ -321,9 +322,22 @@ void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos);
 void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos);
 /* A host thread takes the executor role of s if s is idle: nothing queued, no executor, no error,
  * not stopping (emu_prog_run_now); false leaves s alone. emu_stream_give_back ends the role and
- * wakes the worker for what was queued meanwhile. */
+ * wakes the worker for what was queued meanwhile. Both without s->mu while nothing else happens on
+ * s: through the gate (emu_stream_gate.c). */
 bool emu_stream_take_idle(hal_stream *s);
 void emu_stream_give_back(hal_stream *s);
+/* The gate's states: OPEN only while s is idle; HELD/DIRTY while a host thread holds the role
+ * through it (DIRTY: something changed under s->mu meanwhile, it gives the role back through mu). */
+typedef enum emu_gate { EMU_GATE_SHUT, EMU_GATE_OPEN, EMU_GATE_HELD, EMU_GATE_DIRTY } emu_gate;
+/* s->mu held, about to change what idle means (queue, take the role, fail, stop, park): whether a
+ * host thread holds the role through the gate (then it is marked DIRTY); an open gate is shut. */
+bool emu_stream_gate_held_locked(hal_stream *s);
+/* s->mu held: an executor holds s, through mu or the gate (emu_stream_gate_held_locked's marks). */
+bool emu_stream_running_locked(hal_stream *s);
+/* s->mu held: opens a shut gate if s is idle. */
+void emu_stream_gate_reopen_locked(hal_stream *s);
+/* s->mu held, the role given back: wakes sleeping sync waiters, and the worker if work is left. */
+void emu_stream_wake_locked(hal_stream *s);
 /* True while the calling thread runs a stream's tasks inside a synchronize without deadline
  * (emu_stream_run_until). */
 bool emu_stream_in_host_sync(void);

@@ -81,6 +81,7 @@ static void slot_put(hal_stream *s)
 void emu_stream_fail(hal_stream *s, hal_result rc, const char *fmt, ...)
 {
     pthread_mutex_lock(&s->mu);
+    (void)emu_stream_gate_held_locked(s); /* not idle any more: the gate shuts (or its holder goes through mu) */
     if (s->err == HAL_OK) {
         s->err = rc;
         va_list ap;
@@ -173,7 +174,7 @@ static void wake_sync_waiters(hal_stream *s)
 /* Wakes a sleeping worker if work is left (or the stream stops) and it may take it (s->mu held). */
 static void wake_worker(hal_stream *s)
 {
-    if (s->sleeping && (s->head || s->stop) && !s->running && !s->host_wants) {
+    if (s->sleeping && (s->head || s->stop) && !s->host_wants && !emu_stream_running_locked(s)) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
     }
@@ -189,28 +190,14 @@ static bool host_exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
     s->running = false;
     s->parked = false;
     wake_sync_waiters(s); /* waiters that slept while we ran may be done, or may take over */
+    emu_stream_gate_reopen_locked(s);
     return through;
 }
 
-bool emu_stream_take_idle(hal_stream *s)
+void emu_stream_wake_locked(hal_stream *s)
 {
-    pthread_mutex_lock(&s->mu);
-    bool idle = !s->head && !s->running && !s->stop && !s->parked && s->err == HAL_OK;
-    if (idle) {
-        s->running = true;
-        s->running_prog = true;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return idle;
-}
-
-void emu_stream_give_back(hal_stream *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->running = false;
     wake_sync_waiters(s);
-    wake_worker(s); /* tasks queued meanwhile (another thread's, or the rest of the program) */
-    pthread_mutex_unlock(&s->mu);
+    wake_worker(s);
 }
 
 /* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
@@ -254,10 +241,11 @@ static void *stream_main(void *p)
     worker_policy();
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (s->head && !s->running && !s->parked && !s->host_wants) {
+        if (s->head && !s->running && !s->parked && !s->host_wants && !emu_stream_gate_held_locked(s)) {
             s->running = true;
             (void)exec_locked(s, UINT64_MAX, EXEC_WORKER);
             s->running = false;
+            emu_stream_gate_reopen_locked(s);
             polled = false;
             if (s->host_wants) { /* stopped for a host thread: let it take the role */
                 atomic_fetch_add_explicit(&s->handovers, 1, memory_order_release);
@@ -265,7 +253,7 @@ static void *stream_main(void *p)
             }
             continue;
         }
-        if (s->stop && !s->head && !s->running)
+        if (s->stop && !s->head && !emu_stream_running_locked(s))
             break;
         if (!polled && !s->stop && !s->host_wants) { /* once per idle period; then re-check under mu, and sleep */
             polled = true;
@@ -291,6 +279,7 @@ hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_
         emu_task_free(t);
         return HAL_E_PARAM;
     }
+    bool held = emu_stream_gate_held_locked(s); /* before the link: an open gate means an empty queue */
     if (s->tail)
         s->tail->next = t;
     else
@@ -302,7 +291,7 @@ hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_
         *pos = s->enq;
     if (gen)
         *gen = s->gen;
-    bool wake = s->sleeping && !s->running; /* a host executing hands the rest over when it stops */
+    bool wake = s->sleeping && !s->running && !held; /* a host executing hands the rest over when it stops */
     if (wake)
         s->sleeping = false;
     emu_task_refill_locked(s);
@@ -327,6 +316,7 @@ static void slot_init(hal_stream *s, hal_device *dev)
     atomic_store(&s->done, 0);
     s->wake_at = UINT64_MAX;
     s->sleeping = s->stop = s->running = s->running_prog = s->parked = false;
+    atomic_store(&s->gate, EMU_GATE_SHUT); /* the first run at once goes through mu, and opens it */
     s->sync_waiters = 0;
     s->err = HAL_OK;
     s->msg[0] = 0;
@@ -377,6 +367,7 @@ void emu_stream_free(hal_stream *s)
     pthread_mutex_lock(&s->mu);
     s->stop = true; /* the worker finishes the queue (after a host executor), then exits */
     s->parked = false;
+    (void)emu_stream_gate_held_locked(s);
     if (s->sleeping) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
@@ -444,7 +435,7 @@ static void host_run_until_locked(hal_stream *s, uint64_t target)
     t_host_syncs++;
     s->host_wants++;
     while (s->done < target) {
-        if (!s->running && s->head) {
+        if (s->head && !emu_stream_running_locked(s)) {
             (void)host_exec_locked(s, target, EXEC_HOST);
         } else if (!polled) {
             polled = true;
@@ -469,10 +460,10 @@ static void host_help_locked(hal_stream *s, uint64_t target)
     bool polled = false;
     s->host_wants++;
     while (s->done < target) {
-        if (!s->running && s->head) {
+        if (s->head && !emu_stream_running_locked(s)) {
             if (!host_exec_locked(s, target, EXEC_HELP))
                 break;
-        } else if (!polled && s->running_prog) {
+        } else if (!polled && (s->running ? s->running_prog : emu_stream_gate_held_locked(s))) {
             polled = true;
             poll_done(s, target, EMU_HELP_POLL_NS);
         } else {
@@ -527,6 +518,7 @@ void emu_stream_test_park(hal_stream *s)
 {
     pthread_mutex_lock(&s->mu);
     s->parked = true;
+    (void)emu_stream_gate_held_locked(s);
     pthread_mutex_unlock(&s->mu);
 }
 
