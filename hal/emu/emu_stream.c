@@ -1,7 +1,8 @@
 /* Streams: a FIFO task queue with exactly one executor at a time (`running`): the stream's worker
  * thread, or a host thread blocked in a sync without deadline, which runs the queued tasks itself
  * instead of sleeping while the worker runs them (no hand-off when the host waits anyway; the
- * worker stays for true asynchrony). Enqueue takes the stream mutex and signals the worker only
+ * worker stays for true asynchrony), or a host thread running a program at once, which takes the
+ * role of an idle stream at its gate (emu_stream_gate.c). Enqueue takes the stream mutex and signals the worker only
  * when it sleeps and no host executes; tasks come from a pool (emu_task_pool.c). Sticky error: the
  * first failing task records code + message; later tasks are skipped, except event records,
  * which complete carrying the error.

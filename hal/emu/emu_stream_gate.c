@@ -1,7 +1,7 @@
 /* The stream's gate: a host thread that runs a program at once on an idle stream
  * (emu_prog_run_now) takes the executor role with one compare-and-swap and gives it back with
- * another, where the stream's mutex took two locked instructions each way (a third of an 8 B
- * call's host time on one rank; docs/emulator.md, "Running at once").
+ * another, where the stream's mutex took two locked instructions each way (an 8 B call on one rank:
+ * 0.09 -> 0.07 us; docs/emulator.md, "The stream's gate").
  *
  * The gate is OPEN only while the stream is idle: no executor, nothing queued, no stop, park or
  * error. Every thread that changes one of those under s->mu first closes an open gate (OPEN ->
