@@ -545,6 +545,8 @@ uint64_t emu_notify_test_wake_calls(void);
 uint64_t emu_prog_test_ahead_runs(void);
 /* Programs prog_run_now ran to their end on the calling thread (emu_prog.c): for tests. */
 uint64_t emu_prog_test_runs_now(void);
+/* Event records completed at once on an idle stream (emu_event.c, record_now): for tests. */
+uint64_t emu_event_test_records_now(void);
 /* Programs checked so far (emu_prog_check, as prog_check and in every prog_launch): for tests. */
 uint64_t emu_prog_test_checks(void);
 uint32_t emu_notify_test_waiters(const struct hal_notify *n);

@@ -3,7 +3,8 @@
  * nothing is left to wait for); on a stream with work queued or held it does nothing (the caller
  * launches it behind that work); where a wait would sleep it stops there and queues the rest with
  * the record, which the worker resumes from that wait (what ran does not run again); a failing
- * instruction fails the stream and queues the record, which carries the failure. */
+ * instruction fails the stream and queues the record, which carries the failure. An event record
+ * on an idle stream completes at once, likewise (emu_event.c, record_now). */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -208,5 +209,61 @@ Test(emu_run_now, checks_are_prog_checks_alone, .timeout = 60)
     cr_expect_eq(emu_prog_test_checks(), checks, "prog_run_now checked the program again");
     cr_expect_eq(f.h->prog_run_now(f.s, NULL, 1, f.e, &queued), HAL_E_PARAM, "no instructions");
     HT_OK(f.h->stream_sync(f.s, 30000));
+    fix_close(&f);
+}
+
+/* The stream's count of queued tasks (under its mutex). */
+static uint64_t queued_tasks(hal_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = s->enq;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* A record on an idle stream completes at once on the calling thread: no task, the event done when
+ * the record returns, its time stamped (two such records time the host work between them). */
+Test(emu_run_now, an_idle_streams_record_completes_at_once, .timeout = 60)
+{
+    now_fix f = fix_open();
+    hal_event *t0, *t1;
+    HT_OK(f.h->event_create(f.d, HAL_EVENT_TIMING, &t0));
+    HT_OK(f.h->event_create(f.d, HAL_EVENT_TIMING, &t1));
+    uint64_t now = emu_event_test_records_now(), tasks = queued_tasks(f.s);
+    HT_OK(f.h->event_record(t0, f.s));
+    cr_expect_eq(f.h->event_query(t0), HAL_OK, "a record on an idle stream was not done at its return");
+    HT_OK(f.h->event_record(f.e, f.s));
+    HT_OK(f.h->event_record(t1, f.s));
+    cr_expect_eq(emu_event_test_records_now() - now, 3, "records on an idle stream went to its queue");
+    cr_expect_eq(queued_tasks(f.s), tasks, "a record on an idle stream queued a task");
+    HT_OK(f.h->event_query(f.e));
+    float ms = -1;
+    HT_OK(f.h->event_elapsed_ms(t0, t1, &ms));
+    cr_expect(ms >= 0, "elapsed time %f ms between two records in a row", (double)ms);
+    HT_OK(f.h->event_destroy(t0));
+    HT_OK(f.h->event_destroy(t1));
+    fix_close(&f);
+}
+
+/* A record behind work (a hold), or on a failed stream, goes to the queue: it completes after the
+ * work, and carries the failure. */
+Test(emu_run_now, a_record_behind_work_or_a_failure_is_queued, .timeout = 60)
+{
+    now_fix f = fix_open();
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.s, ht_gate_fn, &gate));
+    uint64_t now = emu_event_test_records_now();
+    HT_OK(f.h->event_record(f.e, f.s));
+    cr_expect_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "a record behind a hold completed before it");
+    ht_gate_open(&gate);
+    HT_OK(f.h->event_sync(f.e, 30000));
+    emu_stream_fail(f.s, HAL_E_INTERNAL, "failed on purpose");
+    cr_expect_eq(f.h->stream_sync(f.s, 30000), HAL_E_INTERNAL);
+    HT_OK(f.h->event_record(f.e, f.s));
+    cr_expect_eq(f.h->event_sync(f.e, 30000), HAL_E_INTERNAL, "a failed stream's record does not carry it");
+    cr_expect_eq(emu_event_test_records_now(), now, "a record ran at once behind work or a failure");
+    f.h->stream_clear_error(f.s);
+    ht_gate_fini(&gate);
     fix_close(&f);
 }
