@@ -197,6 +197,27 @@ Test(bench_tools, perf_tools_time_a_span_over_ranks)
     free(r.out);
 }
 
+/* -R 1: an event recorded on the stream after every timed call (as a framework's handle of each
+ * call does); the header says so, the row parses, every element checked. A bad -R is refused. */
+Test(bench_tools, perf_tools_record_an_event_after_every_call)
+{
+    mr_result r = mr_run_t("", 2, 60, OH_BUILD_DIR "/tools/perf/all_reduce_perf", "-b 8 -e 8 -n 50 -w 2 -R 1 -c 1 -m 0");
+    cr_expect_eq(r.status, 0, "all_reduce_perf -R 1 exited with %d:\n%s", r.status, r.out);
+    cr_expect(strstr(r.out, "an event recorded after each (-R 1)") != NULL, "no -R header:\n%s", r.out);
+    const char *row = strstr(r.out, "[rank 0]            8 ");
+    cr_assert(row != NULL, "no 8 B row:\n%s", r.out);
+    double us = -1, algbw, busbw, wrong = -1;
+    int got = sscanf(row, "[rank 0] %*s %*s %*s %*s %*s %lf %lf %lf %lf", &us, &algbw, &busbw, &wrong);
+    cr_assert_eq(got, 4, "the row does not parse (%d fields): %.200s", got, row);
+    cr_expect(us > 0 && us < 1e6, "%g us a call", us);
+    cr_expect_eq(wrong, 0, "%g wrong elements", wrong);
+    free(r.out);
+    r = mr_run_t("", 2, 60, OH_BUILD_DIR "/tools/perf/all_reduce_perf", "-R 2");
+    cr_expect_neq(r.status, 0, "-R 2 was taken");
+    cr_expect(strstr(r.out, "bad value '2' for -R") != NULL, "no word of the bad -R:\n%s", r.out);
+    free(r.out);
+}
+
 /* sendrecv_perf -s 1: HcclSend and HcclRecv as two calls, around an odd ring (rank 2 and rank 0
  * both send first), every received element checked; the header says which calls. */
 Test(bench_tools, sendrecv_perf_separate_calls)

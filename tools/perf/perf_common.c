@@ -92,11 +92,23 @@ typedef struct perf_time {
     double host_us, dev_us; /* dev_us < 0: no event time */
 } perf_time;
 
+/* -R 1: the events recorded after the timed calls, in turn (a framework keeps one per call in
+ * flight; a few are enough for the stream to see a record after every call). */
+#define PERF_RECORD_RING 8
+
+static void record_ring(aclrtEvent *ring, bool create)
+{
+    for (int i = 0; i < PERF_RECORD_RING; i++)
+        PERF_OK(create ? aclrtCreateEvent(&ring[i]) : aclrtDestroyEvent(ring[i]));
+}
+
 static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p)
 {
-    aclrtEvent start, end;
+    aclrtEvent start, end, ring[PERF_RECORD_RING];
     PERF_OK(aclrtCreateEventWithFlag(&start, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC));
     PERF_OK(aclrtCreateEventWithFlag(&end, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC));
+    if (a->record)
+        record_ring(ring, true);
     int bad = 0;
     for (int i = 0; i < a->warmup && !bad; i++)
         bad = perf_call(e, p) != HCCL_SUCCESS;
@@ -106,6 +118,8 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     PERF_OK(aclrtRecordEvent(start, e->stream));
     for (int i = 0; i < a->iters && !bad; i++) {
         bad = perf_call(e, p) != HCCL_SUCCESS;
+        if (a->record && !bad)
+            bad = aclrtRecordEvent(ring[i % PERF_RECORD_RING], e->stream) != ACL_SUCCESS;
         if (a->blocking && !bad)
             bad = aclrtSynchronizeStream(e->stream) != ACL_SUCCESS;
     }
@@ -117,6 +131,8 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
         l.dev_us = (double)ms * 1e3 / a->iters;
     PERF_OK(aclrtDestroyEvent(start));
     PERF_OK(aclrtDestroyEvent(end));
+    if (a->record)
+        record_ring(ring, false);
     if (bad) {
         fprintf(stderr, "rank %u: %s_perf: a call failed\n", e->rank, perf_name(p->kind));
         exit(2);
@@ -251,9 +267,9 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
            a->factor ? a->factor : (double)a->stepb, a->factor ? "factor" : "bytes", a->warmup, a->iters, a->check);
     printf("#\n#  Rank %2u Pid %6d on %10s device %2u (and %u more ranks)\n#\n", e->rank, (int)getpid(), host,
            e->rank, e->n - 1);
-    printf("# time: host clock of %s, %s over ranks (-a %d); devtime: ACL timeline events around the same "
+    printf("# time: host clock of %s%s, %s over ranks (-a %d); devtime: ACL timeline events around the same "
            "loop\n#\n", a->blocking ? "calls with a synchronize after each (-z 1)" : "back-to-back calls (-z 0)",
-           perf_avg_name(a->average), (int)a->average);
+           a->record ? ", an event recorded after each (-R 1)" : "", perf_avg_name(a->average), (int)a->average);
     if (kind == PERF_SENDRECV)
         printf("# calls: %s\n#\n", a->separate ? "HcclSend and HcclRecv, even ranks send first (-s 1)"
                                                 : "one HcclBatchSendRecv of a send and a receive (-s 0)");
