@@ -175,47 +175,6 @@ hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint6
     return rc;
 }
 
-static _Atomic uint64_t g_records_now; /* records record_now completed: for tests */
-
-uint64_t emu_event_test_records_now(void)
-{
-    return atomic_load(&g_records_now);
-}
-
-/* A record on an idle stream (nothing queued, no executor, no error, not parked:
- * emu_stream_take_idle): everything before it on s has completed, so it completes here, at once,
- * as its task would at the head of the queue, without the task and without waking the sleeping
- * worker for it (a futex call of microseconds on a VM, then the woken worker's CPU time beside the
- * caller's: the perf tool's start and end events cost a loop of 1000 8 B Broadcasts at 2 ranks
- * 7-12 us). Not while the timeline trace records (every record is timed as a task there). */
-static bool record_now(hal_event *e, hal_stream *s)
-{
-    if (s->dev != e->dev || emu_trace_on() || !emu_stream_take_idle(s))
-        return false;
-    serial_lock(e);
-    uint64_t seq = e->rec_enq + 1;
-    atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
-    serial_unlock(e); /* emu_event_complete may take e->mu */
-    emu_event_complete(s, e, seq, HAL_OK);
-    emu_stream_give_back(s);
-    atomic_store_explicit(&g_records_now, atomic_load_explicit(&g_records_now, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    return true;
-}
-
-hal_result emu_event_record(hal_event *e, hal_stream *s)
-{
-    if (!e || !s)
-        return HAL_E_PARAM;
-    if (record_now(e, s))
-        return HAL_OK;
-    emu_task *t = emu_task_new(EMU_T_EVENT_RECORD);
-    if (!t)
-        return HAL_E_NOMEM;
-    t->u.ev.e = e;
-    return emu_event_push_record(e, s, t, &t->u.ev.seq);
-}
-
 hal_result emu_event_reset(hal_event *e, hal_stream *s)
 {
     if (!e || !s)
@@ -270,25 +229,85 @@ static bool complete_fast(hal_event *e, uint64_t seq)
     return true;
 }
 
+/* e->mu held: record seq completes at `now`, carrying sticky (and s's message with it). */
+static void complete_locked(hal_stream *s, hal_event *e, uint64_t seq, hal_result sticky, uint64_t now)
+{
+    if (seq <= atomic_load_explicit(&e->rec_done, memory_order_relaxed))
+        return;
+    e->ts_ns = now;
+    e->err = sticky;
+    if (sticky != HAL_OK) {
+        pthread_mutex_lock(&s->mu);
+        snprintf(e->msg, sizeof e->msg, "%s", s->msg);
+        pthread_mutex_unlock(&s->mu);
+    }
+    raise_done(e, seq); /* after err/msg/ts: a poller that sees it takes mu before reading them */
+    if (e->sleepers)
+        pthread_cond_broadcast(&e->cv);
+}
+
+/* Only elapsed_ms reads an event's time. */
+static uint64_t stamp(const hal_event *e)
+{
+    return e->flags & HAL_EVENT_TIMING ? emu_now_ns() : 0;
+}
+
 void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result sticky)
 {
     if (sticky == HAL_OK && complete_fast(e, seq))
         return;
-    uint64_t now = e->flags & HAL_EVENT_TIMING ? emu_now_ns() : 0; /* only elapsed_ms reads it */
+    uint64_t now = stamp(e);
     pthread_mutex_lock(&e->mu);
-    if (seq > atomic_load_explicit(&e->rec_done, memory_order_relaxed)) {
-        e->ts_ns = now;
-        e->err = sticky;
-        if (sticky != HAL_OK) {
-            pthread_mutex_lock(&s->mu);
-            snprintf(e->msg, sizeof e->msg, "%s", s->msg);
-            pthread_mutex_unlock(&s->mu);
-        }
-        raise_done(e, seq); /* after err/msg/ts: a poller that sees it takes mu before reading them */
-        if (e->sleepers)
-            pthread_cond_broadcast(&e->cv);
-    }
+    complete_locked(s, e, seq, sticky, now);
     pthread_mutex_unlock(&e->mu);
+}
+
+static _Atomic uint64_t g_records_now; /* records record_now completed: for tests */
+
+uint64_t emu_event_test_records_now(void)
+{
+    return atomic_load(&g_records_now);
+}
+
+/* A record on an idle stream (nothing queued, no executor, no error, not parked:
+ * emu_stream_take_idle): everything before it on s has completed, so it completes here, at once,
+ * as its task would at the head of the queue, without the task and without waking the sleeping
+ * worker for it (a futex call of microseconds on a VM, then the woken worker's CPU time beside the
+ * caller's: the perf tool's start and end events cost a loop of 1000 8 B Broadcasts at 2 ranks
+ * 7-12 us). Not while the timeline trace records (every record is timed as a task there). */
+static bool record_now(hal_event *e, hal_stream *s)
+{
+    if (s->dev != e->dev || emu_trace_on() || !emu_stream_take_idle(s))
+        return false;
+    if (e->flags & HAL_EVENT_SERIAL) { /* no lock for rec_enq; completes without one but timed */
+        uint64_t seq = e->rec_enq + 1;
+        atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
+        emu_event_complete(s, e, seq, HAL_OK);
+    } else { /* one hold of e->mu for both */
+        uint64_t now = stamp(e);
+        pthread_mutex_lock(&e->mu);
+        uint64_t seq = e->rec_enq + 1;
+        atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
+        complete_locked(s, e, seq, HAL_OK, now);
+        pthread_mutex_unlock(&e->mu);
+    }
+    emu_stream_give_back(s);
+    atomic_store_explicit(&g_records_now, atomic_load_explicit(&g_records_now, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    return true;
+}
+
+hal_result emu_event_record(hal_event *e, hal_stream *s)
+{
+    if (!e || !s)
+        return HAL_E_PARAM;
+    if (record_now(e, s))
+        return HAL_OK;
+    emu_task *t = emu_task_new(EMU_T_EVENT_RECORD);
+    if (!t)
+        return HAL_E_NOMEM;
+    t->u.ev.e = e;
+    return emu_event_push_record(e, s, t, &t->u.ev.seq);
 }
 
 /* Polls (emu_poll) until rec_done >= seq or the poll budget is spent; true if reached. */
