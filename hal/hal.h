@@ -312,6 +312,8 @@ typedef struct hal_ops {
     /* --- events (same device) --- */
     hal_result (*event_create)(hal_device *dev, uint32_t flags, hal_event **e);
     hal_result (*event_destroy)(hal_event *e);
+    /* The record completes once everything enqueued on s before it has: in stream order, or at
+     * the call where s is idle then (the emulator does so). */
     hal_result (*event_record)(hal_event *e, hal_stream *s);
     hal_result (*event_reset)(hal_event *e, hal_stream *s);
     hal_result (*stream_wait_event)(hal_stream *s, hal_event *e);
