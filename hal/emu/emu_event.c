@@ -279,7 +279,7 @@ static bool record_now(hal_event *e, hal_stream *s)
 {
     if (s->dev != e->dev || emu_trace_on() || !emu_stream_take_idle(s))
         return false;
-    if (e->flags & HAL_EVENT_SERIAL) { /* no lock for rec_enq; completes without one but timed */
+    if (e->flags & HAL_EVENT_SERIAL) { /* its caller serializes: rec_enq needs no lock (serial_lock) */
         uint64_t seq = e->rec_enq + 1;
         atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
         emu_event_complete(s, e, seq, HAL_OK);
