@@ -147,6 +147,14 @@ static void serial_unlock(hal_event *e)
         pthread_mutex_unlock(&e->mu);
 }
 
+/* Publishes the next record's sequence number (e->mu held, or the caller serializes: serial_lock). */
+static uint64_t next_record(hal_event *e)
+{
+    uint64_t seq = e->rec_enq + 1;
+    atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
+    return seq;
+}
+
 /* e->mu across the push (then s->mu: the order emu_event_complete takes them in), so the
  * record's sequence number and where a sync finds it are set together, one lock per record. */
 hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint64_t *seq_slot)
@@ -158,9 +166,8 @@ hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint6
         return HAL_E_PARAM;
     }
     serial_lock(e);
-    uint64_t seq = e->rec_enq + 1, pos;
+    uint64_t seq = next_record(e), pos;
     uint32_t gen;
-    atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
     atomic_fetch_add(&e->refs, 1); /* the task's: dropped by emu_task_release_refs */
     *seq_slot = seq;
     hal_result rc = emu_stream_push_at(s, t, &pos, &gen);
@@ -279,16 +286,12 @@ static bool record_now(hal_event *e, hal_stream *s)
 {
     if (s->dev != e->dev || emu_trace_on() || !emu_stream_take_idle(s))
         return false;
-    if (e->flags & HAL_EVENT_SERIAL) { /* its caller serializes: rec_enq needs no lock (serial_lock) */
-        uint64_t seq = e->rec_enq + 1;
-        atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
-        emu_event_complete(s, e, seq, HAL_OK);
+    if (e->flags & HAL_EVENT_SERIAL) { /* its caller serializes: rec_enq needs no lock */
+        emu_event_complete(s, e, next_record(e), HAL_OK);
     } else { /* one hold of e->mu for both */
         uint64_t now = stamp(e);
         pthread_mutex_lock(&e->mu);
-        uint64_t seq = e->rec_enq + 1;
-        atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
-        complete_locked(s, e, seq, HAL_OK, now);
+        complete_locked(s, e, next_record(e), HAL_OK, now);
         pthread_mutex_unlock(&e->mu);
     }
     emu_stream_give_back(s);
