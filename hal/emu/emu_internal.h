@@ -242,6 +242,16 @@ typedef struct emu_take {
     void *check_arg;
 } emu_take;
 
+/* A record a task completes: the event and the record's sequence number. */
+typedef struct emu_rec {
+    struct hal_event *e; /* NULL: none */
+    uint64_t seq;
+} emu_rec;
+
+/* Records a program task completes after its program: the launch's own (prog_launch_record) and
+ * one recorded on the stream behind it while it waited in the queue (emu_event.c, ride). */
+#define EMU_PROG_RECORDS 2u
+
 typedef struct emu_task {
     struct emu_task *next;
     emu_task_kind kind;
@@ -258,8 +268,8 @@ typedef struct emu_task {
             emu_take take;
             const hal_flag_wait *flag; /* EMU_T_FLAG_WAIT */
         } nt;
-        /* e: record after; pc: the next instruction (a program a helping host suspended resumes there) */
-        struct { const hal_insn *insns; uint32_t n, pc; struct hal_event *e; uint64_t seq; } prog;
+        /* rec: records after it; pc: the next instruction (a program a helping host suspended resumes there) */
+        struct { const hal_insn *insns; uint32_t n, pc; emu_rec rec[EMU_PROG_RECORDS]; } prog;
     } u;
     hal_dma_desc inline_desc[2]; /* small batches avoid a second allocation */
     hal_dma_desc *heap_descs;    /* larger batches: kept with the pooled task for reuse */
@@ -338,6 +348,22 @@ bool emu_stream_running_locked(hal_stream *s);
 void emu_stream_gate_reopen_locked(hal_stream *s);
 /* s->mu held, the role given back: wakes sleeping sync waiters, and the worker if work is left. */
 void emu_stream_wake_locked(hal_stream *s);
+/* s->mu held: wakes a sleeping worker if work is left (or s stops) and it may take it. */
+void emu_stream_wake_worker_locked(hal_stream *s);
+/* Who executes: the worker; a host thread in a sync without deadline (emu_stream_host.c); a host
+ * thread helping (it runs only what cannot wait on it, and no wait sleeps); or a host thread about
+ * to run at once, clearing records and met waits off the head first (emu_stream_take_idle). */
+typedef enum emu_exec_mode { EMU_EXEC_WORKER, EMU_EXEC_HOST, EMU_EXEC_HELP, EMU_EXEC_INSTANT } emu_exec_mode;
+/* s->mu held, no executor, s->head set: the calling thread takes the role, runs queued tasks up
+ * to target as mode allows, and gives the role back (the worker cannot take it while a host
+ * thread wants it: the caller wakes it once it stops wanting). False: stopped before target. */
+bool emu_stream_host_exec_locked(hal_stream *s, uint64_t target, emu_exec_mode mode);
+/* s->mu held, released meanwhile: where the head of s is an event wait whose record has not
+ * completed, helps the stream that records it up to the record (hal event_help), and returns
+ * whether that completed it. A framework's collective stream waits for its compute stream's
+ * record, which waits for the collective stream's call before: the chain ends back on s. One
+ * stream deep per thread: the other stream's own waits are not followed (emu_stream_host.c). */
+bool emu_stream_follow_wait_locked(hal_stream *s);
 /* True while the calling thread runs a stream's tasks inside a synchronize without deadline
  * (emu_stream_run_until). */
 bool emu_stream_in_host_sync(void);
@@ -383,6 +409,13 @@ hal_result emu_stream_err(hal_stream *s);
 void emu_event_run_wait(hal_stream *s, emu_task *t);
 /* An event wait task that would not wait: its record has completed. */
 bool emu_event_wait_met(const emu_task *t);
+/* The record event wait task t waits for, its event kept alive past the task (s->mu held: t is
+ * queued; emu_event_put lets it go): a thread waits for it or helps towards it without s->mu. */
+emu_rec emu_event_hold(const emu_task *t);
+/* Waits until record r completed or dev closes. */
+void emu_event_await(emu_rec r, hal_device *dev);
+/* Whether record r has completed. */
+bool emu_event_reached(emu_rec r);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
@@ -547,6 +580,8 @@ uint64_t emu_prog_test_ahead_runs(void);
 uint64_t emu_prog_test_runs_now(void);
 /* Event records completed at once on an idle stream (emu_event.c, record_now): for tests. */
 uint64_t emu_event_test_records_now(void);
+/* Waits a worker began for an event wait's record without the stream's role (emu_stream.c). */
+uint64_t emu_stream_test_asides(void);
 /* Programs checked so far (emu_prog_check, as prog_check and in every prog_launch): for tests. */
 uint64_t emu_prog_test_checks(void);
 uint32_t emu_notify_test_waiters(const struct hal_notify *n);

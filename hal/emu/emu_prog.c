@@ -79,7 +79,9 @@ static emu_task *prog_task_at(const hal_insn *insns, uint32_t n, uint32_t pc, st
         t->u.prog.insns = insns;
         t->u.prog.n = n;
         t->u.prog.pc = pc;
-        t->u.prog.e = done;
+        for (uint32_t i = 1; i < EMU_PROG_RECORDS; i++)
+            t->u.prog.rec[i].e = NULL;
+        t->u.prog.rec[0].e = done;
     }
     return t;
 }
@@ -110,8 +112,8 @@ hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t
     emu_task *t = prog_task(s, insns, n, &rc);
     if (!t)
         return rc;
-    t->u.prog.e = done;
-    return emu_event_push_record(done, s, t, &t->u.prog.seq);
+    t->u.prog.rec[0].e = done;
+    return emu_event_push_record(done, s, t, &t->u.prog.rec[0].seq);
 }
 
 static _Atomic uint64_t g_runs_now; /* programs prog_run_now ran to their end (about): for tests */
@@ -139,11 +141,12 @@ hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, st
     now.u.prog.insns = insns;
     now.u.prog.n = n;
     now.u.prog.pc = 0;
-    now.u.prog.e = NULL;
+    for (uint32_t i = 0; i < EMU_PROG_RECORDS; i++)
+        now.u.prog.rec[i].e = NULL;
     emu_prog_end end = emu_prog_run(s, &now, EMU_RUN_NOW_POLL_NS);
     if (end != EMU_PROG_DONE) { /* the rest from the wait it stopped at; after a failure, the record */
         emu_task *t = prog_task_at(insns, n, now.u.prog.pc, done);
-        rc = t ? emu_event_push_record(done, s, t, &t->u.prog.seq) : HAL_E_NOMEM;
+        rc = t ? emu_event_push_record(done, s, t, &t->u.prog.rec[0].seq) : HAL_E_NOMEM;
         *queued = rc == HAL_OK;
     } else {
         /* no locked add on the hot path: threads that race may lose a count, tests need no more */

@@ -102,10 +102,6 @@ hal_result emu_stream_err(hal_stream *s)
     return rc;
 }
 
-/* Who executes: the worker, a host thread in a sync without deadline, or a host thread helping
- * (emu_stream_help_until: it runs only what cannot wait on the host itself, and no wait sleeps). */
-typedef enum exec_mode { EXEC_WORKER, EXEC_HOST, EXEC_HELP } exec_mode;
-
 /* May a helping host thread run t? Not a host or task function (it may wait for this very thread),
  * a plain notify wait, nor an event wait whose record has not completed. */
 static bool helpable(const emu_task *t)
@@ -125,16 +121,34 @@ static bool helpable(const emu_task *t)
     }
 }
 
+/* Tasks that take no time at the head of the queue: an event record, and an event wait whose
+ * record completed. */
+static bool instant(const emu_task *t)
+{
+    return t->kind == EMU_T_EVENT_RECORD || (t->kind == EMU_T_EVENT_WAIT && emu_event_wait_met(t));
+}
+
+/* An event wait at the head whose record has not completed, which the worker waits for without
+ * the role (await_head; s->mu held). Not on a failed stream (the wait is skipped there), on a
+ * closing device (the wait fails the stream), or while the timeline trace records (the wait shows
+ * as a task as long as it waits). */
+static bool waits_aside(hal_stream *s, const emu_task *t)
+{
+    return t->kind == EMU_T_EVENT_WAIT && !emu_event_wait_met(t) && s->err == HAL_OK &&
+           !atomic_load(&s->dev->closing) && !emu_trace_on();
+}
+
 /* Runs queued tasks in order until `done` reaches target or the queue is empty. s->mu held, the
  * caller holds the executor role (s->running). The worker also stops at the next task boundary
  * once a host thread waits in a sync without deadline: that thread runs the rest itself (one thread
  * per stream executes, instead of the worker running while the host polls for it). False: a helper
  * stopped before target, at a task it may not run or a program it suspended (back at the head). */
-static bool exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
+static bool exec_locked(hal_stream *s, uint64_t target, emu_exec_mode mode)
 {
-    while (s->head && s->done < target && !(mode == EXEC_WORKER && s->host_wants)) {
+    while (s->head && s->done < target && !(mode == EMU_EXEC_WORKER && s->host_wants)) {
         emu_task *t = s->head;
-        if (mode == EXEC_HELP && !helpable(t))
+        if ((mode == EMU_EXEC_HELP && !helpable(t)) || (mode == EMU_EXEC_INSTANT && !instant(t)) ||
+            (mode == EMU_EXEC_WORKER && waits_aside(s, t)))
             return false;
         s->head = t->next;
         if (!s->head)
@@ -142,7 +156,7 @@ static bool exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
         hal_result sticky = s->err;
         s->running_prog = t->kind == EMU_T_PROG;
         pthread_mutex_unlock(&s->mu);
-        bool ran = emu_task_run(s, t, sticky, mode == EXEC_HELP);
+        bool ran = emu_task_run(s, t, sticky, mode == EMU_EXEC_HELP);
         if (ran)
             emu_task_release_refs(t);
         pthread_mutex_lock(&s->mu);
@@ -172,8 +186,7 @@ static void wake_sync_waiters(hal_stream *s)
     }
 }
 
-/* Wakes a sleeping worker if work is left (or the stream stops) and it may take it (s->mu held). */
-static void wake_worker(hal_stream *s)
+void emu_stream_wake_worker_locked(hal_stream *s)
 {
     if (s->sleeping && (s->head || s->stop) && !s->host_wants && !emu_stream_running_locked(s)) {
         s->sleeping = false;
@@ -181,10 +194,7 @@ static void wake_worker(hal_stream *s)
     }
 }
 
-/* A host thread takes the executor role (s->mu held, s->running false, s->head set), runs up to
- * target, and gives the role back; returns what exec_locked returned. The worker cannot take the
- * role while a host thread wants it: the caller wakes it once it stops wanting (wake_worker). */
-static bool host_exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
+bool emu_stream_host_exec_locked(hal_stream *s, uint64_t target, emu_exec_mode mode)
 {
     s->running = true;
     bool through = exec_locked(s, target, mode);
@@ -198,7 +208,7 @@ static bool host_exec_locked(hal_stream *s, uint64_t target, exec_mode mode)
 void emu_stream_wake_locked(hal_stream *s)
 {
     wake_sync_waiters(s);
-    wake_worker(s);
+    emu_stream_wake_worker_locked(s);
 }
 
 /* The worker ran out of work: polls (emu_poll, HCCL_EMU_WORKER_POLL_US) for the next enqueue
@@ -235,6 +245,30 @@ static void worker_policy(void)
         (void)sched_setscheduler(0, SCHED_BATCH, &none); /* refused: the worker runs as it is */
 }
 
+/* The worker waits for the record of the event wait at the head without the role (s->mu held,
+ * released meanwhile). Holding the role there kept every host thread from running anything on
+ * the stream until the worker woke: a framework that makes its collective stream wait for its
+ * compute stream, and the compute stream for the collective, had its streams pass every call
+ * between their workers once one call went to the queue (8 B Broadcast at 2 ranks: 2.2-2.4 us a
+ * call, against 0.2 without the waits; docs/emulator.md, "Waits aside"). Meanwhile a host thread
+ * that finds the wait met runs it, and what follows, itself (emu_stream_take_idle, help). */
+static _Atomic uint64_t g_asides; /* await_head's waits: for tests */
+
+uint64_t emu_stream_test_asides(void)
+{
+    return atomic_load(&g_asides);
+}
+
+static void await_head(hal_stream *s)
+{
+    atomic_fetch_add_explicit(&g_asides, 1, memory_order_relaxed);
+    emu_rec r = emu_event_hold(s->head);
+    pthread_mutex_unlock(&s->mu);
+    emu_event_await(r, s->dev);
+    emu_event_put(r.e);
+    pthread_mutex_lock(&s->mu);
+}
+
 static void *stream_main(void *p)
 {
     hal_stream *s = p;
@@ -244,13 +278,16 @@ static void *stream_main(void *p)
     for (;;) {
         if (s->head && !s->running && !s->parked && !s->host_wants && !emu_stream_gate_held_locked(s)) {
             s->running = true;
-            (void)exec_locked(s, UINT64_MAX, EXEC_WORKER);
+            (void)exec_locked(s, UINT64_MAX, EMU_EXEC_WORKER);
             s->running = false;
             emu_stream_gate_reopen_locked(s);
             polled = false;
             if (s->host_wants) { /* stopped for a host thread: let it take the role */
                 atomic_fetch_add_explicit(&s->handovers, 1, memory_order_release);
                 wake_sync_waiters(s);
+            } else if (s->head && waits_aside(s, s->head)) {
+                wake_sync_waiters(s); /* one may take the role now */
+                await_head(s);
             }
             continue;
         }
@@ -389,130 +426,6 @@ void emu_stream_free(hal_stream *s)
     emu_task_pool_drain(s);
     pthread_mutex_unlock(&s->mu);
     slot_put(s);
-}
-
-/* Polls (emu_poll) until s completed target tasks or the worker handed the role over, with s->mu
- * released. */
-static void poll_done(hal_stream *s, uint64_t target, uint64_t yield_ns)
-{
-    const emu_config *cfg = emu_cfg();
-    emu_poll p;
-    emu_poll_init(&p, cfg->spin_ns, yield_ns);
-    uint32_t seen = atomic_load_explicit(&s->handovers, memory_order_acquire);
-    pthread_mutex_unlock(&s->mu);
-    while (atomic_load_explicit(&s->done, memory_order_acquire) < target &&
-           atomic_load_explicit(&s->handovers, memory_order_acquire) == seen && emu_poll_step(&p))
-        ;
-    pthread_mutex_lock(&s->mu);
-}
-
-/* Sleeps on cv_done until woken (s completed target, the role came free) or the deadline (s->mu
- * held); returns the condvar wait's result. */
-static int sleep_done(hal_stream *s, uint64_t target, uint64_t deadline)
-{
-    s->sync_waiters++;
-    if (target < s->wake_at)
-        s->wake_at = target;
-    int e = emu_cond_wait_until(&s->cv_done, &s->mu, deadline);
-    s->sync_waiters--;
-    return e;
-}
-
-/* Synchronizes this thread is inside (host_run_until_locked; a host function it runs may
- * synchronize another stream): its waits may poll longer (emu_wait_yield_ns). */
-static _Thread_local uint32_t t_host_syncs;
-
-bool emu_stream_in_host_sync(void)
-{
-    return t_host_syncs != 0;
-}
-
-/* No hand-off when the host waits anyway: the calling thread runs s's tasks up to target itself
- * (s->mu held). A worker in the middle of a task stops at its end (exec_locked) and this thread
- * takes over; meanwhile it waits adaptively (docs/emulator.md, "Waits"), then on the condvar. */
-static void host_run_until_locked(hal_stream *s, uint64_t target)
-{
-    bool polled = false;
-    t_host_syncs++;
-    s->host_wants++;
-    while (s->done < target) {
-        if (s->head && !emu_stream_running_locked(s)) {
-            (void)host_exec_locked(s, target, EXEC_HOST);
-        } else if (!polled) {
-            polled = true;
-            poll_done(s, target, emu_wait_yield_ns());
-        } else {
-            (void)sleep_done(s, target, UINT64_MAX);
-            polled = false; /* the role may be free now: poll again before the next sleep */
-        }
-    }
-    t_host_syncs--;
-    s->host_wants--;
-    wake_worker(s); /* woken while we wanted the role, it slept again: tasks past target are its */
-}
-
-/* A helping host thread (emu_stream_help_until): takes the role from the worker at its next task
- * boundary if the worker runs a program and ends it within a short poll (a small collective's takes
- * a few microseconds unless it waits for a peer), runs what it may, and leaves the rest to the
- * worker. A worker inside anything else (a host function, an event wait) may stay there for long:
- * the helper leaves at once. */
-static void host_help_locked(hal_stream *s, uint64_t target)
-{
-    bool polled = false;
-    s->host_wants++;
-    while (s->done < target) {
-        if (s->head && !emu_stream_running_locked(s)) {
-            if (!host_exec_locked(s, target, EXEC_HELP))
-                break;
-        } else if (!polled && (s->running ? s->running_prog : emu_stream_gate_held_locked(s))) {
-            polled = true;
-            poll_done(s, target, EMU_HELP_POLL_NS);
-        } else {
-            break; /* the worker is inside a task that may take long (a hold, a wait): it goes on */
-        }
-    }
-    s->host_wants--;
-    wake_worker(s);
-}
-
-/* Timed: a blocking wait. No deadline: the calling thread executes (host_run_until_locked). */
-hal_result emu_stream_sync_impl(hal_stream *s, int32_t timeout_ms)
-{
-    uint64_t deadline = emu_deadline_ms(timeout_ms);
-    hal_result rc = HAL_OK;
-    pthread_mutex_lock(&s->mu);
-    uint64_t target = s->enq;
-    if (timeout_ms < 0)
-        host_run_until_locked(s, target);
-    while (s->done < target) {
-        int e = sleep_done(s, target, deadline);
-        if (e == ETIMEDOUT && s->done < target) {
-            rc = HAL_E_TIMEOUT;
-            break;
-        }
-    }
-    if (s->err != HAL_OK)
-        rc = s->err;
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-void emu_stream_run_until(hal_stream *s, uint32_t gen, uint64_t pos)
-{
-    pthread_mutex_lock(&s->mu);
-    if (s->gen == gen && s->done < pos)
-        host_run_until_locked(s, pos);
-    pthread_mutex_unlock(&s->mu);
-}
-
-void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos)
-{
-    if (emu_trace_on()) /* a suspended program would be timed twice (docs/tracing.md) */
-        return;
-    pthread_mutex_lock(&s->mu);
-    if (s->gen == gen && s->done < pos)
-        host_help_locked(s, pos);
-    pthread_mutex_unlock(&s->mu);
 }
 
 void emu_stream_test_park(hal_stream *s)

@@ -78,8 +78,8 @@ void emu_task_release_refs(emu_task *t)
     if (t->kind == EMU_T_NOTIFY_RECORD || t->kind == EMU_T_NOTIFY_WAIT || t->kind == EMU_T_FLAG_WAIT ||
         t->kind == EMU_T_NOTIFY_WAKE)
         emu_notify_put(t->u.nt.n);
-    if (t->kind == EMU_T_PROG && t->u.prog.e)
-        emu_event_put(t->u.prog.e);
+    for (uint32_t i = 0; t->kind == EMU_T_PROG && i < EMU_PROG_RECORDS && t->u.prog.rec[i].e; i++)
+        emu_event_put(t->u.prog.rec[i].e);
     t->kind = EMU_T_HOST; /* nothing referenced any more */
 }
 

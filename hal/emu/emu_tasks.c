@@ -24,8 +24,9 @@ static bool prog_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
     emu_prog_end end = sticky == HAL_OK ? emu_prog_run(s, t, help ? EMU_HELP_POLL_NS : 0) : EMU_PROG_FAILED;
     if (end == EMU_PROG_SUSPENDED)
         return false;
-    if (t->u.prog.e) /* prog_launch_record: the record, as a record task, carries the error */
-        emu_event_complete(s, t->u.prog.e, t->u.prog.seq, end == EMU_PROG_DONE ? HAL_OK : emu_stream_err(s));
+    hal_result rc = end == EMU_PROG_DONE ? HAL_OK : emu_stream_err(s);
+    for (uint32_t i = 0; i < EMU_PROG_RECORDS && t->u.prog.rec[i].e; i++) /* as record tasks: they carry the error */
+        emu_event_complete(s, t->u.prog.rec[i].e, t->u.prog.rec[i].seq, rc);
     return true;
 }
 

@@ -20,6 +20,8 @@ Test(barrier, n2) { misc(2, "barrier"); }
 Test(barrier, n4) { misc(4, "barrier"); }
 Test(twostreams, n2) { misc(2, "twostreams"); }
 Test(twostreams, n4) { misc(4, "twostreams"); }
+Test(framework, n2) { misc(2, "framework"); }
+Test(framework, n3) { misc(3, "framework"); }
 Test(badinput, n1) { misc(1, "badinput"); }
 Test(badinput, n2) { misc(2, "badinput"); }
 

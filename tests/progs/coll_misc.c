@@ -339,6 +339,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "twocomms")) bad = scen_twocomms(&e);
     else if (!strcmp(s, "barrier")) bad = scen_barrier(&e);
     else if (!strcmp(s, "twostreams")) bad = misc_twostreams(&e);
+    else if (!strcmp(s, "framework")) bad = misc_framework(&e);
     else if (!strcmp(s, "badinput")) bad = misc_badinput(&e);
     else if (!strcmp(s, "eagerseq")) bad = misc_eagerseq(&e);
     else if (!strcmp(s, "deepqueue")) bad = misc_deepqueue(&e);

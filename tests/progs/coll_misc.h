@@ -35,6 +35,7 @@ int64_t now_ns(void);
 int misc_mismatch(prog_env *e, const char *kind);
 int misc_badinput(prog_env *e);
 int misc_twostreams(prog_env *e);
+int misc_framework(prog_env *e); /* coll_streams.c */
 int misc_eagerseq(prog_env *e); /* coll_eager.c */
 int misc_deepqueue(prog_env *e); /* coll_eager.c */
 int misc_onewayseq(prog_env *e); /* coll_eager.c */

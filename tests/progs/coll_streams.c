@@ -1,4 +1,5 @@
-/* coll_misc twostreams: one communicator's collectives issued alternately on two streams (as
+/* coll_misc twostreams and framework: collectives and the streams around them.
+ * twostreams: one communicator's collectives issued alternately on two streams (as
  * torch_npu and CANN allow). They must run in call order, each also after the earlier work of its
  * own stream:
  *   1. 200 independent AllReduces alternating streams A and B (odd ranks use the opposite
@@ -137,5 +138,83 @@ int misc_twostreams(prog_env *e)
     ACL_OK(aclrtDestroyStream(b));
     printf("twostreams: %d independent ops, a chain of %d, a held stream: %s\n", TS_OPS, TS_CHAIN,
            bad ? "FAIL" : "ok");
+    return bad;
+}
+
+/* framework: a process group's pattern around every collective. The compute stream writes the
+ * call's input into one reused send buffer and records an event; the collective stream waits for
+ * it, runs the AllReduce (or Broadcast) and records an event, the compute stream waits for that
+ * and copies the result out into the call's own slot. A wait that does not hold (the collective
+ * reading the input before it is written, the next write overwriting it before the collective
+ * read it, the copy reading the result before it is there) shows as a wrong slot. Sizes alternate
+ * between one that runs at once (8 B) and one that does not (64 KiB), so calls go both ways. */
+#define FW_CALLS 240
+#define FW_RING 4
+
+static uint64_t fw_count(int i)
+{
+    return (i / 3) & 1 ? 16384 : 2; /* int32: 64 KiB or 8 B, in runs of three */
+}
+
+static int fw_check(const prog_env *e, void *const *slot, int call)
+{
+    int bad = 0;
+    uint64_t cnt = fw_count(call);
+    uint32_t *got = xmalloc(cnt * sizeof *got);
+    to_host(got, slot[call], cnt * sizeof *got);
+    bool bcast = call % 5 == 4;
+    for (uint64_t i = 0; i < cnt && !bad; i++) {
+        uint32_t want = bcast ? (uint32_t)input_elem(0, i, call) : ref_sum(e->n, i, call);
+        FAILIF(got[i] != want, "framework call %d (%s, %llu elements): element %llu got %u want %u", call,
+               bcast ? "Broadcast" : "AllReduce", (unsigned long long)cnt, (unsigned long long)i, got[i], want);
+    }
+    free(got);
+    return bad;
+}
+
+int misc_framework(prog_env *e)
+{
+    aclrtStream cs = NULL, s = e->stream;
+    ACL_OK(aclrtCreateStream(&cs));
+    aclrtEvent ready[FW_RING], done[FW_RING];
+    for (int k = 0; k < FW_RING; k++) {
+        ACL_OK(aclrtCreateEvent(&ready[k]));
+        ACL_OK(aclrtCreateEvent(&done[k]));
+    }
+    void *in[FW_CALLS], *slot[FW_CALLS];
+    void *send = dev_alloc(16384 * 4), *recv = dev_alloc(16384 * 4);
+    for (int i = 0; i < FW_CALLS; i++) {
+        in[i] = upload_input(e->rank, fw_count(i), i);
+        slot[i] = dev_alloc(fw_count(i) * 4);
+    }
+    for (int i = 0; i < FW_CALLS; i++) {
+        size_t bytes = fw_count(i) * 4;
+        ACL_OK(aclrtMemcpyAsync(send, bytes, in[i], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, cs));
+        ACL_OK(aclrtRecordEvent(ready[i % FW_RING], cs));
+        ACL_OK(aclrtStreamWaitEvent(s, ready[i % FW_RING]));
+        if (i % 5 == 4) /* in place, as a process group broadcasts */
+            HCCL_OK(HcclBroadcast(send, fw_count(i), HCCL_DATA_TYPE_INT32, 0, e->comm, s));
+        else
+            HCCL_OK(HcclAllReduce(send, recv, fw_count(i), HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, s));
+        ACL_OK(aclrtRecordEvent(done[i % FW_RING], s));
+        ACL_OK(aclrtStreamWaitEvent(cs, done[i % FW_RING]));
+        void *out = i % 5 == 4 ? send : recv;
+        ACL_OK(aclrtMemcpyAsync(slot[i], bytes, out, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, cs));
+    }
+    ACL_OK(aclrtSynchronizeStream(cs));
+    int bad = 0;
+    for (int i = 0; i < FW_CALLS; i++) {
+        bad |= fw_check(e, slot, i);
+        dev_free(in[i]);
+        dev_free(slot[i]);
+    }
+    dev_free(send);
+    dev_free(recv);
+    for (int k = 0; k < FW_RING; k++) {
+        ACL_OK(aclrtDestroyEvent(ready[k]));
+        ACL_OK(aclrtDestroyEvent(done[k]));
+    }
+    ACL_OK(aclrtDestroyStream(cs));
+    printf("framework: %d calls between a compute and a collective stream: %s\n", FW_CALLS, bad ? "FAIL" : "ok");
     return bad;
 }

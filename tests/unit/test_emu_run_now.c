@@ -267,3 +267,89 @@ Test(emu_run_now, a_record_behind_work_or_a_failure_is_queued, .timeout = 60)
     ht_gate_fini(&gate);
     fix_close(&f);
 }
+
+/* The program's instruction: notes whether the event that rides on it was done when it ran. */
+typedef struct ride_probe {
+    const hal_ops *h;
+    hal_event *e;
+    hal_result seen;
+} ride_probe;
+
+static int probe_fn(void *arg, char *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    ride_probe *p = arg;
+    p->seen = p->h->event_query(p->e);
+    return 0;
+}
+
+/* Records behind a queued program ride on it (emu_event.c, ride): no task of their own, up to the
+ * program's free record slots (a program launched without its own record has two); they complete
+ * after it, time stamped then. The next record goes to the queue. */
+Test(emu_run_now, a_record_behind_a_queued_program_rides_on_it, .timeout = 60)
+{
+    now_fix f = fix_open();
+    hal_event *t1, *t2;
+    HT_OK(f.h->event_create(f.d, HAL_EVENT_TIMING, &t1));
+    HT_OK(f.h->event_create(f.d, HAL_EVENT_TIMING, &t2));
+    static ride_probe probe;
+    probe = (ride_probe){f.h, f.e, HAL_OK};
+    static hal_insn prog[1];
+    prog[0] = (hal_insn){.kind = HAL_INSN_FN};
+    prog[0].u.fn.fn = probe_fn;
+    prog[0].u.fn.arg = &probe;
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.s, ht_gate_fn, &gate));
+    HT_OK(f.h->prog_launch(f.s, prog, 1));
+    uint64_t tasks = queued_tasks(f.s);
+    HT_OK(f.h->event_record(f.e, f.s));
+    HT_OK(f.h->event_record(t1, f.s));
+    cr_expect_eq(queued_tasks(f.s), tasks, "a record behind a queued program queued a task");
+    HT_OK(f.h->event_record(t2, f.s));
+    cr_expect_eq(queued_tasks(f.s), tasks + 1, "a third record found a slot on the program");
+    cr_expect_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "a record that rides completed before its program");
+    ht_gate_open(&gate);
+    HT_OK(f.h->event_sync(f.e, -1)); /* without deadline: runs the stream up to the program here */
+    cr_expect_eq(probe.seen, HAL_E_NOT_READY, "the record completed before the program ran");
+    HT_OK(f.h->event_sync(t2, 30000));
+    HT_OK(f.h->event_query(t1));
+    float ms = -1;
+    HT_OK(f.h->event_elapsed_ms(t1, t2, &ms));
+    cr_expect(ms >= 0, "elapsed time %f ms from a record that rode to the record behind it", (double)ms);
+    HT_OK(f.h->event_destroy(t1));
+    HT_OK(f.h->event_destroy(t2));
+    ht_gate_fini(&gate);
+    fix_close(&f);
+}
+
+/* A record that rides on a program that fails carries the failure, as a record task would; one
+ * behind a launch with its own record takes the program's other slot. */
+Test(emu_run_now, a_record_that_rides_carries_its_programs_failure, .timeout = 60)
+{
+    now_fix f = fix_open();
+    hal_event *done;
+    HT_OK(f.h->event_create(f.d, HAL_EVENT_SERIAL, &done));
+    static now_log log;
+    static now_item it;
+    static hal_insn prog[1];
+    it = (now_item){&log, 1, HAL_E_INTERNAL};
+    prog[0] = fn_insn(&it);
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.s, ht_gate_fn, &gate));
+    HT_OK(f.h->prog_launch_record(f.s, prog, 1, done));
+    uint64_t tasks = queued_tasks(f.s);
+    HT_OK(f.h->event_record(f.e, f.s));
+    cr_expect_eq(queued_tasks(f.s), tasks, "a record behind a program with its own record queued a task");
+    ht_gate_open(&gate);
+    cr_expect_eq(f.h->event_sync(f.e, 30000), HAL_E_INTERNAL, "a record that rode lost its program's failure");
+    cr_expect_eq(f.h->event_sync(done, 30000), HAL_E_INTERNAL);
+    cr_expect_eq(atomic_load(&log.n), 1, "the program did not run once");
+    cr_expect_eq(f.h->stream_sync(f.s, 30000), HAL_E_INTERNAL);
+    f.h->stream_clear_error(f.s);
+    HT_OK(f.h->event_destroy(done));
+    ht_gate_fini(&gate);
+    fix_close(&f);
+}
