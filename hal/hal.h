@@ -316,6 +316,9 @@ typedef struct hal_ops {
      * the call where s is idle then (the emulator does so). */
     hal_result (*event_record)(hal_event *e, hal_stream *s);
     hal_result (*event_reset)(hal_event *e, hal_stream *s);
+    /* Later work on s waits for e's latest record (none: nothing to wait for); a record that
+     * failed fails s. One already completed without error holds nothing back (the emulator
+     * queues nothing for it). */
     hal_result (*stream_wait_event)(hal_stream *s, hal_event *e);
     hal_result (*event_sync)(hal_event *e, int32_t timeout_ms);
     /* HAL_OK when the last record completed (or never recorded), HAL_E_NOT_READY if pending. */

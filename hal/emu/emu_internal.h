@@ -260,7 +260,8 @@ typedef struct emu_task {
         struct { void *dst; int value; size_t bytes; } set;
         struct { hal_task_fn fn; void *arg; } fn;
         struct { hal_host_fn fn; void *arg; } host;
-        struct { struct hal_event *e; uint64_t seq; } ev;
+        /* from, from_gen: a wait's, where the record it waits for was queued (NULL: unknown) */
+        struct { struct hal_event *e; uint64_t seq; hal_stream *from; uint32_t from_gen; } ev;
         struct {
             struct hal_notify *n;
             uint64_t timeout_ms;

@@ -208,16 +208,27 @@ Test(bench_tools, perf_tools_time_a_span_over_ranks)
 }
 
 /* -R 1: an event recorded on the stream after every timed call (as a framework's handle of each
- * call does), at sizes that run at once and that do not; the header says so, every element
- * checked. A bad -R is refused. */
-Test(bench_tools, perf_tools_record_an_event_after_every_call)
+ * call does); -R 2: also a compute stream's record waited for before every call, and the record
+ * after waited for by the compute stream (a process group's pattern). At sizes that run at once
+ * and that do not; the header says so, every element checked. A bad -R is refused. */
+static void expect_events_run(const char *perf, const char *flag, const char *header)
 {
-    mr_result r = mr_run_t("", 3, 60, OH_BUILD_DIR "/tools/perf/all_reduce_perf", "-b 8 -e 1M -f 64 -n 50 -w 2 -R 1 -c 1 -m 0");
-    cr_expect_eq(r.status, 0, "all_reduce_perf -R 1 exited with %d:\n%s", r.status, r.out);
-    cr_expect(strstr(r.out, "an event recorded after each (-R 1)") != NULL, "no -R header:\n%s", r.out);
+    char args[128];
+    snprintf(args, sizeof args, "-b 8 -e 1M -f 64 -n 50 -w 2 %s -c 1 -m 0", flag);
+    char prog[256];
+    snprintf(prog, sizeof prog, OH_BUILD_DIR "/tools/perf/%s", perf);
+    mr_result r = mr_run_t("", 3, 60, prog, args);
+    cr_expect_eq(r.status, 0, "%s %s exited with %d:\n%s", perf, flag, r.status, r.out);
+    cr_expect(strstr(r.out, header) != NULL, "no %s header:\n%s", flag, r.out);
     cr_expect(strstr(r.out, "# Out of bounds values : 0 OK") != NULL, "wrong elements:\n%s", r.out);
     free(r.out);
-    expect_bad_flag("all_reduce_perf", 'R', "2");
+}
+
+Test(bench_tools, perf_tools_record_an_event_after_every_call)
+{
+    expect_events_run("all_reduce_perf", "-R 1", "an event recorded after each (-R 1)");
+    expect_events_run("broadcast_perf", "-R 2", "a process group's events around each (-R 2");
+    expect_bad_flag("all_reduce_perf", 'R', "3");
 }
 
 /* sendrecv_perf -s 1: HcclSend and HcclRecv as two calls, around an odd ring (rank 2 and rank 0

@@ -5,7 +5,9 @@
  * stream (running at once, or helping) helps the stream that records the event up to the record,
  * then runs the met wait, and what follows, itself (emu_stream.c await_head,
  * emu_stream_host.c emu_stream_follow_wait_locked, emu_stream_gate.c idle_locked). The recording
- * stream is parked (emu_stream_test_park): its record runs only where a host thread runs it. */
+ * stream is parked (emu_stream_test_park): its record runs only where a host thread runs it. A
+ * wait for a record behind nothing but waits for the waiting stream's own earlier work queues
+ * nothing (emu_event.c, behind_own_work_locked). */
 #include <sched.h>
 
 #include "common/hal_testutil.h"
@@ -49,24 +51,37 @@ static uint64_t queued_tasks(hal_stream *s)
     return n;
 }
 
-/* a waits for e, recorded on the parked stream b, and a's worker has gone to wait for it. */
-static void wait_for_parked_record(aside_fix *f)
-{
-    emu_stream_test_park(f->b);
-    HT_OK(f->h->event_record(f->e, f->b));
-    cr_assert_eq(f->h->event_query(f->e), HAL_E_NOT_READY, "a record on a parked stream ran");
-    uint64_t asides = emu_stream_test_asides();
-    HT_OK(f->h->stream_wait_event(f->a, f->e));
-    while (emu_stream_test_asides() == asides) /* the worker reaches the wait (Criterion's timeout bounds it) */
-        sched_yield();
-}
-
 static int count_fn(void *arg, char *msg, size_t len)
 {
     (void)msg;
     (void)len;
     ++*(int *)arg;
     return 0;
+}
+
+/* b parked, with a program (work of b's own) and then e's record queued on it. */
+static int parked_work_ran;
+
+static void record_behind_parked_work(aside_fix *f)
+{
+    static hal_insn work[1];
+    work[0] = (hal_insn){.kind = HAL_INSN_FN};
+    work[0].u.fn.fn = count_fn;
+    work[0].u.fn.arg = &parked_work_ran;
+    emu_stream_test_park(f->b);
+    HT_OK(f->h->prog_launch(f->b, work, 1));
+    HT_OK(f->h->event_record(f->e, f->b));
+}
+
+/* a waits for e, recorded on the parked stream b behind work, and a's worker has gone to wait. */
+static void wait_for_parked_record(aside_fix *f)
+{
+    record_behind_parked_work(f);
+    cr_assert_eq(f->h->event_query(f->e), HAL_E_NOT_READY, "a record on a parked stream ran");
+    uint64_t asides = emu_stream_test_asides();
+    HT_OK(f->h->stream_wait_event(f->a, f->e));
+    while (emu_stream_test_asides() == asides) /* the worker reaches the wait (Criterion's timeout bounds it) */
+        sched_yield();
 }
 
 /* A wait for a record that completed without error holds nothing back: no task. */
@@ -119,8 +134,7 @@ Test(emu_wait_aside, a_helper_follows_a_wait_to_its_record, .timeout = 60)
 {
     aside_fix f = fix_open();
     emu_stream_test_park(f.a);
-    emu_stream_test_park(f.b);
-    HT_OK(f.h->event_record(f.e, f.b));
+    record_behind_parked_work(&f);
     HT_OK(f.h->stream_wait_event(f.a, f.e));
     HT_OK(f.h->event_record(f.x, f.a));
     cr_expect_eq(f.h->event_help(f.x), HAL_OK, "the helper stopped at the wait");
@@ -143,5 +157,58 @@ Test(emu_wait_aside, the_worker_goes_on_once_the_record_completes, .timeout = 60
     HT_OK(f.h->stream_sync(f.b, -1)); /* runs b's record here */
     HT_OK(f.h->stream_sync(f.a, 30000)); /* a timed sync: the worker runs the rest */
     cr_expect_eq(ran, 1, "the program behind the wait did not run");
+    fix_close(&f);
+}
+
+/* A wait for a record queued on another stream behind nothing but waits for this stream's own
+ * earlier work (a process group's compute stream between two calls) queues nothing: the
+ * stream's order already holds it. a is held by a host function; b waits for a's record and then
+ * records f; a's wait for f adds no task, and everything completes once a is released. */
+Test(emu_wait_aside, a_wait_behind_ones_own_work_queues_nothing, .timeout = 60)
+{
+    aside_fix f = fix_open();
+    hal_event *g;
+    HT_OK(f.h->event_create(f.d, 0, &g));
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.a, ht_gate_fn, &gate));
+    HT_OK(f.h->event_record(f.e, f.a));
+    uint64_t asides = emu_stream_test_asides();
+    HT_OK(f.h->stream_wait_event(f.b, f.e));
+    while (emu_stream_test_asides() == asides) /* b's worker waits for e without b's role */
+        sched_yield();
+    HT_OK(f.h->event_record(g, f.b));
+    uint64_t tasks = queued_tasks(f.a);
+    HT_OK(f.h->stream_wait_event(f.a, g));
+    cr_expect_eq(queued_tasks(f.a), tasks, "a wait behind the stream's own earlier work queued a task");
+    HT_OK(f.h->event_record(f.x, f.a));
+    cr_expect_eq(f.h->event_query(g), HAL_E_NOT_READY, "b's record completed while a was held");
+    ht_gate_open(&gate);
+    HT_OK(f.h->event_sync(f.x, 30000));
+    HT_OK(f.h->event_sync(g, 30000));
+    ht_gate_fini(&gate);
+    HT_OK(f.h->event_destroy(g));
+    fix_close(&f);
+}
+
+/* Behind other work of the recording stream (a host function there), the wait is queued and
+ * holds the waiting stream back until that work is done. */
+Test(emu_wait_aside, a_wait_behind_other_work_is_queued, .timeout = 60)
+{
+    aside_fix f = fix_open();
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.b, ht_gate_fn, &gate));
+    HT_OK(f.h->event_record(f.e, f.b));
+    uint64_t tasks = queued_tasks(f.a);
+    HT_OK(f.h->stream_wait_event(f.a, f.e));
+    cr_expect_eq(queued_tasks(f.a), tasks + 1, "a wait behind another stream's work queued nothing");
+    HT_OK(f.h->event_record(f.x, f.a));
+    while (sem_wait(&gate.entered) != 0)
+        ;
+    cr_expect_eq(f.h->event_query(f.x), HAL_E_NOT_READY, "a went past its wait while b was held");
+    ht_gate_open(&gate);
+    HT_OK(f.h->event_sync(f.x, 30000));
+    ht_gate_fini(&gate);
     fix_close(&f);
 }

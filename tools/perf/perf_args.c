@@ -18,12 +18,13 @@ static void usage(void)
     fprintf(stderr,
             "usage: hcclrun -n N %s [-b minbytes] [-e maxbytes] [-f factor | -i stepbytes] [-n iters]\n"
             "       [-w warmup] [-c checkiters] [-d dtype|all] [-o sum|prod|max|min|all] [-r root|all]\n"
-            "       [-a 0|1|2|3|4] [-z 0|1] [-R 0|1] [-s 0|1] [-v 0|1] [-p npus] [-m 0|1]\n"
+            "       [-a 0|1|2|3|4] [-z 0|1] [-R 0|1|2] [-s 0|1] [-v 0|1] [-p npus] [-m 0|1]\n"
             "  -a  time over ranks: 0 rank 0, 1 average, 2 min, 3 max (default 3), 4 span: the first\n"
             "      rank's start to the last rank's end (ranks on one machine: one clock)\n"
             "  -z  1: synchronize the stream after every call (blocking), 0: back to back (default 0)\n"
             "  -R  1: record an event on the stream after every timed call, as a framework's handle of\n"
-            "      each call does (default 0)\n"
+            "      each call does; 2: also, as a process group, make the stream wait for a compute\n"
+            "      stream's event before every call, and the compute stream for the event after (default 0)\n"
             "  -s  sendrecv: 1 HcclSend and HcclRecv as two calls (even ranks send first), 0 one\n"
             "      HcclBatchSendRecv of both (default 0)\n"
             "  -v  V forms: 1 the timed calls' tables change every call (blocks of count +- count/2, four\n"
@@ -124,7 +125,9 @@ void perf_parse_args(int argc, char **argv, perf_args *a)
             a->average = (perf_avg)parse_int('a', optarg, 0, 4, "0 (rank 0), 1 (average), 2 (min), 3 (max) or 4 (span)");
             break;
         case 'z': a->blocking = parse_int('z', optarg, 0, 1, "0 (back to back) or 1 (synchronize every call)"); break;
-        case 'R': a->record = parse_int('R', optarg, 0, 1, "0 (no events) or 1 (an event after every call)"); break;
+        case 'R':
+            a->record = parse_int('R', optarg, 0, 2, "0 (no events), 1 (an event after every call) or 2 (and a compute stream's around it)");
+            break;
         case 's': a->separate = parse_int('s', optarg, 0, 1, "0 (HcclBatchSendRecv) or 1 (HcclSend, HcclRecv)"); break;
         case 'v': a->vary = parse_int('v', optarg, 0, 1, "0 (equal blocks) or 1 (other tables every call)"); break;
         case 'r': a->root = !strcmp(optarg, "all") ? -1 : parse_int('r', optarg, 0, INT_MAX, "a rank >= 0 or all");

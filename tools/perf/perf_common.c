@@ -92,23 +92,62 @@ typedef struct perf_time {
     double host_us, dev_us; /* dev_us < 0: no event time */
 } perf_time;
 
-/* -R 1: the events recorded after the timed calls, in turn (a framework keeps one per call in
- * flight; a few are enough for the stream to see a record after every call). */
+/* -R: the events around the timed calls, as a framework makes them, in turns of 8 (a framework
+ * keeps one per call in flight; a few are enough for the stream to see them around every call).
+ * 1: a record after every call. 2: also a compute stream, as a process group's: it records an
+ * event that the collective stream waits for before every call, and waits for the record after. */
 #define PERF_RECORD_RING 8
 
-static void record_ring(aclrtEvent *ring, bool create)
+typedef struct perf_events {
+    int mode; /* -R */
+    aclrtStream compute;
+    aclrtEvent after[PERF_RECORD_RING], before[PERF_RECORD_RING];
+} perf_events;
+
+static void events_open(perf_events *ev, int mode)
 {
-    for (int i = 0; i < PERF_RECORD_RING; i++)
-        PERF_OK(create ? aclrtCreateEvent(&ring[i]) : aclrtDestroyEvent(ring[i]));
+    ev->mode = mode;
+    for (int i = 0; i < PERF_RECORD_RING && mode; i++)
+        PERF_OK(aclrtCreateEvent(&ev->after[i]));
+    for (int i = 0; i < PERF_RECORD_RING && mode > 1; i++)
+        PERF_OK(aclrtCreateEvent(&ev->before[i]));
+    if (mode > 1)
+        PERF_OK(aclrtCreateStream(&ev->compute));
+}
+
+static void events_close(perf_events *ev)
+{
+    if (ev->mode > 1) {
+        PERF_OK(aclrtSynchronizeStream(ev->compute));
+        PERF_OK(aclrtDestroyStream(ev->compute));
+    }
+    for (int i = 0; i < PERF_RECORD_RING && ev->mode; i++)
+        PERF_OK(aclrtDestroyEvent(ev->after[i]));
+    for (int i = 0; i < PERF_RECORD_RING && ev->mode > 1; i++)
+        PERF_OK(aclrtDestroyEvent(ev->before[i]));
+}
+
+/* Timed call i with its events around it; nonzero if any call failed. */
+static int events_call(const perf_events *ev, const perf_env *e, perf_point *p, int i)
+{
+    aclrtEvent before = ev->before[i % PERF_RECORD_RING], after = ev->after[i % PERF_RECORD_RING];
+    if (ev->mode > 1 && (aclrtRecordEvent(before, ev->compute) != ACL_SUCCESS ||
+                         aclrtStreamWaitEvent(e->stream, before) != ACL_SUCCESS))
+        return 1;
+    if (perf_call(e, p) != HCCL_SUCCESS)
+        return 1;
+    if (ev->mode && aclrtRecordEvent(after, e->stream) != ACL_SUCCESS)
+        return 1;
+    return ev->mode > 1 && aclrtStreamWaitEvent(ev->compute, after) != ACL_SUCCESS;
 }
 
 static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p)
 {
-    aclrtEvent start, end, ring[PERF_RECORD_RING];
+    aclrtEvent start, end;
     PERF_OK(aclrtCreateEventWithFlag(&start, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC));
     PERF_OK(aclrtCreateEventWithFlag(&end, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC));
-    if (a->record)
-        record_ring(ring, true);
+    perf_events ev;
+    events_open(&ev, a->record);
     int bad = 0;
     for (int i = 0; i < a->warmup && !bad; i++)
         bad = perf_call(e, p) != HCCL_SUCCESS;
@@ -117,9 +156,7 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     double t0 = oh_now_s();
     PERF_OK(aclrtRecordEvent(start, e->stream));
     for (int i = 0; i < a->iters && !bad; i++) {
-        bad = perf_call(e, p) != HCCL_SUCCESS;
-        if (a->record && !bad)
-            bad = aclrtRecordEvent(ring[i % PERF_RECORD_RING], e->stream) != ACL_SUCCESS;
+        bad = events_call(&ev, e, p, i);
         if (a->blocking && !bad)
             bad = aclrtSynchronizeStream(e->stream) != ACL_SUCCESS;
     }
@@ -131,8 +168,7 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
         l.dev_us = (double)ms * 1e3 / a->iters;
     PERF_OK(aclrtDestroyEvent(start));
     PERF_OK(aclrtDestroyEvent(end));
-    if (a->record)
-        record_ring(ring, false);
+    events_close(&ev);
     if (bad) {
         fprintf(stderr, "rank %u: %s_perf: a call failed\n", e->rank, perf_name(p->kind));
         exit(2);
@@ -269,7 +305,10 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
            e->rank, e->n - 1);
     printf("# time: host clock of %s%s, %s over ranks (-a %d); devtime: ACL timeline events around the same "
            "loop\n#\n", a->blocking ? "calls with a synchronize after each (-z 1)" : "back-to-back calls (-z 0)",
-           a->record ? ", an event recorded after each (-R 1)" : "", perf_avg_name(a->average), (int)a->average);
+           a->record == 1 ? ", an event recorded after each (-R 1)"
+           : a->record    ? ", a process group's events around each (-R 2: a wait for a compute stream's record "
+                            "before, a record after that the compute stream waits for)"
+                          : "", perf_avg_name(a->average), (int)a->average);
     if (kind == PERF_SENDRECV)
         printf("# calls: %s\n#\n", a->separate ? "HcclSend and HcclRecv, even ranks send first (-s 1)"
                                                 : "one HcclBatchSendRecv of a send and a receive (-s 0)");

@@ -30,7 +30,7 @@ typedef struct perf_args {
     int iters, warmup, check, memcpy_ref;
     perf_avg average;       /* -a, default max (nccl-tests: average) */
     int blocking;           /* -z 1: synchronize after every call */
-    int record;             /* -R 1: record an event on the stream after every timed call */
+    int record;             /* -R 1: an event recorded after every timed call; 2: and a compute stream's around it */
     int separate;           /* -s 1 (sendrecv): HcclSend and HcclRecv, not one HcclBatchSendRecv */
     int vary;               /* -v 1 (V forms): the timed calls' tables change every call */
     HcclDataType dts[12];
