@@ -359,6 +359,9 @@ typedef enum emu_exec_mode { EMU_EXEC_WORKER, EMU_EXEC_HOST, EMU_EXEC_HELP, EMU_
  * to target as mode allows, and gives the role back (the worker cannot take it while a host
  * thread wants it: the caller wakes it once it stops wanting). False: stopped before target. */
 bool emu_stream_host_exec_locked(hal_stream *s, uint64_t target, emu_exec_mode mode);
+/* s->mu held: whether the head of s's queue takes no time (EMU_EXEC_INSTANT runs it): an event
+ * record, or an event wait whose record completed. */
+bool emu_stream_head_instant_locked(hal_stream *s);
 /* s->mu held, released meanwhile: where the head of s is an event wait whose record has not
  * completed, helps the stream that records it up to the record (hal event_help), and returns
  * whether that completed it. A framework's collective stream waits for its compute stream's

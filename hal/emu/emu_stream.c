@@ -128,6 +128,11 @@ static bool instant(const emu_task *t)
     return t->kind == EMU_T_EVENT_RECORD || (t->kind == EMU_T_EVENT_WAIT && emu_event_wait_met(t));
 }
 
+bool emu_stream_head_instant_locked(hal_stream *s)
+{
+    return s->head && instant(s->head);
+}
+
 /* An event wait at the head whose record has not completed, which the worker waits for without
  * the role (await_head; s->mu held). Not on a failed stream (the wait is skipped there), on a
  * closing device (the wait fails the stream), or while the timeline trace records (the wait shows

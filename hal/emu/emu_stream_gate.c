@@ -36,10 +36,10 @@ void emu_stream_gate_reopen_locked(hal_stream *s)
         atomic_store_explicit(&s->gate, EMU_GATE_OPEN, memory_order_release);
 }
 
-/* No executor, stop, park or error (s->mu held; the executor check shuts an open gate). */
-static bool free_locked(hal_stream *s)
+/* No executor, stop or error (s->mu held; the executor check shuts an open gate). */
+static bool startable_locked(hal_stream *s)
 {
-    return !s->stop && !s->parked && s->err == HAL_OK && !emu_stream_running_locked(s);
+    return !s->stop && s->err == HAL_OK && !emu_stream_running_locked(s);
 }
 
 /* Whether s is idle (s->mu held). Records and met event waits at the head of the queue, which
@@ -53,16 +53,18 @@ static bool free_locked(hal_stream *s)
  * made 8 B AllReduce at 4 ranks in that pattern 30% slower. */
 static bool idle_locked(hal_stream *s)
 {
-    for (bool followed = false; free_locked(s) && s->head;) {
-        if (emu_stream_host_exec_locked(s, UINT64_MAX, EMU_EXEC_INSTANT))
+    for (bool followed = false; startable_locked(s) && s->head;) {
+        if (emu_stream_head_instant_locked(s)) { /* a host executor ran: that ends a park */
+            (void)emu_stream_host_exec_locked(s, UINT64_MAX, EMU_EXEC_INSTANT);
             continue;
+        }
         if (followed || !emu_stream_follow_wait_locked(s)) { /* the rest is the worker's */
             emu_stream_wake_worker_locked(s);
             break;
         }
         followed = true; /* the wait at the head is met now */
     }
-    return free_locked(s) && !s->head;
+    return startable_locked(s) && !s->parked && !s->head;
 }
 
 bool emu_stream_take_idle(hal_stream *s)

@@ -7,7 +7,8 @@
  * emu_stream_host.c emu_stream_follow_wait_locked, emu_stream_gate.c idle_locked). The recording
  * stream is parked (emu_stream_test_park): its record runs only where a host thread runs it. A
  * wait for a record behind nothing but waits for the waiting stream's own earlier work queues
- * nothing (emu_event.c, behind_own_work_locked). */
+ * nothing (emu_event.c, behind_own_work_locked). A parked stream's worker runs nothing, so what
+ * runs there runs on the test's thread. */
 #include <sched.h>
 
 #include "common/hal_testutil.h"
@@ -128,16 +129,43 @@ Test(emu_wait_aside, a_record_behind_a_wait_helps_the_recording_stream, .timeout
     fix_close(&f);
 }
 
+/* a and b parked (their workers run nothing): a waits for e, recorded on b behind work. */
+static void parked_wait(aside_fix *f)
+{
+    emu_stream_test_park(f->a);
+    record_behind_parked_work(f);
+    HT_OK(f->h->stream_wait_event(f->a, f->e));
+}
+
+/* A record on a parked stream whose head is a wait for a record of b: the record helps b up to
+ * it, runs the met wait and completes, all here before it returns. */
+Test(emu_wait_aside, a_record_behind_a_wait_runs_it_here, .timeout = 60)
+{
+    aside_fix f = fix_open();
+    parked_wait(&f);
+    uint64_t now = emu_event_test_records_now();
+    HT_OK(f.h->event_record(f.x, f.a));
+    cr_expect_eq(f.h->event_query(f.x), HAL_OK, "a record behind a wait did not complete at once");
+    cr_expect_eq(emu_event_test_records_now(), now + 1, "the record did not complete on the calling thread");
+    cr_expect_eq(f.h->event_query(f.e), HAL_OK, "the record waited for did not run");
+    fix_close(&f);
+}
+
 /* A helper that stops at an unmet wait helps the recording stream, then goes on past the wait:
- * event_help of a record behind the wait completes it (a is parked too: only the helper runs). */
+ * event_help of a launch queued behind the wait completes it (only the helper runs). */
 Test(emu_wait_aside, a_helper_follows_a_wait_to_its_record, .timeout = 60)
 {
     aside_fix f = fix_open();
-    emu_stream_test_park(f.a);
-    record_behind_parked_work(&f);
-    HT_OK(f.h->stream_wait_event(f.a, f.e));
-    HT_OK(f.h->event_record(f.x, f.a));
+    parked_wait(&f);
+    static int ran;
+    static hal_insn prog[1];
+    prog[0] = (hal_insn){.kind = HAL_INSN_FN};
+    prog[0].u.fn.fn = count_fn;
+    prog[0].u.fn.arg = &ran;
+    HT_OK(f.h->prog_launch_record(f.a, prog, 1, f.x)); /* queued: a launch does not run at once */
+    cr_expect_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "b's record ran before the helper");
     cr_expect_eq(f.h->event_help(f.x), HAL_OK, "the helper stopped at the wait");
+    cr_expect_eq(ran, 1, "the program behind the wait did not run");
     cr_expect_eq(f.h->event_query(f.e), HAL_OK, "the record waited for did not run");
     fix_close(&f);
 }
