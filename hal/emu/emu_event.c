@@ -435,6 +435,15 @@ bool emu_event_reached(emu_rec r)
     return atomic_load_explicit(&r.e->rec_done, memory_order_acquire) >= r.seq;
 }
 
+bool emu_event_help_towards(emu_rec r)
+{
+    /* A serial event's bookkeeping belongs to the thread that serializes its calls (the runtime's
+     * launch events, under their communicator's lock): another thread may not read it. */
+    if (!(r.e->flags & HAL_EVENT_SERIAL))
+        (void)emu_event_help(r.e);
+    return emu_event_reached(r);
+}
+
 void emu_event_run_wait(hal_stream *s, emu_task *t)
 {
     hal_event *e = t->u.ev.e;

@@ -420,6 +420,9 @@ emu_rec emu_event_hold(const emu_task *t);
 void emu_event_await(emu_rec r, hal_device *dev);
 /* Whether record r has completed. */
 bool emu_event_reached(emu_rec r);
+/* Helps the stream that records r's event up to its latest record (emu_event_help; not for a
+ * HAL_EVENT_SERIAL event, whose caller alone may read it); whether r has completed then. */
+bool emu_event_help_towards(emu_rec r);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the

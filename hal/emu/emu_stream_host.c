@@ -74,9 +74,8 @@ bool emu_stream_follow_wait_locked(hal_stream *s)
     emu_rec r = emu_event_hold(s->head);
     pthread_mutex_unlock(&s->mu);
     t_following = true;
-    (void)emu_event_help(r.e);
+    bool met = emu_event_help_towards(r);
     t_following = false;
-    bool met = emu_event_reached(r);
     emu_event_put(r.e);
     pthread_mutex_lock(&s->mu);
     return met;
