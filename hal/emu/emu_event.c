@@ -357,8 +357,9 @@ static bool ride(hal_event *e, hal_stream *s)
     pthread_mutex_lock(&s->mu);
     emu_task *t = s->tail; /* queued, so not running: its executor pops it under s->mu first */
     emu_rec *slot = NULL;
-    for (uint32_t i = 0; t && !s->stop && t->kind == EMU_T_PROG && i < EMU_PROG_RECORDS && !slot; i++)
-        slot = t->u.prog.rec[i].e ? NULL : &t->u.prog.rec[i];
+    if (t && !s->stop && t->kind == EMU_T_PROG)
+        for (uint32_t i = 0; i < EMU_PROG_RECORDS && !slot; i++)
+            slot = t->u.prog.rec[i].e ? NULL : &t->u.prog.rec[i];
     if (slot) { /* where a sync finds it: the tail's position is the latest enqueue's */
         atomic_fetch_add(&e->refs, 1); /* the task's: dropped by emu_task_release_refs */
         slot->seq = next_record(e);

@@ -1,11 +1,11 @@
 /* Streams: a FIFO task queue with exactly one executor at a time (`running`): the stream's worker
  * thread, or a host thread blocked in a sync without deadline, which runs the queued tasks itself
  * instead of sleeping while the worker runs them (no hand-off when the host waits anyway; the
- * worker stays for true asynchrony), or a host thread running a program at once, which takes the
- * role of an idle stream at its gate (emu_stream_gate.c). Enqueue takes the stream mutex and signals the worker only
- * when it sleeps and no host executes; tasks come from a pool (emu_task_pool.c). Sticky error: the
- * first failing task records code + message; later tasks are skipped, except event records,
- * which complete carrying the error.
+ * worker stays for true asynchrony; emu_stream_host.c), or a host thread running a program at
+ * once, which takes the role of an idle stream at its gate (emu_stream_gate.c). Enqueue takes the
+ * stream mutex and signals the worker only when it sleeps and no host executes; tasks come from a
+ * pool (emu_task_pool.c). Sticky error: the first failing task records code + message; later
+ * tasks are skipped, except event records, which complete carrying the error.
  *
  * Streams live in slots of a table reserved once per process and never unmapped (type-stable
  * memory): emu_stream_live is a range check and one atomic load, and a stale pointer (an event

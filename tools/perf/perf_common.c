@@ -106,7 +106,7 @@ typedef struct perf_events {
 
 static void events_open(perf_events *ev, int mode)
 {
-    ev->mode = mode;
+    *ev = (perf_events){.mode = mode}; /* events_call reads both rings' slots whatever the mode */
     for (int i = 0; i < PERF_RECORD_RING && mode; i++)
         PERF_OK(aclrtCreateEvent(&ev->after[i]));
     for (int i = 0; i < PERF_RECORD_RING && mode > 1; i++)
