@@ -33,6 +33,7 @@ struct hal_event {
     uint64_t ts_ns;
     _Atomic hal_result err; /* error carried by the last completed record (written before rec_done) */
     char msg[EMU_MSG_LEN];
+    emu_kicks kicks;  /* streams whose worker a record's completion need not wake (emu_stream_kick.c) */
     _Atomic int refs; /* the user's + one per pending task */
     bool destroyed;
     struct hal_event *next, *prev;
@@ -54,6 +55,7 @@ static void event_unlink(hal_event *e)
 
 static void event_free(hal_event *e)
 {
+    emu_kicks_destroy(&e->kicks);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e);
@@ -92,6 +94,7 @@ hal_result emu_event_create(hal_device *dev, uint32_t flags, hal_event **out)
     e->flags = flags;
     pthread_mutex_init(&e->mu, NULL);
     emu_cond_init(&e->cv);
+    emu_kicks_init(&e->kicks);
     atomic_init(&e->refs, 1);
     pthread_mutex_lock(&dev->mu);
     e->next = dev->events;
@@ -252,6 +255,30 @@ void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
     emu_event_complete(s, t->u.ev.e, t->u.ev.seq, sticky);
 }
 
+bool emu_event_kick_on(const emu_task *t, hal_stream *s)
+{
+    hal_event *e = t->u.ev.e;
+    emu_kick k = {s, s->gen, t->u.ev.seq};
+    if (!emu_kicks_add(&e->kicks, k))
+        return false;
+    if (atomic_load(&e->rec_done) < k.seq) /* seq_cst, after the add: see emu_kicks */
+        return true;
+    emu_kicks_remove(&e->kicks, k); /* completed meanwhile: if its completer took k, s ignores it */
+    return false;
+}
+
+/* After a completion raised rec_done, without e->mu (a kick runs another stream's tasks, which may
+ * complete other events): kicks the streams whose record completed. */
+static void kick_waiters(hal_event *e)
+{
+    if (!atomic_load(&e->kicks.n)) /* seq_cst, after raise_done's */
+        return;
+    emu_kick k[EMU_EVENT_KICKS];
+    uint32_t n = emu_kicks_take(&e->kicks, atomic_load(&e->rec_done), k);
+    for (uint32_t i = 0; i < n; i++)
+        emu_stream_kick(k[i].s, k[i].gen);
+}
+
 /* rec_done only grows, also when two streams complete records of one event at once. */
 static void raise_done(hal_event *e, uint64_t seq)
 {
@@ -274,6 +301,7 @@ static bool complete_fast(hal_event *e, uint64_t seq)
         pthread_cond_broadcast(&e->cv);
         pthread_mutex_unlock(&e->mu);
     }
+    kick_waiters(e);
     return true;
 }
 
@@ -308,6 +336,7 @@ void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result st
     pthread_mutex_lock(&e->mu);
     complete_locked(s, e, seq, sticky, now);
     pthread_mutex_unlock(&e->mu);
+    kick_waiters(e);
 }
 
 static _Atomic uint64_t g_records_now; /* records record_now completed: for tests */
@@ -334,6 +363,7 @@ static bool record_now(hal_event *e, hal_stream *s)
         pthread_mutex_lock(&e->mu);
         complete_locked(s, e, next_record(e), HAL_OK, now);
         pthread_mutex_unlock(&e->mu);
+        kick_waiters(e);
     }
     emu_stream_give_back(s);
     atomic_store_explicit(&g_records_now, atomic_load_explicit(&g_records_now, memory_order_relaxed) + 1,
@@ -434,15 +464,6 @@ void emu_event_await(emu_rec r, hal_device *dev)
 bool emu_event_reached(emu_rec r)
 {
     return atomic_load_explicit(&r.e->rec_done, memory_order_acquire) >= r.seq;
-}
-
-bool emu_event_help_towards(emu_rec r)
-{
-    /* A serial event's bookkeeping belongs to the thread that serializes its calls (the runtime's
-     * launch events, under their communicator's lock): another thread may not read it. */
-    if (!(r.e->flags & HAL_EVENT_SERIAL))
-        (void)emu_event_help(r.e);
-    return emu_event_reached(r);
 }
 
 void emu_event_run_wait(hal_stream *s, emu_task *t)

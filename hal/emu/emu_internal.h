@@ -297,6 +297,8 @@ struct hal_stream {
     _Atomic uint32_t gate; /* emu_gate: or a host thread holds it through the gate (emu_stream_gate.c) */
     bool running_prog;     /* ... and the task it runs (or ran last) is a program */
     bool parked;           /* tests: the worker takes no task until a host executor ran */
+    bool awaiting;         /* the head is an event wait whose record's completion kicks s: pushes
+                            * and handbacks leave the sleeping worker alone (emu_stream_kick.c) */
     int sync_waiters;
     uint32_t host_wants;   /* host threads in a sync without deadline: the worker hands over */
     _Atomic uint32_t handovers; /* bumped when the worker stops for them; polled without mu */
@@ -362,15 +364,45 @@ bool emu_stream_host_exec_locked(hal_stream *s, uint64_t target, emu_exec_mode m
 /* s->mu held: whether the head of s's queue takes no time (EMU_EXEC_INSTANT runs it): an event
  * record, or an event wait whose record completed. */
 bool emu_stream_head_instant_locked(hal_stream *s);
-/* s->mu held, released meanwhile: where the head of s is an event wait whose record has not
- * completed, helps the stream that records it up to the record (hal event_help), and returns
- * whether that completed it. A framework's collective stream waits for its compute stream's
- * record, which waits for the collective stream's call before: the chain ends back on s. One
- * stream deep per thread: the other stream's own waits are not followed (emu_stream_host.c). */
-bool emu_stream_follow_wait_locked(hal_stream *s);
 /* True while the calling thread runs a stream's tasks inside a synchronize without deadline
  * (emu_stream_run_until). */
 bool emu_stream_in_host_sync(void);
+/* s->mu held: the head of s is an event wait whose record has not completed, which the worker
+ * waits for without the role (await_head), unless s failed, its device closes or the trace records. */
+bool emu_stream_waits_aside_locked(hal_stream *s);
+/* s->mu held: where s's worker sleeps, nothing executes s and its head waits aside, registers s
+ * with the record's event so that the record's completion runs what then takes no time on s
+ * (emu_stream_kick) instead of the worker waking for it; returns s->awaiting (emu_stream_kick.c). */
+bool emu_stream_await_kick_locked(hal_stream *s);
+/* The kick of a record's completion (no lock held): s, if it is still slot generation gen and
+ * awaits a kick, runs its records and met waits at the head on the calling thread, then awaits
+ * the next wait's record the same way, or wakes the worker for what is left. */
+void emu_stream_kick(hal_stream *s, uint32_t gen);
+/* An event's list of streams awaiting a kick (emu_stream_kick.c). Its mutex is a leaf: nothing
+ * else is locked under it. `n` is read without it, after a record's completion raised rec_done:
+ * a registration raises n and then reads rec_done, both seq_cst, so one of the two sees the other. */
+#define EMU_EVENT_KICKS 4u
+typedef struct emu_kick {
+    hal_stream *s;
+    uint32_t gen;
+    uint64_t seq; /* the record it waits for */
+} emu_kick;
+typedef struct emu_kicks {
+    pthread_mutex_t mu;
+    _Atomic uint32_t n;
+    emu_kick k[EMU_EVENT_KICKS];
+} emu_kicks;
+void emu_kicks_init(emu_kicks *l);
+void emu_kicks_destroy(emu_kicks *l);
+/* False: the list is full (the stream's worker waits as before). */
+bool emu_kicks_add(emu_kicks *l, emu_kick k);
+/* Removes k if it is still there. */
+void emu_kicks_remove(emu_kicks *l, emu_kick k);
+/* Takes the entries of records up to done into out; returns how many. */
+uint32_t emu_kicks_take(emu_kicks *l, uint64_t done, emu_kick out[EMU_EVENT_KICKS]);
+/* s->mu held, t the head of s, an event wait: registers s for the completion of t's record;
+ * false if the list is full or the record completed meanwhile (then s is not registered). */
+bool emu_event_kick_on(const emu_task *t, hal_stream *s);
 /* Tests only: the worker leaves queued tasks alone until a host executor has run some (and
  * then woken it): makes "the host executes" observable without races. */
 void emu_stream_test_park(hal_stream *s);
@@ -420,9 +452,6 @@ emu_rec emu_event_hold(const emu_task *t);
 void emu_event_await(emu_rec r, hal_device *dev);
 /* Whether record r has completed. */
 bool emu_event_reached(emu_rec r);
-/* Helps the stream that records r's event up to its latest record (emu_event_help; not for a
- * HAL_EVENT_SERIAL event, whose caller alone may read it); whether r has completed then. */
-bool emu_event_help_towards(emu_rec r);
 void emu_event_put(struct hal_event *e);
 void emu_notify_run(hal_stream *s, emu_task *t);
 /* The same, without a task (stream programs): wait (timeout_ms 0 = no limit here; callers pass the
@@ -589,6 +618,8 @@ uint64_t emu_prog_test_runs_now(void);
 uint64_t emu_event_test_records_now(void);
 /* Waits a worker began for an event wait's record without the stream's role (emu_stream.c). */
 uint64_t emu_stream_test_asides(void);
+/* Tests only: kicks that found their stream awaiting (emu_stream_kick.c). */
+uint64_t emu_stream_test_kicks(void);
 /* Programs checked so far (emu_prog_check, as prog_check and in every prog_launch): for tests. */
 uint64_t emu_prog_test_checks(void);
 uint32_t emu_notify_test_waiters(const struct hal_notify *n);

@@ -133,13 +133,12 @@ bool emu_stream_head_instant_locked(hal_stream *s)
     return s->head && instant(s->head);
 }
 
-/* An event wait at the head whose record has not completed, which the worker waits for without
- * the role (await_head; s->mu held). Not on a failed stream (the wait is skipped there), on a
- * closing device (the wait fails the stream), or while the timeline trace records (the wait shows
- * as a task as long as it waits). */
-static bool waits_aside(hal_stream *s, const emu_task *t)
+/* Not on a failed stream (the wait is skipped there), on a closing device (the wait fails the
+ * stream), or while the timeline trace records (the wait shows as a task as long as it waits). */
+bool emu_stream_waits_aside_locked(hal_stream *s)
 {
-    return t->kind == EMU_T_EVENT_WAIT && !emu_event_wait_met(t) && s->err == HAL_OK &&
+    const emu_task *t = s->head;
+    return t && t->kind == EMU_T_EVENT_WAIT && !emu_event_wait_met(t) && s->err == HAL_OK &&
            !atomic_load(&s->dev->closing) && !emu_trace_on();
 }
 
@@ -153,7 +152,7 @@ static bool exec_locked(hal_stream *s, uint64_t target, emu_exec_mode mode)
     while (s->head && s->done < target && !(mode == EMU_EXEC_WORKER && s->host_wants)) {
         emu_task *t = s->head;
         if ((mode == EMU_EXEC_HELP && !helpable(t)) || (mode == EMU_EXEC_INSTANT && !instant(t)) ||
-            (mode == EMU_EXEC_WORKER && waits_aside(s, t)))
+            (mode == EMU_EXEC_WORKER && emu_stream_waits_aside_locked(s)))
             return false;
         s->head = t->next;
         if (!s->head)
@@ -193,7 +192,8 @@ static void wake_sync_waiters(hal_stream *s)
 
 void emu_stream_wake_worker_locked(hal_stream *s)
 {
-    if (s->sleeping && (s->head || s->stop) && !s->host_wants && !emu_stream_running_locked(s)) {
+    if (s->sleeping && (s->head || s->stop) && !s->host_wants && (!s->awaiting || s->stop) &&
+        !emu_stream_running_locked(s)) {
         s->sleeping = false;
         pthread_cond_signal(&s->cv_work);
     }
@@ -256,7 +256,8 @@ static void worker_policy(void)
  * compute stream, and the compute stream for the collective, had its streams pass every call
  * between their workers once one call went to the queue (8 B Broadcast at 2 ranks: 2.2-2.4 us a
  * call, against 0.2 without the waits; docs/emulator.md, "Waits aside"). Meanwhile a host thread
- * that finds the wait met runs it, and what follows, itself (emu_stream_take_idle, help). */
+ * that finds the wait met runs it, and what follows, itself (emu_stream_take_idle, help, a kick).
+ * A worker that sleeps when the wait comes is not woken for it at all (emu_stream_kick.c). */
 static _Atomic uint64_t g_asides; /* await_head's waits: for tests */
 
 uint64_t emu_stream_test_asides(void)
@@ -290,7 +291,7 @@ static void *stream_main(void *p)
             if (s->host_wants) { /* stopped for a host thread: let it take the role */
                 atomic_fetch_add_explicit(&s->handovers, 1, memory_order_release);
                 wake_sync_waiters(s);
-            } else if (s->head && waits_aside(s, s->head)) {
+            } else if (emu_stream_waits_aside_locked(s)) {
                 wake_sync_waiters(s); /* one may take the role now */
                 await_head(s);
             }
@@ -334,7 +335,8 @@ hal_result emu_stream_push_at(hal_stream *s, emu_task *t, uint64_t *pos, uint32_
         *pos = s->enq;
     if (gen)
         *gen = s->gen;
-    bool wake = s->sleeping && !s->running && !held; /* a host executing hands the rest over when it stops */
+    /* a host executing hands the rest over when it stops; a wait at the head may leave it to a kick */
+    bool wake = s->sleeping && !s->running && !held && !emu_stream_await_kick_locked(s);
     if (wake)
         s->sleeping = false;
     emu_task_refill_locked(s);
@@ -358,7 +360,7 @@ static void slot_init(hal_stream *s, hal_device *dev)
     atomic_store(&s->enq_pub, 0);
     atomic_store(&s->done, 0);
     s->wake_at = UINT64_MAX;
-    s->sleeping = s->stop = s->running = s->running_prog = s->parked = false;
+    s->sleeping = s->stop = s->running = s->running_prog = s->parked = s->awaiting = false;
     atomic_store(&s->gate, EMU_GATE_SHUT); /* the first run at once goes through mu, and opens it */
     s->sync_waiters = 0;
     s->err = HAL_OK;

@@ -65,22 +65,6 @@ static void host_run_until_locked(hal_stream *s, uint64_t target)
     emu_stream_wake_worker_locked(s); /* woken while we wanted the role, it slept again: tasks past target are its */
 }
 
-static _Thread_local bool t_following;
-
-bool emu_stream_follow_wait_locked(hal_stream *s)
-{
-    if (t_following || !s->head || s->head->kind != EMU_T_EVENT_WAIT || s->err != HAL_OK)
-        return false;
-    emu_rec r = emu_event_hold(s->head);
-    pthread_mutex_unlock(&s->mu);
-    t_following = true;
-    bool met = emu_event_help_towards(r);
-    t_following = false;
-    emu_event_put(r.e);
-    pthread_mutex_lock(&s->mu);
-    return met;
-}
-
 /* A helping host thread (emu_stream_help_until): takes the role from the worker at its next task
  * boundary if the worker runs a program and ends it within a short poll (a small collective's takes
  * a few microseconds unless it waits for a peer), runs what it may, and leaves the rest to the
@@ -92,7 +76,7 @@ static void host_help_locked(hal_stream *s, uint64_t target)
     s->host_wants++;
     while (s->done < target) {
         if (s->head && !emu_stream_running_locked(s)) {
-            if (!emu_stream_host_exec_locked(s, target, EMU_EXEC_HELP) && !emu_stream_follow_wait_locked(s))
+            if (!emu_stream_host_exec_locked(s, target, EMU_EXEC_HELP))
                 break;
         } else if (!polled && (s->running ? s->running_prog : emu_stream_gate_held_locked(s))) {
             polled = true;

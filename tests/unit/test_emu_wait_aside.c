@@ -1,14 +1,12 @@
 /* Event waits between streams on the emulator, as a framework makes them around every collective
  * (its collective stream waits for its compute stream's record, the compute stream for the
  * collective's): a wait whose record completed queues nothing; a worker waits for an unmet record
- * without the stream's executor role; and a host thread that finds such a wait at the head of a
- * stream (running at once, or helping) helps the stream that records the event up to the record,
- * then runs the met wait, and what follows, itself (emu_stream.c await_head,
- * emu_stream_host.c emu_stream_follow_wait_locked, emu_stream_gate.c idle_locked). The recording
- * stream is parked (emu_stream_test_park): its record runs only where a host thread runs it. A
- * wait for a record behind nothing but waits for the waiting stream's own earlier work queues
- * nothing (emu_event.c, behind_own_work_locked). A parked stream's worker runs nothing, so what
- * runs there runs on the test's thread. */
+ * without the stream's executor role (emu_stream.c await_head); a stream whose worker sleeps when
+ * such a wait comes is run by the record's completion, on the completing thread, and its worker is
+ * woken only for other work (emu_stream_kick.c); a wait for a record behind nothing but waits for
+ * the waiting stream's own earlier work queues nothing (emu_event.c, behind_own_work_locked). The
+ * recording stream is often parked (emu_stream_test_park): its worker runs nothing, so its record
+ * runs where the test's thread runs it. */
 #include <sched.h>
 
 #include "common/hal_testutil.h"
@@ -74,15 +72,40 @@ static void record_behind_parked_work(aside_fix *f)
     HT_OK(f->h->event_record(f->e, f->b));
 }
 
-/* a waits for e, recorded on the parked stream b behind work, and a's worker has gone to wait. */
-static void wait_for_parked_record(aside_fix *f)
+static bool awaiting(hal_stream *s)
 {
-    record_behind_parked_work(f);
-    cr_assert_eq(f->h->event_query(f->e), HAL_E_NOT_READY, "a record on a parked stream ran");
-    uint64_t asides = emu_stream_test_asides();
-    HT_OK(f->h->stream_wait_event(f->a, f->e));
-    while (emu_stream_test_asides() == asides) /* the worker reaches the wait (Criterion's timeout bounds it) */
+    pthread_mutex_lock(&s->mu);
+    bool w = s->awaiting;
+    pthread_mutex_unlock(&s->mu);
+    return w;
+}
+
+/* Until s's worker sleeps with nothing queued (Criterion's timeout bounds the loop). */
+static void until_asleep(hal_stream *s)
+{
+    for (bool asleep = false; !asleep; sched_yield()) {
+        pthread_mutex_lock(&s->mu);
+        asleep = s->sleeping && !s->head;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Until s's wait at the head waits aside (a worker began await_head since `asides`) or awaits its
+ * kick, whichever the worker's state when it came made it. */
+static void until_waiting(hal_stream *s, uint64_t asides)
+{
+    while (emu_stream_test_asides() == asides && !awaiting(s))
         sched_yield();
+}
+
+/* a waits for e, recorded on the parked stream b behind work, its worker asleep when the wait
+ * came: the wait awaits e's kick. */
+static void kick_wait(aside_fix *f)
+{
+    until_asleep(f->a);
+    record_behind_parked_work(f);
+    HT_OK(f->h->stream_wait_event(f->a, f->e));
+    cr_assert(awaiting(f->a), "a's wait does not await its record's kick");
 }
 
 /* A wait for a record that completed without error holds nothing back: no task. */
@@ -115,76 +138,118 @@ Test(emu_wait_aside, a_wait_for_a_failed_record_fails_the_stream, .timeout = 60)
     fix_close(&f);
 }
 
-/* The worker waits for the record without a's role: a record on a, from this thread, helps b up
- * to e's record before it returns (only a host executor runs the parked b), and completes after
- * the wait, on this thread or on the worker, woken by e. Were the worker holding the role, the
- * record would queue behind the wait, and nothing would run b's record. */
-Test(emu_wait_aside, a_record_behind_a_wait_helps_the_recording_stream, .timeout = 60)
+/* The record's completion runs what takes no time behind the wait (the met wait, a record) on the
+ * completing thread: here, in the sync that runs the parked b. a's worker sleeps through it. */
+Test(emu_wait_aside, a_records_completion_runs_the_waiting_stream, .timeout = 60)
 {
     aside_fix f = fix_open();
-    wait_for_parked_record(&f);
+    kick_wait(&f);
     HT_OK(f.h->event_record(f.x, f.a));
-    cr_expect_eq(f.h->event_query(f.e), HAL_OK, "the record waited for did not run");
+    cr_expect_eq(f.h->event_query(f.x), HAL_E_NOT_READY, "a's record ran before the wait's");
+    uint64_t kicks = emu_stream_test_kicks();
+    HT_OK(f.h->stream_sync(f.b, -1)); /* runs b's work and e's record here */
+    cr_expect_eq(emu_stream_test_kicks(), kicks + 1, "e's completion did not kick a");
+    cr_expect_eq(f.h->event_query(f.x), HAL_OK, "a's record did not complete with e's");
+    pthread_mutex_lock(&f.a->mu);
+    cr_expect(f.a->sleeping && !f.a->head && !f.a->awaiting, "a's worker was woken, or a kept a task");
+    pthread_mutex_unlock(&f.a->mu);
+    fix_close(&f);
+}
+
+static int count_prog_ran;
+
+/* A program of one FN instruction that counts into count_prog_ran. */
+static const hal_insn *count_prog(void)
+{
+    static hal_insn prog[1];
+    prog[0] = (hal_insn){.kind = HAL_INSN_FN};
+    prog[0].u.fn.fn = count_fn;
+    prog[0].u.fn.arg = &count_prog_ran;
+    return prog;
+}
+
+/* Work behind the wait that takes time is the worker's: the kick wakes it (a timed sync of a
+ * only waits for the worker). */
+Test(emu_wait_aside, a_kick_wakes_the_worker_for_other_work, .timeout = 60)
+{
+    aside_fix f = fix_open();
+    kick_wait(&f);
+    count_prog_ran = 0;
+    HT_OK(f.h->prog_launch(f.a, count_prog(), 1)); /* queued behind the wait: no wake-up */
+    HT_OK(f.h->event_record(f.x, f.a));
+    HT_OK(f.h->stream_sync(f.b, -1));
+    HT_OK(f.h->stream_sync(f.a, 30000));
+    cr_expect_eq(count_prog_ran, 1, "the program behind the wait did not run");
     HT_OK(f.h->event_sync(f.x, 30000));
     fix_close(&f);
 }
 
-/* a and b parked (their workers run nothing): a waits for e, recorded on b behind work. */
-static void parked_wait(aside_fix *f)
-{
-    emu_stream_test_park(f->a);
-    record_behind_parked_work(f);
-    HT_OK(f->h->stream_wait_event(f->a, f->e));
-}
-
-/* A record on a parked stream whose head is a wait for a record of b: the record helps b up to
- * it, runs the met wait and completes, all here before it returns. */
-Test(emu_wait_aside, a_record_behind_a_wait_runs_it_here, .timeout = 60)
+/* A record that completes with its stream's error fails the stream its kick runs. */
+Test(emu_wait_aside, a_kick_carries_the_records_failure, .timeout = 60)
 {
     aside_fix f = fix_open();
-    parked_wait(&f);
-    uint64_t now = emu_event_test_records_now();
-    HT_OK(f.h->event_record(f.x, f.a));
-    cr_expect_eq(f.h->event_query(f.x), HAL_OK, "a record behind a wait did not complete at once");
-    cr_expect_eq(emu_event_test_records_now(), now + 1, "the record did not complete on the calling thread");
-    cr_expect_eq(f.h->event_query(f.e), HAL_OK, "the record waited for did not run");
+    kick_wait(&f);
+    emu_stream_fail(f.b, HAL_E_INTERNAL, "failed on purpose");
+    cr_expect_eq(f.h->stream_sync(f.b, -1), HAL_E_INTERNAL);
+    cr_expect_eq(f.h->stream_sync(f.a, 30000), HAL_E_INTERNAL, "the waiting stream did not fail");
+    f.h->stream_clear_error(f.a);
+    f.h->stream_clear_error(f.b);
     fix_close(&f);
 }
 
-/* A helper that stops at an unmet wait helps the recording stream, then goes on past the wait:
- * event_help of a launch queued behind the wait completes it (only the helper runs). */
-Test(emu_wait_aside, a_helper_follows_a_wait_to_its_record, .timeout = 60)
+/* More streams wait for one record than its event's kick list holds: the rest wait as before,
+ * on their workers, and every one goes on. */
+Test(emu_wait_aside, waits_beyond_the_kick_list_go_on, .timeout = 60)
 {
     aside_fix f = fix_open();
-    parked_wait(&f);
-    static int ran;
-    static hal_insn prog[1];
-    prog[0] = (hal_insn){.kind = HAL_INSN_FN};
-    prog[0].u.fn.fn = count_fn;
-    prog[0].u.fn.arg = &ran;
-    HT_OK(f.h->prog_launch_record(f.a, prog, 1, f.x)); /* queued: a launch does not run at once */
-    cr_expect_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "b's record ran before the helper");
-    cr_expect_eq(f.h->event_help(f.x), HAL_OK, "the helper stopped at the wait");
-    cr_expect_eq(ran, 1, "the program behind the wait did not run");
-    cr_expect_eq(f.h->event_query(f.e), HAL_OK, "the record waited for did not run");
+    enum { N = EMU_EVENT_KICKS + 2 };
+    hal_stream *w[N];
+    hal_event *r[N];
+    for (int i = 0; i < N; i++) {
+        HT_OK(f.h->stream_create(f.d, &w[i]));
+        HT_OK(f.h->event_create(f.d, 0, &r[i]));
+        until_asleep(w[i]);
+    }
+    record_behind_parked_work(&f);
+    int kicked = 0;
+    for (int i = 0; i < N; i++) {
+        HT_OK(f.h->stream_wait_event(w[i], f.e));
+        kicked += awaiting(w[i]);
+        HT_OK(f.h->event_record(r[i], w[i]));
+    }
+    cr_expect_eq(kicked, EMU_EVENT_KICKS, "%d of %d waits await a kick", kicked, N);
+    HT_OK(f.h->stream_sync(f.b, -1));
+    for (int i = 0; i < N; i++) {
+        HT_OK(f.h->event_sync(r[i], 30000));
+        HT_OK(f.h->event_destroy(r[i]));
+        HT_OK(f.h->stream_destroy(w[i]));
+    }
     fix_close(&f);
 }
 
-/* The worker that waits aside goes on once the record completes elsewhere. */
+/* A worker that was busy when the wait came waits aside, and goes on once the record completes
+ * elsewhere. */
 Test(emu_wait_aside, the_worker_goes_on_once_the_record_completes, .timeout = 60)
 {
     aside_fix f = fix_open();
-    wait_for_parked_record(&f);
-    static int ran;
-    hal_insn in = {.kind = HAL_INSN_FN};
-    in.u.fn.fn = count_fn;
-    in.u.fn.arg = &ran;
-    static hal_insn prog[1];
-    prog[0] = in;
-    HT_OK(f.h->prog_launch(f.a, prog, 1));
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.a, ht_gate_fn, &gate));
+    while (sem_wait(&gate.entered) != 0) /* a's worker runs the host function */
+        ;
+    record_behind_parked_work(&f);
+    HT_OK(f.h->stream_wait_event(f.a, f.e));
+    count_prog_ran = 0;
+    HT_OK(f.h->prog_launch(f.a, count_prog(), 1));
+    uint64_t asides = emu_stream_test_asides();
+    ht_gate_open(&gate);
+    while (emu_stream_test_asides() == asides) /* the worker reaches the wait */
+        sched_yield();
+    cr_expect(!awaiting(f.a), "a busy worker's wait awaits a kick");
     HT_OK(f.h->stream_sync(f.b, -1)); /* runs b's record here */
     HT_OK(f.h->stream_sync(f.a, 30000)); /* a timed sync: the worker runs the rest */
-    cr_expect_eq(ran, 1, "the program behind the wait did not run");
+    cr_expect_eq(count_prog_ran, 1, "the program behind the wait did not run");
+    ht_gate_fini(&gate);
     fix_close(&f);
 }
 
@@ -203,8 +268,7 @@ Test(emu_wait_aside, a_wait_behind_ones_own_work_queues_nothing, .timeout = 60)
     HT_OK(f.h->event_record(f.e, f.a));
     uint64_t asides = emu_stream_test_asides();
     HT_OK(f.h->stream_wait_event(f.b, f.e));
-    while (emu_stream_test_asides() == asides) /* b's worker waits for e without b's role */
-        sched_yield();
+    until_waiting(f.b, asides); /* b's wait waits for e without b's role */
     HT_OK(f.h->event_record(g, f.b));
     uint64_t tasks = queued_tasks(f.a);
     HT_OK(f.h->stream_wait_event(f.a, g));
