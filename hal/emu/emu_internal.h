@@ -374,6 +374,8 @@ bool emu_stream_waits_aside_locked(hal_stream *s);
  * with the record's event so that the record's completion runs what then takes no time on s
  * (emu_stream_kick) instead of the worker waking for it; returns s->awaiting (emu_stream_kick.c). */
 bool emu_stream_await_kick_locked(hal_stream *s);
+/* The same for the worker that stopped at such a wait, about to sleep (s->mu held throughout). */
+bool emu_stream_worker_await_kick_locked(hal_stream *s);
 /* The kick of a record's completion (no lock held): s, if it is still slot generation gen and
  * awaits a kick, runs its records and met waits at the head on the calling thread, then awaits
  * the next wait's record the same way, or wakes the worker for what is left. */

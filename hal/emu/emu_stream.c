@@ -256,8 +256,9 @@ static void worker_policy(void)
  * compute stream, and the compute stream for the collective, had its streams pass every call
  * between their workers once one call went to the queue (8 B Broadcast at 2 ranks: 2.2-2.4 us a
  * call, against 0.2 without the waits; docs/emulator.md, "Waits aside"). Meanwhile a host thread
- * that finds the wait met runs it, and what follows, itself (emu_stream_take_idle, help, a kick).
- * A worker that sleeps when the wait comes is not woken for it at all (emu_stream_kick.c). */
+ * that finds the wait met runs it, and what follows, itself (emu_stream_take_idle, help). Only
+ * where the event's list of streams to kick is full: otherwise the worker sleeps until the
+ * record's completion kicks the stream (emu_stream_kick.c). */
 static _Atomic uint64_t g_asides; /* await_head's waits: for tests */
 
 uint64_t emu_stream_test_asides(void)
@@ -282,7 +283,8 @@ static void *stream_main(void *p)
     worker_policy();
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (s->head && !s->running && !s->parked && !s->host_wants && !emu_stream_gate_held_locked(s)) {
+        if (s->head && !s->running && !s->parked && !s->host_wants && (!s->awaiting || s->stop) &&
+            !emu_stream_gate_held_locked(s)) {
             s->running = true;
             (void)exec_locked(s, UINT64_MAX, EMU_EXEC_WORKER);
             s->running = false;
@@ -293,13 +295,14 @@ static void *stream_main(void *p)
                 wake_sync_waiters(s);
             } else if (emu_stream_waits_aside_locked(s)) {
                 wake_sync_waiters(s); /* one may take the role now */
-                await_head(s);
+                if (!emu_stream_worker_await_kick_locked(s)) /* else sleeps until the kick wakes it */
+                    await_head(s);
             }
             continue;
         }
         if (s->stop && !s->head && !emu_stream_running_locked(s))
             break;
-        if (!polled && !s->stop && !s->host_wants) { /* once per idle period; then re-check under mu, and sleep */
+        if (!polled && !s->stop && !s->host_wants && !s->awaiting) { /* once per idle period; then re-check under mu, and sleep */
             polled = true;
             worker_poll(s);
             continue;

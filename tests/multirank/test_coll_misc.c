@@ -22,6 +22,9 @@ Test(twostreams, n2) { misc(2, "twostreams"); }
 Test(twostreams, n4) { misc(4, "twostreams"); }
 Test(framework, n2) { misc(2, "framework"); }
 Test(framework, n3) { misc(3, "framework"); }
+Test(framework, n4) { misc(4, "framework"); } /* more ranks than CI's CPUs: calls go to the queue */
+Test(framework_lean, n2) { misc(2, "framework_lean"); }
+Test(framework_lean, n4) { misc(4, "framework_lean"); }
 Test(badinput, n1) { misc(1, "badinput"); }
 Test(badinput, n2) { misc(2, "badinput"); }
 

@@ -325,7 +325,8 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|eagerseq|onewayseq|"
+        fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|framework|framework_lean|eagerseq|"
+                        "onewayseq|"
                         "onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND\n");
         return 2;
     }
@@ -340,6 +341,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "barrier")) bad = scen_barrier(&e);
     else if (!strcmp(s, "twostreams")) bad = misc_twostreams(&e);
     else if (!strcmp(s, "framework")) bad = misc_framework(&e);
+    else if (!strcmp(s, "framework_lean")) bad = misc_framework_lean(&e);
     else if (!strcmp(s, "badinput")) bad = misc_badinput(&e);
     else if (!strcmp(s, "eagerseq")) bad = misc_eagerseq(&e);
     else if (!strcmp(s, "deepqueue")) bad = misc_deepqueue(&e);

@@ -36,6 +36,7 @@ int misc_mismatch(prog_env *e, const char *kind);
 int misc_badinput(prog_env *e);
 int misc_twostreams(prog_env *e);
 int misc_framework(prog_env *e); /* coll_streams.c */
+int misc_framework_lean(prog_env *e); /* coll_streams.c */
 int misc_eagerseq(prog_env *e); /* coll_eager.c */
 int misc_deepqueue(prog_env *e); /* coll_eager.c */
 int misc_onewayseq(prog_env *e); /* coll_eager.c */

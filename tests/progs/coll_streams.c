@@ -1,4 +1,4 @@
-/* coll_misc twostreams and framework: collectives and the streams around them.
+/* coll_misc twostreams, framework and framework_lean: collectives and the streams around them.
  * twostreams: one communicator's collectives issued alternately on two streams (as
  * torch_npu and CANN allow). They must run in call order, each also after the earlier work of its
  * own stream:
@@ -156,13 +156,12 @@ static uint64_t fw_count(int i)
     return (i / 3) & 1 ? 16384 : 2; /* int32: 64 KiB or 8 B, in runs of three */
 }
 
-static int fw_check(const prog_env *e, void *const *slot, int call)
+static int fw_check(const prog_env *e, void *const *slot, int call, bool bcast)
 {
     int bad = 0;
     uint64_t cnt = fw_count(call);
     uint32_t *got = xmalloc(cnt * sizeof *got);
     to_host(got, slot[call], cnt * sizeof *got);
-    bool bcast = call % 5 == 4;
     for (uint64_t i = 0; i < cnt && !bad; i++) {
         uint32_t want = bcast ? (uint32_t)input_elem(0, i, call) : ref_sum(e->n, i, call);
         FAILIF(got[i] != want, "framework call %d (%s, %llu elements): element %llu got %u want %u", call,
@@ -204,7 +203,7 @@ int misc_framework(prog_env *e)
     ACL_OK(aclrtSynchronizeStream(cs));
     int bad = 0;
     for (int i = 0; i < FW_CALLS; i++) {
-        bad |= fw_check(e, slot, i);
+        bad |= fw_check(e, slot, i, i % 5 == 4);
         dev_free(in[i]);
         dev_free(slot[i]);
     }
@@ -216,5 +215,61 @@ int misc_framework(prog_env *e)
     }
     ACL_OK(aclrtDestroyStream(cs));
     printf("framework: %d calls between a compute and a collective stream: %s\n", FW_CALLS, bad ? "FAIL" : "ok");
+    return bad;
+}
+
+/* framework_lean: the same pattern where the compute stream has nothing but its events to do
+ * between most calls. Each call reads an input of its own and writes one of FWL_RING receive
+ * buffers; after every FWL_RING calls the compute stream copies the ring out (its only work), and
+ * the collective stream's wait for the compute stream's next record keeps the ring from being
+ * written again before that. The compute stream's waits come while its worker sleeps, so the
+ * collective's record runs them where it completes (emu_stream_kick.c). A wait that does not hold
+ * shows as a slot copied before its call wrote it, or after the next call overwrote it. */
+#define FWL_RING 8
+
+int misc_framework_lean(prog_env *e)
+{
+    aclrtStream cs = NULL, s = e->stream;
+    ACL_OK(aclrtCreateStream(&cs));
+    aclrtEvent ready[FW_RING], done[FW_RING];
+    for (int k = 0; k < FW_RING; k++) {
+        ACL_OK(aclrtCreateEvent(&ready[k]));
+        ACL_OK(aclrtCreateEvent(&done[k]));
+    }
+    void *in[FW_CALLS], *slot[FW_CALLS], *recv[FWL_RING];
+    for (int i = 0; i < FW_CALLS; i++) {
+        in[i] = upload_input(e->rank, fw_count(i), i);
+        slot[i] = dev_alloc(fw_count(i) * 4);
+    }
+    for (int k = 0; k < FWL_RING; k++)
+        recv[k] = dev_alloc(16384 * 4);
+    for (int i = 0; i < FW_CALLS; i++) {
+        ACL_OK(aclrtRecordEvent(ready[i % FW_RING], cs));
+        ACL_OK(aclrtStreamWaitEvent(s, ready[i % FW_RING]));
+        HCCL_OK(HcclAllReduce(in[i], recv[i % FWL_RING], fw_count(i), HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+                              e->comm, s));
+        ACL_OK(aclrtRecordEvent(done[i % FW_RING], s));
+        ACL_OK(aclrtStreamWaitEvent(cs, done[i % FW_RING]));
+        for (int k = i - FWL_RING + 1; i % FWL_RING == FWL_RING - 1 && k <= i; k++) {
+            size_t bytes = fw_count(k) * 4;
+            ACL_OK(aclrtMemcpyAsync(slot[k], bytes, recv[k % FWL_RING], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, cs));
+        }
+    }
+    ACL_OK(aclrtSynchronizeStream(cs));
+    int bad = 0;
+    for (int i = 0; i < FW_CALLS; i++) {
+        bad |= fw_check(e, slot, i, false);
+        dev_free(in[i]);
+        dev_free(slot[i]);
+    }
+    for (int k = 0; k < FWL_RING; k++)
+        dev_free(recv[k]);
+    for (int k = 0; k < FW_RING; k++) {
+        ACL_OK(aclrtDestroyEvent(ready[k]));
+        ACL_OK(aclrtDestroyEvent(done[k]));
+    }
+    ACL_OK(aclrtDestroyStream(cs));
+    printf("framework_lean: %d calls, a compute stream with only events between most: %s\n", FW_CALLS,
+           bad ? "FAIL" : "ok");
     return bad;
 }

@@ -1,12 +1,13 @@
 /* Event waits between streams on the emulator, as a framework makes them around every collective
  * (its collective stream waits for its compute stream's record, the compute stream for the
- * collective's): a wait whose record completed queues nothing; a worker waits for an unmet record
- * without the stream's executor role (emu_stream.c await_head); a stream whose worker sleeps when
- * such a wait comes is run by the record's completion, on the completing thread, and its worker is
- * woken only for other work (emu_stream_kick.c); a wait for a record behind nothing but waits for
- * the waiting stream's own earlier work queues nothing (emu_event.c, behind_own_work_locked). The
- * recording stream is often parked (emu_stream_test_park): its worker runs nothing, so its record
- * runs where the test's thread runs it. */
+ * collective's): a wait whose record completed queues nothing; a stream whose next task is a wait
+ * for an unmet record (its worker asleep when the wait came, or reaching it) is run by the record's
+ * completion, on the completing thread, and its worker is woken only for other work
+ * (emu_stream_kick.c); where the event's list of such streams is full, the worker waits for the
+ * record without the stream's executor role (emu_stream.c await_head); a wait for a record behind
+ * nothing but waits for the waiting stream's own earlier work queues nothing (emu_event.c,
+ * behind_own_work_locked). The recording stream is often parked (emu_stream_test_park): its worker
+ * runs nothing, so its record runs where the test's thread runs it. */
 #include <sched.h>
 
 #include "common/hal_testutil.h"
@@ -227,9 +228,9 @@ Test(emu_wait_aside, waits_beyond_the_kick_list_go_on, .timeout = 60)
     fix_close(&f);
 }
 
-/* A worker that was busy when the wait came waits aside, and goes on once the record completes
- * elsewhere. */
-Test(emu_wait_aside, the_worker_goes_on_once_the_record_completes, .timeout = 60)
+/* A worker that was busy when the wait came reaches it and sleeps until the kick, which wakes it
+ * for the program behind the wait (a timed sync of a only waits for the worker). */
+Test(emu_wait_aside, a_busy_worker_sleeps_until_the_kick, .timeout = 60)
 {
     aside_fix f = fix_open();
     ht_gate gate;
@@ -239,17 +240,52 @@ Test(emu_wait_aside, the_worker_goes_on_once_the_record_completes, .timeout = 60
         ;
     record_behind_parked_work(&f);
     HT_OK(f.h->stream_wait_event(f.a, f.e));
+    cr_expect(!awaiting(f.a), "a wait that came while the worker ran awaits a kick");
     count_prog_ran = 0;
     HT_OK(f.h->prog_launch(f.a, count_prog(), 1));
-    uint64_t asides = emu_stream_test_asides();
     ht_gate_open(&gate);
-    while (emu_stream_test_asides() == asides) /* the worker reaches the wait */
+    while (!awaiting(f.a)) /* the worker reaches the wait */
         sched_yield();
-    cr_expect(!awaiting(f.a), "a busy worker's wait awaits a kick");
+    uint64_t kicks = emu_stream_test_kicks();
     HT_OK(f.h->stream_sync(f.b, -1)); /* runs b's record here */
-    HT_OK(f.h->stream_sync(f.a, 30000)); /* a timed sync: the worker runs the rest */
+    cr_expect_eq(emu_stream_test_kicks(), kicks + 1, "e's completion did not kick a");
+    HT_OK(f.h->stream_sync(f.a, 30000));
     cr_expect_eq(count_prog_ran, 1, "the program behind the wait did not run");
     ht_gate_fini(&gate);
+    fix_close(&f);
+}
+
+/* Where the event's list is full, the worker waits aside for the record (without the role), and
+ * goes on once it completes elsewhere. */
+Test(emu_wait_aside, a_worker_waits_aside_where_the_list_is_full, .timeout = 60)
+{
+    aside_fix f = fix_open();
+    enum { N = EMU_EVENT_KICKS };
+    hal_stream *w[N];
+    for (int i = 0; i < N; i++) {
+        HT_OK(f.h->stream_create(f.d, &w[i]));
+        until_asleep(w[i]);
+    }
+    until_asleep(f.a);
+    record_behind_parked_work(&f);
+    for (int i = 0; i < N; i++) {
+        HT_OK(f.h->stream_wait_event(w[i], f.e));
+        cr_assert(awaiting(w[i]), "stream %d does not await a kick", i);
+    }
+    uint64_t asides = emu_stream_test_asides();
+    HT_OK(f.h->stream_wait_event(f.a, f.e)); /* the list is full: the push wakes a's worker */
+    count_prog_ran = 0;
+    HT_OK(f.h->prog_launch(f.a, count_prog(), 1));
+    while (emu_stream_test_asides() == asides) /* a's worker waits aside */
+        sched_yield();
+    cr_expect(!awaiting(f.a), "a awaits a kick beyond the list");
+    HT_OK(f.h->stream_sync(f.b, -1));
+    HT_OK(f.h->stream_sync(f.a, 30000));
+    cr_expect_eq(count_prog_ran, 1, "the program behind the wait did not run");
+    for (int i = 0; i < N; i++) {
+        HT_OK(f.h->stream_sync(w[i], 30000));
+        HT_OK(f.h->stream_destroy(w[i]));
+    }
     fix_close(&f);
 }
 
