@@ -171,49 +171,81 @@ static int fw_check(const prog_env *e, void *const *slot, int call, bool bcast)
     return bad;
 }
 
+/* What both framework scenarios set up: the compute stream, its events, each call's input and
+ * the slot its result is copied into. */
+typedef struct fw_setup {
+    aclrtStream cs;
+    aclrtEvent ready[FW_RING], done[FW_RING];
+    void *in[FW_CALLS], *slot[FW_CALLS];
+} fw_setup;
+
+static void fw_open(const prog_env *e, fw_setup *f)
+{
+    ACL_OK(aclrtCreateStream(&f->cs));
+    for (int k = 0; k < FW_RING; k++) {
+        ACL_OK(aclrtCreateEvent(&f->ready[k]));
+        ACL_OK(aclrtCreateEvent(&f->done[k]));
+    }
+    for (int i = 0; i < FW_CALLS; i++) {
+        f->in[i] = upload_input(e->rank, fw_count(i), i);
+        f->slot[i] = dev_alloc(fw_count(i) * 4);
+    }
+}
+
+/* Before call i: the collective stream s waits for the compute stream's record. */
+static void fw_before(const fw_setup *f, aclrtStream s, int i)
+{
+    ACL_OK(aclrtRecordEvent(f->ready[i % FW_RING], f->cs));
+    ACL_OK(aclrtStreamWaitEvent(s, f->ready[i % FW_RING]));
+}
+
+/* After call i: the compute stream waits for the collective stream's record. */
+static void fw_after(const fw_setup *f, aclrtStream s, int i)
+{
+    ACL_OK(aclrtRecordEvent(f->done[i % FW_RING], s));
+    ACL_OK(aclrtStreamWaitEvent(f->cs, f->done[i % FW_RING]));
+}
+
+/* Waits for the compute stream, checks every slot (every fifth call a Broadcast where
+ * `broadcasts`), and frees it all; nonzero if a slot was wrong. */
+static int fw_close(const prog_env *e, fw_setup *f, bool broadcasts)
+{
+    ACL_OK(aclrtSynchronizeStream(f->cs));
+    int bad = 0;
+    for (int i = 0; i < FW_CALLS; i++) {
+        bad |= fw_check(e, f->slot, i, broadcasts && i % 5 == 4);
+        dev_free(f->in[i]);
+        dev_free(f->slot[i]);
+    }
+    for (int k = 0; k < FW_RING; k++) {
+        ACL_OK(aclrtDestroyEvent(f->ready[k]));
+        ACL_OK(aclrtDestroyEvent(f->done[k]));
+    }
+    ACL_OK(aclrtDestroyStream(f->cs));
+    return bad;
+}
+
 int misc_framework(prog_env *e)
 {
-    aclrtStream cs = NULL, s = e->stream;
-    ACL_OK(aclrtCreateStream(&cs));
-    aclrtEvent ready[FW_RING], done[FW_RING];
-    for (int k = 0; k < FW_RING; k++) {
-        ACL_OK(aclrtCreateEvent(&ready[k]));
-        ACL_OK(aclrtCreateEvent(&done[k]));
-    }
-    void *in[FW_CALLS], *slot[FW_CALLS];
+    static fw_setup f;
+    fw_open(e, &f);
+    aclrtStream s = e->stream;
     void *send = dev_alloc(16384 * 4), *recv = dev_alloc(16384 * 4);
     for (int i = 0; i < FW_CALLS; i++) {
-        in[i] = upload_input(e->rank, fw_count(i), i);
-        slot[i] = dev_alloc(fw_count(i) * 4);
-    }
-    for (int i = 0; i < FW_CALLS; i++) {
         size_t bytes = fw_count(i) * 4;
-        ACL_OK(aclrtMemcpyAsync(send, bytes, in[i], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, cs));
-        ACL_OK(aclrtRecordEvent(ready[i % FW_RING], cs));
-        ACL_OK(aclrtStreamWaitEvent(s, ready[i % FW_RING]));
+        ACL_OK(aclrtMemcpyAsync(send, bytes, f.in[i], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, f.cs));
+        fw_before(&f, s, i);
         if (i % 5 == 4) /* in place, as a process group broadcasts */
             HCCL_OK(HcclBroadcast(send, fw_count(i), HCCL_DATA_TYPE_INT32, 0, e->comm, s));
         else
             HCCL_OK(HcclAllReduce(send, recv, fw_count(i), HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, e->comm, s));
-        ACL_OK(aclrtRecordEvent(done[i % FW_RING], s));
-        ACL_OK(aclrtStreamWaitEvent(cs, done[i % FW_RING]));
+        fw_after(&f, s, i);
         void *out = i % 5 == 4 ? send : recv;
-        ACL_OK(aclrtMemcpyAsync(slot[i], bytes, out, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, cs));
+        ACL_OK(aclrtMemcpyAsync(f.slot[i], bytes, out, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, f.cs));
     }
-    ACL_OK(aclrtSynchronizeStream(cs));
-    int bad = 0;
-    for (int i = 0; i < FW_CALLS; i++) {
-        bad |= fw_check(e, slot, i, i % 5 == 4);
-        dev_free(in[i]);
-        dev_free(slot[i]);
-    }
+    int bad = fw_close(e, &f, true);
     dev_free(send);
     dev_free(recv);
-    for (int k = 0; k < FW_RING; k++) {
-        ACL_OK(aclrtDestroyEvent(ready[k]));
-        ACL_OK(aclrtDestroyEvent(done[k]));
-    }
-    ACL_OK(aclrtDestroyStream(cs));
     printf("framework: %d calls between a compute and a collective stream: %s\n", FW_CALLS, bad ? "FAIL" : "ok");
     return bad;
 }
@@ -229,46 +261,25 @@ int misc_framework(prog_env *e)
 
 int misc_framework_lean(prog_env *e)
 {
-    aclrtStream cs = NULL, s = e->stream;
-    ACL_OK(aclrtCreateStream(&cs));
-    aclrtEvent ready[FW_RING], done[FW_RING];
-    for (int k = 0; k < FW_RING; k++) {
-        ACL_OK(aclrtCreateEvent(&ready[k]));
-        ACL_OK(aclrtCreateEvent(&done[k]));
-    }
-    void *in[FW_CALLS], *slot[FW_CALLS], *recv[FWL_RING];
-    for (int i = 0; i < FW_CALLS; i++) {
-        in[i] = upload_input(e->rank, fw_count(i), i);
-        slot[i] = dev_alloc(fw_count(i) * 4);
-    }
+    static fw_setup f;
+    fw_open(e, &f);
+    aclrtStream s = e->stream;
+    void *recv[FWL_RING];
     for (int k = 0; k < FWL_RING; k++)
         recv[k] = dev_alloc(16384 * 4);
     for (int i = 0; i < FW_CALLS; i++) {
-        ACL_OK(aclrtRecordEvent(ready[i % FW_RING], cs));
-        ACL_OK(aclrtStreamWaitEvent(s, ready[i % FW_RING]));
-        HCCL_OK(HcclAllReduce(in[i], recv[i % FWL_RING], fw_count(i), HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+        fw_before(&f, s, i);
+        HCCL_OK(HcclAllReduce(f.in[i], recv[i % FWL_RING], fw_count(i), HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
                               e->comm, s));
-        ACL_OK(aclrtRecordEvent(done[i % FW_RING], s));
-        ACL_OK(aclrtStreamWaitEvent(cs, done[i % FW_RING]));
+        fw_after(&f, s, i);
         for (int k = i - FWL_RING + 1; i % FWL_RING == FWL_RING - 1 && k <= i; k++) {
             size_t bytes = fw_count(k) * 4;
-            ACL_OK(aclrtMemcpyAsync(slot[k], bytes, recv[k % FWL_RING], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, cs));
+            ACL_OK(aclrtMemcpyAsync(f.slot[k], bytes, recv[k % FWL_RING], bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, f.cs));
         }
     }
-    ACL_OK(aclrtSynchronizeStream(cs));
-    int bad = 0;
-    for (int i = 0; i < FW_CALLS; i++) {
-        bad |= fw_check(e, slot, i, false);
-        dev_free(in[i]);
-        dev_free(slot[i]);
-    }
+    int bad = fw_close(e, &f, false);
     for (int k = 0; k < FWL_RING; k++)
         dev_free(recv[k]);
-    for (int k = 0; k < FW_RING; k++) {
-        ACL_OK(aclrtDestroyEvent(ready[k]));
-        ACL_OK(aclrtDestroyEvent(done[k]));
-    }
-    ACL_OK(aclrtDestroyStream(cs));
     printf("framework_lean: %d calls, a compute stream with only events between most: %s\n", FW_CALLS,
            bad ? "FAIL" : "ok");
     return bad;
