@@ -33,10 +33,12 @@ struct hal_event {
     uint64_t ts_ns;
     _Atomic hal_result err; /* error carried by the last completed record (written before rec_done) */
     char msg[EMU_MSG_LEN];
-    emu_kicks kicks;  /* streams whose worker a record's completion need not wake (emu_stream_kick.c) */
     _Atomic int refs; /* the user's + one per pending task */
     bool destroyed;
     struct hal_event *next, *prev;
+    /* Streams a record's completion kicks (emu_stream_kick.c). Last: the fields above keep the
+     * cache lines a record and its completion write, and every completion only reads its count. */
+    emu_kicks kicks;
 };
 
 static void event_unlink(hal_event *e)

@@ -390,8 +390,8 @@ typedef struct emu_kick {
     uint64_t seq; /* the record it waits for */
 } emu_kick;
 typedef struct emu_kicks {
-    pthread_mutex_t mu;
     _Atomic uint32_t n;
+    pthread_mutex_t mu;
     emu_kick k[EMU_EVENT_KICKS];
 } emu_kicks;
 void emu_kicks_init(emu_kicks *l);
