@@ -226,7 +226,7 @@ static void expect_events_run(const char *perf, const char *flag, const char *he
 
 Test(bench_tools, perf_tools_record_an_event_after_every_call)
 {
-    expect_events_run("all_reduce_perf", "-R 1", "an event recorded after each (-R 1)");
+    expect_events_run("all_reduce_perf", "-R 1", "an event recorded after each (-R 1; sync events, as torch_npu's)");
     expect_events_run("broadcast_perf", "-R 2", "a process group's events around each (-R 2");
     expect_bad_flag("all_reduce_perf", 'R', "3");
 }

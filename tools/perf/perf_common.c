@@ -95,7 +95,9 @@ typedef struct perf_time {
 /* -R: the events around the timed calls, as a framework makes them, in turns of 8 (a framework
  * keeps one per call in flight; a few are enough for the stream to see them around every call).
  * 1: a record after every call. 2: also a compute stream, as a process group's: it records an
- * event that the collective stream waits for before every call, and waits for the record after. */
+ * event that the collective stream waits for before every call, and waits for the record after.
+ * The events are torch_npu's kind (its NPUEvent's default): aclrtCreateEventExWithFlag with
+ * ACL_EVENT_SYNC, no time stamps. */
 #define PERF_RECORD_RING 8
 
 typedef struct perf_events {
@@ -108,9 +110,9 @@ static void events_open(perf_events *ev, int mode)
 {
     *ev = (perf_events){.mode = mode}; /* events_call reads both rings' slots whatever the mode */
     for (int i = 0; i < PERF_RECORD_RING && mode; i++)
-        PERF_OK(aclrtCreateEvent(&ev->after[i]));
+        PERF_OK(aclrtCreateEventExWithFlag(&ev->after[i], ACL_EVENT_SYNC));
     for (int i = 0; i < PERF_RECORD_RING && mode > 1; i++)
-        PERF_OK(aclrtCreateEvent(&ev->before[i]));
+        PERF_OK(aclrtCreateEventExWithFlag(&ev->before[i], ACL_EVENT_SYNC));
     if (mode > 1)
         PERF_OK(aclrtCreateStream(&ev->compute));
 }
@@ -305,9 +307,9 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
            e->rank, e->n - 1);
     printf("# time: host clock of %s%s, %s over ranks (-a %d); devtime: ACL timeline events around the same "
            "loop\n#\n", a->blocking ? "calls with a synchronize after each (-z 1)" : "back-to-back calls (-z 0)",
-           a->record == 1 ? ", an event recorded after each (-R 1)"
+           a->record == 1 ? ", an event recorded after each (-R 1; sync events, as torch_npu's)"
            : a->record    ? ", a process group's events around each (-R 2: a wait for a compute stream's record "
-                            "before, a record after that the compute stream waits for)"
+                            "before, a record after that the compute stream waits for; sync events, as torch_npu's)"
                           : "", perf_avg_name(a->average), (int)a->average);
     if (kind == PERF_SENDRECV)
         printf("# calls: %s\n#\n", a->separate ? "HcclSend and HcclRecv, even ranks send first (-s 1)"
