@@ -225,9 +225,21 @@ static bool behind_own_work_locked(const hal_event *e, const hal_stream *s, uint
         return false;
     pthread_mutex_lock(&o->mu);
     bool own = o->gen == e->rec_gen && o->err == HAL_OK && !emu_stream_running_locked(o);
+    uint64_t pos = o->done + 1;
     const emu_task *t = o->head;
-    for (uint64_t pos = o->done + 1; own && t && pos < e->rec_pos; pos++, t = t->next)
+    if (own && o->own_for == s && o->own_for_gen == s->gen && o->own_upto >= pos && o->own_upto < e->rec_pos) {
+        pos = o->own_upto + 1; /* the last scan's tasks are still queued: go on after them */
+        t = o->own_last->next;
+    }
+    for (; own && t && pos < e->rec_pos; pos++, t = t->next) {
         own = waits_for_own_work(t, s);
+        if (own) {
+            o->own_for = s;
+            o->own_for_gen = s->gen;
+            o->own_upto = pos;
+            o->own_last = t;
+        }
+    }
     own = own && t && t->kind == EMU_T_EVENT_RECORD && t->u.ev.e == e && t->u.ev.seq == target;
     pthread_mutex_unlock(&o->mu);
     return own;
@@ -471,10 +483,15 @@ bool emu_event_reached(emu_rec r)
 void emu_event_run_wait(hal_stream *s, emu_task *t)
 {
     hal_event *e = t->u.ev.e;
+    /* met without error, the common case: no lock (err is written before rec_done rises) */
+    if (emu_event_wait_met(t) && atomic_load_explicit(&e->err, memory_order_relaxed) == HAL_OK)
+        return;
     bool done = await_locked(e, t->u.ev.seq, s->dev);
     hal_result err = e->err;
     char msg[EMU_MSG_LEN];
-    snprintf(msg, sizeof msg, "%s", e->msg);
+    msg[0] = 0;
+    if (err != HAL_OK)
+        snprintf(msg, sizeof msg, "%s", e->msg);
     pthread_mutex_unlock(&e->mu);
     if (!done)
         emu_stream_fail(s, HAL_E_ABORTED, "event wait aborted: device %u is closing", s->dev->id);

@@ -364,6 +364,8 @@ static void slot_init(hal_stream *s, hal_device *dev)
     atomic_store(&s->done, 0);
     s->wake_at = UINT64_MAX;
     s->sleeping = s->stop = s->running = s->running_prog = s->parked = s->awaiting = false;
+    s->own_for = NULL;
+    s->own_upto = 0;
     atomic_store(&s->gate, EMU_GATE_SHUT); /* the first run at once goes through mu, and opens it */
     s->sync_waiters = 0;
     s->err = HAL_OK;

@@ -319,6 +319,47 @@ Test(emu_wait_aside, a_wait_behind_ones_own_work_queues_nothing, .timeout = 60)
     fix_close(&f);
 }
 
+static void bump_fn(void *arg)
+{
+    ++*(int *)arg;
+}
+
+/* The scan for one's own work goes on where the last one for the same stream stopped (its tasks
+ * still queued): a host function queued on b after the first check, before b's next record (a
+ * task: a record rides only on a program), still makes a's wait for that record a task, and the
+ * function runs before a goes past it. */
+Test(emu_wait_aside, own_work_scans_go_on_where_they_stopped, .timeout = 60)
+{
+    aside_fix f = fix_open();
+    hal_event *g1, *g2;
+    HT_OK(f.h->event_create(f.d, 0, &g1));
+    HT_OK(f.h->event_create(f.d, 0, &g2));
+    ht_gate gate;
+    ht_gate_init(&gate);
+    HT_OK(f.h->host_func_async(f.a, ht_gate_fn, &gate));
+    HT_OK(f.h->event_record(f.e, f.a));
+    uint64_t asides = emu_stream_test_asides();
+    HT_OK(f.h->stream_wait_event(f.b, f.e));
+    until_waiting(f.b, asides);
+    HT_OK(f.h->event_record(g1, f.b));
+    uint64_t tasks = queued_tasks(f.a);
+    HT_OK(f.h->stream_wait_event(f.a, g1)); /* scans b: a wait for a's own work, then g1 */
+    cr_expect_eq(queued_tasks(f.a), tasks, "a wait behind the stream's own earlier work queued a task");
+    static int bumped;
+    bumped = 0;
+    HT_OK(f.h->host_func_async(f.b, bump_fn, &bumped)); /* other work, behind the first scan */
+    HT_OK(f.h->event_record(g2, f.b));
+    HT_OK(f.h->stream_wait_event(f.a, g2));
+    cr_expect_eq(queued_tasks(f.a), tasks + 1, "a wait behind other work queued nothing");
+    ht_gate_open(&gate);
+    HT_OK(f.h->stream_sync(f.a, 30000));
+    cr_expect_eq(bumped, 1, "a went past its wait before b's host function ran");
+    ht_gate_fini(&gate);
+    HT_OK(f.h->event_destroy(g1));
+    HT_OK(f.h->event_destroy(g2));
+    fix_close(&f);
+}
+
 /* Behind other work of the recording stream (a host function there), the wait is queued and
  * holds the waiting stream back until that work is done. */
 Test(emu_wait_aside, a_wait_behind_other_work_is_queued, .timeout = 60)
