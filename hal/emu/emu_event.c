@@ -10,36 +10,16 @@
  * Waits are adaptive (emu_poll: spin, yield, then the condvar); a record broadcasts only when a
  * waiter sleeps. event_sync without deadline first runs the recording stream's queued tasks on
  * the calling thread up to the record, taking over from a worker at its next task boundary
- * (emu_stream_run_until). */
+ * (emu_stream_run_until). Stream waits are in emu_event_wait.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/oh_log.h"
 #include "hal/emu/emu_internal.h"
+#include "hal/emu/emu_event.h"
 #include "hal/emu/emu_sys.h"
 
-struct hal_event {
-    hal_device *dev;
-    uint32_t flags;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    _Atomic uint64_t rec_enq, reset_mark; /* written under mu; query and sync read them without */
-    _Atomic uint64_t rec_done;  /* raised with or without mu (emu_event_complete), polled without */
-    _Atomic int sleepers;       /* waiters in cv (changed under mu): a record broadcasts only then */
-    hal_stream *rec_stream;     /* the latest record's stream, its slot generation and the */
-    uint32_t rec_gen;           /* stream's task count once the record ran (host execution */
-    uint64_t rec_pos;           /* in event_sync); rec_stream NULL = unknown */
-    uint64_t ts_ns;
-    _Atomic hal_result err; /* error carried by the last completed record (written before rec_done) */
-    char msg[EMU_MSG_LEN];
-    _Atomic int refs; /* the user's + one per pending task */
-    bool destroyed;
-    struct hal_event *next, *prev;
-    /* Streams a record's completion kicks (emu_stream_kick.c). Last: the fields above keep the
-     * cache lines a record and its completion write, and every completion only reads its count. */
-    emu_kicks kicks;
-};
 
 static void event_unlink(hal_event *e)
 {
@@ -123,20 +103,6 @@ hal_result emu_event_destroy(hal_event *e)
     return HAL_OK;
 }
 
-/* Enqueues a wait task of s for record seq of e, queued on stream `from` (NULL: unknown). */
-static hal_result wait_enqueue(hal_event *e, hal_stream *s, uint64_t seq, hal_stream *from, uint32_t from_gen)
-{
-    emu_task *t = emu_task_new(EMU_T_EVENT_WAIT);
-    if (!t)
-        return HAL_E_NOMEM;
-    atomic_fetch_add(&e->refs, 1);
-    t->u.ev.e = e;
-    t->u.ev.seq = seq;
-    t->u.ev.from = from;
-    t->u.ev.from_gen = from_gen;
-    return emu_stream_push_at(s, t, NULL, NULL);
-}
-
 /* The record's bookkeeping (rec_enq and where a sync finds the record) is set and read by callers
  * of the event's API only, under e->mu, unless they serialize their calls (HAL_EVENT_SERIAL): a
  * loop of small collectives records and helps one launch event per call, and those two locks were
@@ -198,99 +164,9 @@ hal_result emu_event_reset(hal_event *e, hal_stream *s)
     return HAL_OK;
 }
 
-/* Whether t, ahead of a record in its stream's queue, waits for nothing but work of stream s
- * queued before: a record, an event wait for a record queued on s, or one met without error. */
-static bool waits_for_own_work(const emu_task *t, const hal_stream *s)
-{
-    if (t->kind == EMU_T_EVENT_RECORD)
-        return true;
-    if (t->kind != EMU_T_EVENT_WAIT)
-        return false;
-    if (t->u.ev.from == s && t->u.ev.from_gen == s->gen)
-        return true;
-    return emu_event_wait_met(t) && atomic_load_explicit(&t->u.ev.e->err, memory_order_relaxed) == HAL_OK;
-}
-
-/* e->mu held, record target of e pending: whether it is a record task queued on another stream
- * behind nothing but waits for s's own earlier work, so that s's stream order already holds what
- * a wait for it would. A process group's compute stream waits for the collective stream's record
- * after every call and records the event that the collective stream waits for before the next:
- * where the calls go to the queue (8 B AllReduce at 4 ranks on 2 CPUs), the collective stream
- * waited for the compute stream's worker at every call (docs/emulator.md, "Waits for one's own
- * work"). The other stream's lock is taken after e's, as a record's push takes them. */
-static bool behind_own_work_locked(const hal_event *e, const hal_stream *s, uint64_t target)
-{
-    hal_stream *o = e->rec_stream;
-    if (target != e->rec_enq || e->rec_done >= target || !o || o == s || o->dev != s->dev)
-        return false;
-    pthread_mutex_lock(&o->mu);
-    bool own = o->gen == e->rec_gen && o->err == HAL_OK && !emu_stream_running_locked(o);
-    uint64_t pos = o->done + 1;
-    const emu_task *t = o->head;
-    if (own && o->own_for == s && o->own_for_gen == s->gen && o->own_upto >= pos && o->own_upto < e->rec_pos) {
-        pos = o->own_upto + 1; /* the last scan's tasks are still queued: go on after them */
-        t = o->own_last->next;
-    }
-    for (; own && t && pos < e->rec_pos; pos++, t = t->next) {
-        own = waits_for_own_work(t, s);
-        if (own) {
-            o->own_for = s;
-            o->own_for_gen = s->gen;
-            o->own_upto = pos;
-            o->own_last = t;
-        }
-    }
-    own = own && t && t->kind == EMU_T_EVENT_RECORD && t->u.ev.e == e && t->u.ev.seq == target;
-    pthread_mutex_unlock(&o->mu);
-    return own;
-}
-
-hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
-{
-    if (!e || !s)
-        return HAL_E_PARAM;
-    pthread_mutex_lock(&e->mu);
-    uint64_t target = e->rec_enq;
-    if (target == e->reset_mark) /* nothing recorded since create/reset */
-        target = e->flags & HAL_EVENT_WAIT_UNRECORDED_BLOCKS ? target + 1 : 0;
-    /* met, or behind nothing but s's own earlier work: waiting would hold nothing back (a failed
-     * record's wait fails s) */
-    bool met = target == 0 || (!emu_trace_on() && ((e->rec_done >= target && e->err == HAL_OK) ||
-                                                   behind_own_work_locked(e, s, target)));
-    bool known = target == e->rec_enq && e->rec_done < target;
-    hal_stream *from = known ? e->rec_stream : NULL;
-    uint32_t from_gen = e->rec_gen;
-    pthread_mutex_unlock(&e->mu);
-    return met ? HAL_OK : wait_enqueue(e, s, target, from, from_gen);
-}
-
 void emu_event_run_record(hal_stream *s, emu_task *t, hal_result sticky)
 {
     emu_event_complete(s, t->u.ev.e, t->u.ev.seq, sticky);
-}
-
-bool emu_event_kick_on(const emu_task *t, hal_stream *s)
-{
-    hal_event *e = t->u.ev.e;
-    emu_kick k = {s, s->gen, t->u.ev.seq};
-    if (!emu_kicks_add(&e->kicks, k))
-        return false;
-    if (atomic_load(&e->rec_done) < k.seq) /* seq_cst, after the add: see emu_kicks */
-        return true;
-    emu_kicks_remove(&e->kicks, k); /* completed meanwhile: if its completer took k, s ignores it */
-    return false;
-}
-
-/* After a completion raised rec_done, without e->mu (a kick runs another stream's tasks, which may
- * complete other events): kicks the streams whose record completed. */
-static void kick_waiters(hal_event *e)
-{
-    if (!atomic_load(&e->kicks.n)) /* seq_cst, after raise_done's */
-        return;
-    emu_kick k[EMU_EVENT_KICKS];
-    uint32_t n = emu_kicks_take(&e->kicks, atomic_load(&e->rec_done), k);
-    for (uint32_t i = 0; i < n; i++)
-        emu_stream_kick(k[i].s, k[i].gen);
 }
 
 /* rec_done only grows, also when two streams complete records of one event at once. */
@@ -315,7 +191,7 @@ static bool complete_fast(hal_event *e, uint64_t seq)
         pthread_cond_broadcast(&e->cv);
         pthread_mutex_unlock(&e->mu);
     }
-    kick_waiters(e);
+    emu_event_kick_waiters(e);
     return true;
 }
 
@@ -350,7 +226,7 @@ void emu_event_complete(hal_stream *s, hal_event *e, uint64_t seq, hal_result st
     pthread_mutex_lock(&e->mu);
     complete_locked(s, e, seq, sticky, now);
     pthread_mutex_unlock(&e->mu);
-    kick_waiters(e);
+    emu_event_kick_waiters(e);
 }
 
 static _Atomic uint64_t g_records_now; /* records record_now completed: for tests */
@@ -377,7 +253,7 @@ static bool record_now(hal_event *e, hal_stream *s)
         pthread_mutex_lock(&e->mu);
         complete_locked(s, e, next_record(e), HAL_OK, now);
         pthread_mutex_unlock(&e->mu);
-        kick_waiters(e);
+        emu_event_kick_waiters(e);
     }
     emu_stream_give_back(s);
     atomic_store_explicit(&g_records_now, atomic_load_explicit(&g_records_now, memory_order_relaxed) + 1,
@@ -430,8 +306,7 @@ hal_result emu_event_record(hal_event *e, hal_stream *s)
     return emu_event_push_record(e, s, t, &t->u.ev.seq);
 }
 
-/* Polls (emu_poll) until rec_done >= seq or the poll budget is spent; true if reached. */
-static bool event_poll(hal_event *e, uint64_t seq)
+bool emu_event_poll(hal_event *e, uint64_t seq)
 {
     const emu_config *cfg = emu_cfg();
     emu_poll p;
@@ -443,16 +318,9 @@ static bool event_poll(hal_event *e, uint64_t seq)
     return false;
 }
 
-bool emu_event_wait_met(const emu_task *t)
+bool emu_event_await_locked(hal_event *e, uint64_t seq, hal_device *dev)
 {
-    return emu_event_reached((emu_rec){t->u.ev.e, t->u.ev.seq});
-}
-
-/* Waits (event_poll, then the condvar) until record seq of e completed or dev closes, with e->mu
- * held at the end; true if it completed. */
-static bool await_locked(hal_event *e, uint64_t seq, hal_device *dev)
-{
-    event_poll(e, seq);
+    emu_event_poll(e, seq);
     pthread_mutex_lock(&e->mu);
     /* Slices of 200 ms only to notice device close; a plain wait otherwise. */
     while (e->rec_done < seq && !atomic_load(&dev->closing)) {
@@ -461,42 +329,6 @@ static bool await_locked(hal_event *e, uint64_t seq, hal_device *dev)
         e->sleepers--;
     }
     return e->rec_done >= seq;
-}
-
-emu_rec emu_event_hold(const emu_task *t)
-{
-    atomic_fetch_add(&t->u.ev.e->refs, 1);
-    return (emu_rec){t->u.ev.e, t->u.ev.seq};
-}
-
-void emu_event_await(emu_rec r, hal_device *dev)
-{
-    (void)await_locked(r.e, r.seq, dev);
-    pthread_mutex_unlock(&r.e->mu);
-}
-
-bool emu_event_reached(emu_rec r)
-{
-    return atomic_load_explicit(&r.e->rec_done, memory_order_acquire) >= r.seq;
-}
-
-void emu_event_run_wait(hal_stream *s, emu_task *t)
-{
-    hal_event *e = t->u.ev.e;
-    /* met without error, the common case: no lock (err is written before rec_done rises) */
-    if (emu_event_wait_met(t) && atomic_load_explicit(&e->err, memory_order_relaxed) == HAL_OK)
-        return;
-    bool done = await_locked(e, t->u.ev.seq, s->dev);
-    hal_result err = e->err;
-    char msg[EMU_MSG_LEN];
-    msg[0] = 0;
-    if (err != HAL_OK)
-        snprintf(msg, sizeof msg, "%s", e->msg);
-    pthread_mutex_unlock(&e->mu);
-    if (!done)
-        emu_stream_fail(s, HAL_E_ABORTED, "event wait aborted: device %u is closing", s->dev->id);
-    else if (err != HAL_OK)
-        emu_stream_fail(s, err, "waited on an event recorded by a failed stream: %s", msg);
 }
 
 /* The record a sync or query waits for: the latest, or 0 if none since create or reset. */
@@ -532,7 +364,7 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
     if (timeout_ms < 0 && pending_record(e, target, &s, &gen, &pos)) { /* no hand-off: run it here */
         pthread_mutex_unlock(&e->mu);
         emu_stream_run_until(s, gen, pos);
-        (void)event_poll(e, target); /* the stream was destroyed since (another gen) */
+        (void)emu_event_poll(e, target); /* the stream was destroyed since (another gen) */
         pthread_mutex_lock(&e->mu);
     }
     hal_result rc = HAL_OK;

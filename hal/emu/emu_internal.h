@@ -299,13 +299,6 @@ struct hal_stream {
     bool parked;           /* tests: the worker takes no task until a host executor ran */
     bool awaiting;         /* the head is an event wait whose record's completion kicks s: pushes
                             * and handbacks leave the sleeping worker alone (emu_stream_kick.c) */
-    /* What the last scan for a waiting stream's own work found (emu_event.c, behind_own_work_locked):
-     * the queued tasks up to position own_upto (own_last, the one there) wait for nothing but
-     * stream own_for's work (slot generation own_for_gen). */
-    const struct hal_stream *own_for;
-    uint32_t own_for_gen;
-    uint64_t own_upto;
-    const struct emu_task *own_last;
     int sync_waiters;
     uint32_t host_wants;   /* host threads in a sync without deadline: the worker hands over */
     _Atomic uint32_t handovers; /* bumped when the worker stops for them; polled without mu */
@@ -318,6 +311,14 @@ struct hal_stream {
     _Atomic uint32_t live; /* 1 between create and destroy */
     bool inited;           /* slot's mutex and condvars initialized (once, never destroyed) */
     struct hal_stream *next, *prev; /* device list */
+    /* What the last scan for a waiting stream's own work found (emu_event_wait.c,
+     * behind_own_work_locked): the queued tasks up to position own_upto (own_last, the one there)
+     * wait for nothing but stream own_for's work (slot generation own_for_gen). Last: the fields
+     * above keep their cache lines. */
+    const struct hal_stream *own_for;
+    uint32_t own_for_gen;
+    uint64_t own_upto;
+    const struct emu_task *own_last;
 };
 hal_result emu_stream_new(hal_device *dev, hal_stream **out);
 void emu_stream_free(hal_stream *s);

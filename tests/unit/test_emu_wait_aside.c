@@ -5,7 +5,7 @@
  * completion, on the completing thread, and its worker is woken only for other work
  * (emu_stream_kick.c); where the event's list of such streams is full, the worker waits for the
  * record without the stream's executor role (emu_stream.c await_head); a wait for a record behind
- * nothing but waits for the waiting stream's own earlier work queues nothing (emu_event.c,
+ * nothing but waits for the waiting stream's own earlier work queues nothing (emu_event_wait.c,
  * behind_own_work_locked). The recording stream is often parked (emu_stream_test_park): its worker
  * runs nothing, so its record runs where the test's thread runs it. */
 #include <sched.h>
