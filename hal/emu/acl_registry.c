@@ -6,8 +6,7 @@
  * recorded here at creation and looked up before use. A chained hash keyed by (kind, pointer)
  * under one mutex, and in front of it a small cache per thread of the answers it found: a
  * framework records an event after every collective and makes streams wait for events around it,
- * and the mutex's lock and unlock were a tenth of a small Broadcast's time with one record a call
- * (docs/emulator.md, "ACL handle checks"). An answer stays true until a handle is added or
+ * and each of those calls took the process-wide mutex (docs/emulator.md, "ACL handle checks"). An answer stays true until a handle is added or
  * removed: every change bumps g_changes, and a cached answer is used only while the count it was
  * found under holds.
  */
