@@ -59,17 +59,23 @@ static int count_fn(void *arg, char *msg, size_t len)
     return 0;
 }
 
+/* prog: one FN instruction that counts into *counter (the array outlives the launch). */
+static const hal_insn *count_prog(hal_insn prog[1], int *counter)
+{
+    prog[0] = (hal_insn){.kind = HAL_INSN_FN};
+    prog[0].u.fn.fn = count_fn;
+    prog[0].u.fn.arg = counter;
+    return prog;
+}
+
 /* b parked, with a program (work of b's own) and then e's record queued on it. */
 static int parked_work_ran;
 
 static void record_behind_parked_work(aside_fix *f)
 {
     static hal_insn work[1];
-    work[0] = (hal_insn){.kind = HAL_INSN_FN};
-    work[0].u.fn.fn = count_fn;
-    work[0].u.fn.arg = &parked_work_ran;
     emu_stream_test_park(f->b);
-    HT_OK(f->h->prog_launch(f->b, work, 1));
+    HT_OK(f->h->prog_launch(f->b, count_prog(work, &parked_work_ran), 1));
     HT_OK(f->h->event_record(f->e, f->b));
 }
 
@@ -109,6 +115,21 @@ static void kick_wait(aside_fix *f)
     cr_assert(awaiting(f->a), "a's wait does not await its record's kick");
 }
 
+/* s held by a host function on a gate until ht_gate_open. */
+static void hold(const aside_fix *f, hal_stream *s, ht_gate *gate)
+{
+    ht_gate_init(gate);
+    HT_OK(f->h->host_func_async(s, ht_gate_fn, gate));
+}
+
+/* a failed with b's error (the record it waited for carried it); both errors cleared. */
+static void expect_waiter_failed(aside_fix *f)
+{
+    cr_expect_eq(f->h->stream_sync(f->a, 30000), HAL_E_INTERNAL, "the waiting stream did not fail");
+    f->h->stream_clear_error(f->a);
+    f->h->stream_clear_error(f->b);
+}
+
 /* A wait for a record that completed without error holds nothing back: no task. */
 Test(emu_wait_aside, a_wait_for_a_completed_record_queues_nothing, .timeout = 60)
 {
@@ -133,9 +154,7 @@ Test(emu_wait_aside, a_wait_for_a_failed_record_fails_the_stream, .timeout = 60)
     uint64_t tasks = queued_tasks(f.a);
     HT_OK(f.h->stream_wait_event(f.a, f.e));
     cr_expect_eq(queued_tasks(f.a), tasks + 1, "a wait for a failed record queued no task");
-    cr_expect_eq(f.h->stream_sync(f.a, 30000), HAL_E_INTERNAL, "the waiting stream did not fail");
-    f.h->stream_clear_error(f.a);
-    f.h->stream_clear_error(f.b);
+    expect_waiter_failed(&f);
     fix_close(&f);
 }
 
@@ -157,17 +176,9 @@ Test(emu_wait_aside, a_records_completion_runs_the_waiting_stream, .timeout = 60
     fix_close(&f);
 }
 
+/* The program a test queues behind a wait, and its count. */
 static int count_prog_ran;
-
-/* A program of one FN instruction that counts into count_prog_ran. */
-static const hal_insn *count_prog(void)
-{
-    static hal_insn prog[1];
-    prog[0] = (hal_insn){.kind = HAL_INSN_FN};
-    prog[0].u.fn.fn = count_fn;
-    prog[0].u.fn.arg = &count_prog_ran;
-    return prog;
-}
+static hal_insn count_prog_insn[1];
 
 /* Work behind the wait that takes time is the worker's: the kick wakes it (a timed sync of a
  * only waits for the worker). */
@@ -176,7 +187,7 @@ Test(emu_wait_aside, a_kick_wakes_the_worker_for_other_work, .timeout = 60)
     aside_fix f = fix_open();
     kick_wait(&f);
     count_prog_ran = 0;
-    HT_OK(f.h->prog_launch(f.a, count_prog(), 1)); /* queued behind the wait: no wake-up */
+    HT_OK(f.h->prog_launch(f.a, count_prog(count_prog_insn, &count_prog_ran), 1)); /* queued behind the wait: no wake-up */
     HT_OK(f.h->event_record(f.x, f.a));
     HT_OK(f.h->stream_sync(f.b, -1));
     HT_OK(f.h->stream_sync(f.a, 30000));
@@ -192,9 +203,7 @@ Test(emu_wait_aside, a_kick_carries_the_records_failure, .timeout = 60)
     kick_wait(&f);
     emu_stream_fail(f.b, HAL_E_INTERNAL, "failed on purpose");
     cr_expect_eq(f.h->stream_sync(f.b, -1), HAL_E_INTERNAL);
-    cr_expect_eq(f.h->stream_sync(f.a, 30000), HAL_E_INTERNAL, "the waiting stream did not fail");
-    f.h->stream_clear_error(f.a);
-    f.h->stream_clear_error(f.b);
+    expect_waiter_failed(&f);
     fix_close(&f);
 }
 
@@ -234,15 +243,14 @@ Test(emu_wait_aside, a_busy_worker_sleeps_until_the_kick, .timeout = 60)
 {
     aside_fix f = fix_open();
     ht_gate gate;
-    ht_gate_init(&gate);
-    HT_OK(f.h->host_func_async(f.a, ht_gate_fn, &gate));
+    hold(&f, f.a, &gate);
     while (sem_wait(&gate.entered) != 0) /* a's worker runs the host function */
         ;
     record_behind_parked_work(&f);
     HT_OK(f.h->stream_wait_event(f.a, f.e));
     cr_expect(!awaiting(f.a), "a wait that came while the worker ran awaits a kick");
     count_prog_ran = 0;
-    HT_OK(f.h->prog_launch(f.a, count_prog(), 1));
+    HT_OK(f.h->prog_launch(f.a, count_prog(count_prog_insn, &count_prog_ran), 1));
     ht_gate_open(&gate);
     while (!awaiting(f.a)) /* the worker reaches the wait */
         sched_yield();
@@ -275,7 +283,7 @@ Test(emu_wait_aside, a_worker_waits_aside_where_the_list_is_full, .timeout = 60)
     uint64_t asides = emu_stream_test_asides();
     HT_OK(f.h->stream_wait_event(f.a, f.e)); /* the list is full: the push wakes a's worker */
     count_prog_ran = 0;
-    HT_OK(f.h->prog_launch(f.a, count_prog(), 1));
+    HT_OK(f.h->prog_launch(f.a, count_prog(count_prog_insn, &count_prog_ran), 1));
     while (emu_stream_test_asides() == asides) /* a's worker waits aside */
         sched_yield();
     cr_expect(!awaiting(f.a), "a awaits a kick beyond the list");
@@ -299,8 +307,7 @@ Test(emu_wait_aside, a_wait_behind_ones_own_work_queues_nothing, .timeout = 60)
     hal_event *g;
     HT_OK(f.h->event_create(f.d, 0, &g));
     ht_gate gate;
-    ht_gate_init(&gate);
-    HT_OK(f.h->host_func_async(f.a, ht_gate_fn, &gate));
+    hold(&f, f.a, &gate);
     HT_OK(f.h->event_record(f.e, f.a));
     uint64_t asides = emu_stream_test_asides();
     HT_OK(f.h->stream_wait_event(f.b, f.e));
@@ -335,8 +342,7 @@ Test(emu_wait_aside, own_work_scans_go_on_where_they_stopped, .timeout = 60)
     HT_OK(f.h->event_create(f.d, 0, &g1));
     HT_OK(f.h->event_create(f.d, 0, &g2));
     ht_gate gate;
-    ht_gate_init(&gate);
-    HT_OK(f.h->host_func_async(f.a, ht_gate_fn, &gate));
+    hold(&f, f.a, &gate);
     HT_OK(f.h->event_record(f.e, f.a));
     uint64_t asides = emu_stream_test_asides();
     HT_OK(f.h->stream_wait_event(f.b, f.e));
@@ -366,8 +372,7 @@ Test(emu_wait_aside, a_wait_behind_other_work_is_queued, .timeout = 60)
 {
     aside_fix f = fix_open();
     ht_gate gate;
-    ht_gate_init(&gate);
-    HT_OK(f.h->host_func_async(f.b, ht_gate_fn, &gate));
+    hold(&f, f.b, &gate);
     HT_OK(f.h->event_record(f.e, f.b));
     uint64_t tasks = queued_tasks(f.a);
     HT_OK(f.h->stream_wait_event(f.a, f.e));
