@@ -97,5 +97,9 @@ int acl_reg_find(acl_handle_kind kind, const void *key, uintptr_t *value);
 int acl_reg_remove(acl_handle_kind kind, const void *key);
 /* Counts live handles of a kind whose value equals value (e.g. mappings of one phys chunk). */
 int acl_reg_count_value(acl_handle_kind kind, uintptr_t value);
+/* For tests: the set of the thread's cached answers (kind, key) goes to, and how many lookups of
+ * this thread missed that cache so far. */
+unsigned acl_reg_test_set(acl_handle_kind kind, const void *key);
+uint64_t acl_reg_test_misses(void);
 
 #endif

@@ -119,12 +119,25 @@ static void serial_unlock(hal_event *e)
         pthread_mutex_unlock(&e->mu);
 }
 
-/* Publishes the next record's sequence number (e->mu held, or the caller serializes: serial_lock). */
+/* Publishes the next record's sequence number. A serial event's caller serializes its calls: a
+ * plain store. Other events take an atomic increment, so that a record on an idle stream
+ * (record_now) needs no e->mu: the sequence number is all of the bookkeeping it changes. */
 static uint64_t next_record(hal_event *e)
 {
-    uint64_t seq = e->rec_enq + 1;
+    if (!(e->flags & HAL_EVENT_SERIAL))
+        return atomic_fetch_add_explicit(&e->rec_enq, 1, memory_order_acq_rel) + 1;
+    uint64_t seq = atomic_load_explicit(&e->rec_enq, memory_order_relaxed) + 1;
     atomic_store_explicit(&e->rec_enq, seq, memory_order_release);
     return seq;
+}
+
+/* e->mu held (or the caller serializes): queued record seq is the one a sync helps towards. */
+static void note_queued(hal_event *e, uint64_t seq, hal_stream *s, uint32_t gen, uint64_t pos)
+{
+    e->rec_stream = s;
+    e->rec_gen = gen;
+    e->rec_pos = pos;
+    e->rec_seq = seq;
 }
 
 /* e->mu across the push (then s->mu: the order emu_event_complete takes them in), so the
@@ -143,13 +156,10 @@ hal_result emu_event_push_record(hal_event *e, hal_stream *s, emu_task *t, uint6
     atomic_fetch_add(&e->refs, 1); /* the task's: dropped by emu_task_release_refs */
     *seq_slot = seq;
     hal_result rc = emu_stream_push_at(s, t, &pos, &gen);
-    if (rc == HAL_OK) { /* a sync may run the stream up to the record */
-        e->rec_stream = s;
-        e->rec_gen = gen;
-        e->rec_pos = pos;
-    } else { /* never queued: a sync must not wait for it */
-        atomic_store_explicit(&e->rec_enq, seq - 1, memory_order_release);
-    }
+    if (rc == HAL_OK) /* a sync may run the stream up to the record */
+        note_queued(e, seq, s, gen, pos);
+    else /* never queued: a sync must not wait for it (unless a record_now came after it: then for that one) */
+        (void)atomic_compare_exchange_strong(&e->rec_enq, &seq, seq - 1);
     serial_unlock(e);
     return rc;
 }
@@ -178,9 +188,9 @@ static void raise_done(hal_event *e, uint64_t seq)
 }
 
 /* The common completion, without e->mu: no error to carry, no time to stamp (a loop of small
- * calls completes one launch event per call). A waiter counts itself in `sleepers` before it reads
- * rec_done under mu, and this reads sleepers after raising rec_done: one of the two sees the other
- * (both seq_cst), so a waiter that missed the raise is woken. */
+ * calls completes one launch event per call). It reads `sleepers` after raising rec_done, and a
+ * sleeper counts itself before it reads rec_done (sleep_locked): a sleeper that missed the raise
+ * is woken. */
 static bool complete_fast(hal_event *e, uint64_t seq)
 {
     if (e->flags & HAL_EVENT_TIMING || atomic_load_explicit(&e->err, memory_order_relaxed) != HAL_OK)
@@ -241,20 +251,14 @@ uint64_t emu_event_test_records_now(void)
  * as its task would at the head of the queue, without the task and without waking the sleeping
  * worker for it (a futex call of microseconds on a VM, then the woken worker's CPU time beside the
  * caller's: the perf tool's start and end events cost a loop of 1000 8 B Broadcasts at 2 ranks
- * 7-12 us). Not while the timeline trace records (every record is timed as a task there). */
+ * 7-12 us). Not while the timeline trace records (every record is timed as a task there). No
+ * e->mu either, unless the record stamps a time or clears an error (emu_event_complete): a process
+ * group records two events around every call, and their locks were 2 of the call's 4. */
 static bool record_now(hal_event *e, hal_stream *s)
 {
     if (s->dev != e->dev || emu_trace_on() || !emu_stream_take_idle(s))
         return false;
-    if (e->flags & HAL_EVENT_SERIAL) { /* its caller serializes: rec_enq needs no lock */
-        emu_event_complete(s, e, next_record(e), HAL_OK);
-    } else { /* one hold of e->mu for both */
-        uint64_t now = stamp(e);
-        pthread_mutex_lock(&e->mu);
-        complete_locked(s, e, next_record(e), HAL_OK, now);
-        pthread_mutex_unlock(&e->mu);
-        emu_event_kick_waiters(e);
-    }
+    emu_event_complete(s, e, next_record(e), HAL_OK);
     emu_stream_give_back(s);
     atomic_store_explicit(&g_records_now, atomic_load_explicit(&g_records_now, memory_order_relaxed) + 1,
                           memory_order_relaxed);
@@ -284,9 +288,7 @@ static bool ride(hal_event *e, hal_stream *s)
         atomic_fetch_add(&e->refs, 1); /* the task's: dropped by emu_task_release_refs */
         slot->seq = next_record(e);
         slot->e = e;
-        e->rec_stream = s;
-        e->rec_gen = s->gen;
-        e->rec_pos = s->enq;
+        note_queued(e, slot->seq, s, s->gen, s->enq);
     }
     pthread_mutex_unlock(&s->mu);
     serial_unlock(e);
@@ -318,16 +320,26 @@ bool emu_event_poll(hal_event *e, uint64_t seq)
     return false;
 }
 
+/* e->mu held: sleeps on e->cv until record seq completed (or the deadline, 0: none, or a spurious
+ * wake). The sleeper counts itself in `sleepers` before it reads rec_done, and a completion
+ * without the lock (complete_fast) raises rec_done before it reads `sleepers`, both seq_cst: one
+ * of the two sees the other. Reading rec_done first left a window in which a completion on
+ * another thread found no sleeper and a sync without deadline slept for good. */
+static int sleep_locked(hal_event *e, uint64_t seq, uint64_t deadline)
+{
+    e->sleepers++;
+    int w = atomic_load(&e->rec_done) < seq ? emu_cond_wait_until(&e->cv, &e->mu, deadline) : 0;
+    e->sleepers--;
+    return w;
+}
+
 bool emu_event_await_locked(hal_event *e, uint64_t seq, hal_device *dev)
 {
     emu_event_poll(e, seq);
     pthread_mutex_lock(&e->mu);
     /* Slices of 200 ms only to notice device close; a plain wait otherwise. */
-    while (e->rec_done < seq && !atomic_load(&dev->closing)) {
-        e->sleepers++;
-        emu_cond_wait_until(&e->cv, &e->mu, emu_now_ns() + 200000000ull);
-        e->sleepers--;
-    }
+    while (e->rec_done < seq && !atomic_load(&dev->closing))
+        (void)sleep_locked(e, seq, emu_now_ns() + 200000000ull);
     return e->rec_done >= seq;
 }
 
@@ -345,7 +357,7 @@ static bool pending_record(const hal_event *e, uint64_t target, hal_stream **s, 
     *s = e->rec_stream;
     *gen = e->rec_gen;
     *pos = e->rec_pos;
-    return e->rec_done < target && *s;
+    return e->rec_done < target && *s && e->rec_seq == target;
 }
 
 hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
@@ -369,9 +381,7 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
     }
     hal_result rc = HAL_OK;
     while (e->rec_done < target) {
-        e->sleepers++;
-        int w = emu_cond_wait_until(&e->cv, &e->mu, deadline);
-        e->sleepers--;
+        int w = sleep_locked(e, target, deadline);
         if (w == ETIMEDOUT && e->rec_done < target) {
             rc = HAL_E_TIMEOUT;
             break;

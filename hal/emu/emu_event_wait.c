@@ -44,7 +44,7 @@ static bool waits_for_own_work(const emu_task *t, const hal_stream *s)
 static bool behind_own_work_locked(const hal_event *e, const hal_stream *s, uint64_t target)
 {
     hal_stream *o = e->rec_stream;
-    if (target != e->rec_enq || e->rec_done >= target || !o || o == s || o->dev != s->dev)
+    if (target != e->rec_seq || e->rec_done >= target || !o || o == s || o->dev != s->dev)
         return false;
     pthread_mutex_lock(&o->mu);
     bool own = o->gen == e->rec_gen && o->err == HAL_OK && !emu_stream_running_locked(o);
@@ -95,7 +95,7 @@ hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
      * record's wait fails s) */
     bool met = target == 0 || (!emu_trace_on() && ((e->rec_done >= target && e->err == HAL_OK) ||
                                                    behind_own_work_locked(e, s, target)));
-    bool known = target == e->rec_enq && e->rec_done < target;
+    bool known = target == e->rec_seq && e->rec_done < target;
     hal_stream *from = known ? e->rec_stream : NULL;
     uint32_t from_gen = e->rec_gen;
     pthread_mutex_unlock(&e->mu);
