@@ -256,10 +256,16 @@ uint64_t emu_event_test_records_now(void)
  * group records two events around every call, and their locks were 2 of the call's 4. */
 static bool record_now(hal_event *e, hal_stream *s)
 {
-    if (s->dev != e->dev || emu_trace_on() || !emu_stream_take_idle(s))
+    if (s->dev != e->dev || emu_trace_on())
+        return false;
+    /* An open gate: idle now, and nothing needs holding while the record completes. Work another
+     * thread enqueues on s meanwhile, unordered with this call, is as if enqueued after it. */
+    bool open = emu_stream_idle_now(s);
+    if (!open && !emu_stream_take_idle(s))
         return false;
     emu_event_complete(s, e, next_record(e), HAL_OK);
-    emu_stream_give_back(s);
+    if (!open)
+        emu_stream_give_back(s);
     atomic_store_explicit(&g_records_now, atomic_load_explicit(&g_records_now, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     return true;

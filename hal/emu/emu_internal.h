@@ -347,6 +347,9 @@ void emu_stream_help_until(hal_stream *s, uint32_t gen, uint64_t pos);
  * s: through the gate (emu_stream_gate.c). */
 bool emu_stream_take_idle(hal_stream *s);
 void emu_stream_give_back(hal_stream *s);
+/* Whether s is idle right now, seen at its gate (acquire: what ran on s before is visible); false
+ * says nothing (the gate may be shut on an idle stream). */
+bool emu_stream_idle_now(hal_stream *s);
 /* The gate's states: OPEN only while s is idle; HELD/DIRTY while a host thread holds the role
  * through it (DIRTY: something changed under s->mu meanwhile, it gives the role back through mu). */
 typedef enum emu_gate { EMU_GATE_SHUT, EMU_GATE_OPEN, EMU_GATE_HELD, EMU_GATE_DIRTY } emu_gate;

@@ -76,6 +76,11 @@ bool emu_stream_take_idle(hal_stream *s)
     return idle;
 }
 
+bool emu_stream_idle_now(hal_stream *s)
+{
+    return atomic_load_explicit(&s->gate, memory_order_acquire) == EMU_GATE_OPEN;
+}
+
 void emu_stream_give_back(hal_stream *s)
 {
     uint32_t g = EMU_GATE_HELD;
