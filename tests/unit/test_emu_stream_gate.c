@@ -198,3 +198,26 @@ Test(emu_stream_gate, destroy_waits_for_the_holder, .timeout = 60)
     HT_OK(d.rc);
     HT_OK(f.h->device_close(f.d));
 }
+
+/* A record on a stream whose gate is open completes at the call and leaves the gate as it was (it
+ * takes no role: record_now reads the gate once); one on a stream whose role is held at the gate
+ * waits for the holder, then completes (here on the syncing thread, after the give-back). */
+Test(emu_stream_gate, a_record_completes_at_an_open_gate_only, .timeout = 60)
+{
+    gate_fix f = fix_open();
+    open_gate(f.s);
+    hal_event *e;
+    HT_OK(f.h->event_create(f.d, 0, &e));
+    HT_OK(f.h->event_record(e, f.s));
+    cr_expect_eq(f.h->event_query(e), HAL_OK, "a record at an open gate did not complete at the call");
+    cr_expect_eq(gate_of(f.s), EMU_GATE_OPEN, "a record at an open gate changed it");
+    cr_assert(emu_stream_take_idle(f.s));
+    HT_OK(f.h->event_record(e, f.s));
+    cr_expect_eq(f.h->event_query(e), HAL_E_NOT_READY, "a record completed while the role was held");
+    cr_expect_eq(gate_of(f.s), EMU_GATE_DIRTY, "the queued record did not mark the holder's gate");
+    emu_stream_give_back(f.s);
+    HT_OK(f.h->event_sync(e, -1));
+    cr_expect_eq(gate_of(f.s), EMU_GATE_OPEN, "an idle stream's gate stayed shut");
+    HT_OK(f.h->event_destroy(e));
+    fix_close(&f);
+}
