@@ -58,9 +58,16 @@ static pthread_key_t g_cache_key; /* frees a thread's cache when it exits */
 static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
 static bool g_cache_keyed;
 
+/* At the thread's exit; a lookup from a later destructor of the thread makes a new one. */
+static void cache_free(void *c)
+{
+    t_cache = NULL;
+    free(c);
+}
+
 static void cache_key_init(void)
 {
-    g_cache_keyed = pthread_key_create(&g_cache_key, free) == 0;
+    g_cache_keyed = pthread_key_create(&g_cache_key, cache_free) == 0;
 }
 
 /* This thread's cache, made at its first lookup; NULL if it cannot be (lookups then take the lock). */
@@ -131,10 +138,9 @@ static const reg_answer *cached(reg_answer *set, acl_handle_kind kind, const voi
         reg_answer a = set[w];
         if (a.key != key || a.kind != kind || a.changes != changes)
             continue;
-        if (w) { /* the one used last goes first */
-            set[w] = set[0];
-            set[0] = a;
-        }
+        for (; w > 0; w--) /* the one used last goes first */
+            set[w] = set[w - 1];
+        set[0] = a;
         return &set[0];
     }
     return NULL;
@@ -164,9 +170,10 @@ int acl_reg_find(acl_handle_kind kind, const void *key, uintptr_t *value)
     if (!a) {
         found = lookup(kind, key, changes); /* stamped with the count read before */
         a = &found;
-        if (set) {
+        if (set) { /* first; the one used longest ago leaves */
             c->misses++;
-            set[1] = set[0];
+            for (unsigned w = ACL_REG_WAYS - 1; w > 0; w--)
+                set[w] = set[w - 1];
             set[0] = found;
         }
     }
