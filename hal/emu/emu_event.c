@@ -277,8 +277,11 @@ static bool record_now(hal_event *e, hal_stream *s)
  * program stopped at a wait), that record went behind it as a task of its own; the host's help ran
  * the launch up to its own record and left the user's queued, so the next launch found the stream
  * busy and queued too, and so on: a loop of 8 B AllReduce at 2 ranks with a record after each call
- * ran 95% of its calls through the queue, against 1% without the records. Not while the timeline
- * trace records (every record is a task there). */
+ * ran 95% of its calls through the queue, against 1% without the records. A record behind a queued
+ * event wait rides on the wait likewise: a process group's compute stream, between two calls that
+ * went to the queue, holds a wait for the collective's record and the record of the event the next
+ * call waits for, and that record's task cost 8 B AllReduce at 4 ranks about 0.4 us a call. Not
+ * while the timeline trace records (every record is a task there). */
 static bool ride(hal_event *e, hal_stream *s)
 {
     if (s->dev != e->dev || emu_trace_on())
@@ -290,6 +293,8 @@ static bool ride(hal_event *e, hal_stream *s)
     if (t && !s->stop && t->kind == EMU_T_PROG)
         for (uint32_t i = 0; i < EMU_PROG_RECORDS && !slot; i++)
             slot = t->u.prog.rec[i].e ? NULL : &t->u.prog.rec[i];
+    if (t && !s->stop && t->kind == EMU_T_EVENT_WAIT && !t->u.ev.rec.e)
+        slot = &t->u.ev.rec;
     if (slot) { /* where a sync finds it: the tail's position is the latest enqueue's */
         atomic_fetch_add(&e->refs, 1); /* the task's: dropped by emu_task_release_refs */
         slot->seq = next_record(e);

@@ -18,6 +18,7 @@ static hal_result wait_enqueue(hal_event *e, hal_stream *s, uint64_t seq, hal_st
     t->u.ev.seq = seq;
     t->u.ev.from = from;
     t->u.ev.from_gen = from_gen;
+    t->u.ev.rec = (emu_rec){NULL, 0};
     return emu_stream_push_at(s, t, NULL, NULL);
 }
 
@@ -32,6 +33,14 @@ static bool waits_for_own_work(const emu_task *t, const hal_stream *s)
     if (t->u.ev.from == s && t->u.ev.from_gen == s->gen)
         return true;
     return emu_event_wait_met(t) && atomic_load_explicit(&t->u.ev.e->err, memory_order_relaxed) == HAL_OK;
+}
+
+/* Whether t is record seq of e: a record task, or a wait for s's own work that it rides on. */
+static bool is_record(const emu_task *t, const hal_event *e, uint64_t seq, const hal_stream *s)
+{
+    if (t->kind == EMU_T_EVENT_RECORD)
+        return t->u.ev.e == e && t->u.ev.seq == seq;
+    return t->kind == EMU_T_EVENT_WAIT && t->u.ev.rec.e == e && t->u.ev.rec.seq == seq && waits_for_own_work(t, s);
 }
 
 /* e->mu held, record target of e pending: whether it is a record task queued on another stream
@@ -63,7 +72,7 @@ static bool behind_own_work_locked(const hal_event *e, const hal_stream *s, uint
             o->own_last = t;
         }
     }
-    own = own && t && t->kind == EMU_T_EVENT_RECORD && t->u.ev.e == e && t->u.ev.seq == target;
+    own = own && t && is_record(t, e, target, s);
     pthread_mutex_unlock(&o->mu);
     return own;
 }
@@ -146,12 +155,13 @@ bool emu_event_reached(emu_rec r)
     return atomic_load_explicit(&r.e->rec_done, memory_order_acquire) >= r.seq;
 }
 
-void emu_event_run_wait(hal_stream *s, emu_task *t)
+/* The wait itself: HAL_OK, or the error it failed s with. */
+static hal_result run_wait(hal_stream *s, emu_task *t)
 {
     hal_event *e = t->u.ev.e;
     /* met without error, the common case: no lock (err is written before rec_done rises) */
     if (emu_event_wait_met(t) && atomic_load_explicit(&e->err, memory_order_relaxed) == HAL_OK)
-        return;
+        return HAL_OK;
     bool done = emu_event_await_locked(e, t->u.ev.seq, s->dev);
     hal_result err = e->err;
     char msg[EMU_MSG_LEN];
@@ -159,8 +169,20 @@ void emu_event_run_wait(hal_stream *s, emu_task *t)
     if (err != HAL_OK)
         snprintf(msg, sizeof msg, "%s", e->msg);
     pthread_mutex_unlock(&e->mu);
-    if (!done)
+    if (!done) {
         emu_stream_fail(s, HAL_E_ABORTED, "event wait aborted: device %u is closing", s->dev->id);
-    else if (err != HAL_OK)
+        return emu_stream_err(s);
+    }
+    if (err != HAL_OK) {
         emu_stream_fail(s, err, "waited on an event recorded by a failed stream: %s", msg);
+        return emu_stream_err(s);
+    }
+    return HAL_OK;
+}
+
+void emu_event_run_wait(hal_stream *s, emu_task *t, hal_result sticky)
+{
+    hal_result rc = sticky == HAL_OK ? run_wait(s, t) : sticky;
+    if (t->u.ev.rec.e) /* as a record task behind the wait: it carries the error */
+        emu_event_complete(s, t->u.ev.rec.e, t->u.ev.rec.seq, rc);
 }

@@ -260,8 +260,9 @@ typedef struct emu_task {
         struct { void *dst; int value; size_t bytes; } set;
         struct { hal_task_fn fn; void *arg; } fn;
         struct { hal_host_fn fn; void *arg; } host;
-        /* from, from_gen: a wait's, where the record it waits for was queued (NULL: unknown) */
-        struct { struct hal_event *e; uint64_t seq; hal_stream *from; uint32_t from_gen; } ev;
+        /* from, from_gen: a wait's, where the record it waits for was queued (NULL: unknown);
+         * rec: a wait's, a record behind it that rides on it (emu_event.c, ride; NULL: none) */
+        struct { struct hal_event *e; uint64_t seq; hal_stream *from; uint32_t from_gen; emu_rec rec; } ev;
         struct {
             struct hal_notify *n;
             uint64_t timeout_ms;
@@ -455,7 +456,9 @@ void emu_event_complete(hal_stream *s, struct hal_event *e, uint64_t seq, hal_re
 hal_result emu_event_push_record(struct hal_event *e, hal_stream *s, emu_task *t, uint64_t *seq_slot);
 /* The stream's sticky error now (under its lock). */
 hal_result emu_stream_err(hal_stream *s);
-void emu_event_run_wait(hal_stream *s, emu_task *t);
+/* Runs wait task t (sticky: the stream's error before it; a failed stream skips the wait) and
+ * completes the record that rode on it, carrying the stream's error after the wait. */
+void emu_event_run_wait(hal_stream *s, emu_task *t, hal_result sticky);
 /* An event wait task that would not wait: its record has completed. */
 bool emu_event_wait_met(const emu_task *t);
 /* The record event wait task t waits for, its event kept alive past the task (s->mu held: t is

@@ -80,6 +80,8 @@ void emu_task_release_refs(emu_task *t)
         emu_notify_put(t->u.nt.n);
     for (uint32_t i = 0; t->kind == EMU_T_PROG && i < EMU_PROG_RECORDS && t->u.prog.rec[i].e; i++)
         emu_event_put(t->u.prog.rec[i].e);
+    if (t->kind == EMU_T_EVENT_WAIT && t->u.ev.rec.e)
+        emu_event_put(t->u.ev.rec.e);
     t->kind = EMU_T_HOST; /* nothing referenced any more */
 }
 

@@ -38,6 +38,10 @@ static bool task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
     }
     if (t->kind == EMU_T_PROG)
         return prog_run(s, t, sticky, help);
+    if (t->kind == EMU_T_EVENT_WAIT) { /* a record that rides on it completes on a failed stream too */
+        emu_event_run_wait(s, t, sticky);
+        return true;
+    }
     if (sticky != HAL_OK && t->kind != EMU_T_HOST) /* host functions run anyway (hal.h) */
         return true;
     char msg[EMU_MSG_LEN];
@@ -55,9 +59,6 @@ static bool task_run(hal_stream *s, emu_task *t, hal_result sticky, bool help)
         break;
     case EMU_T_HOST:
         t->u.host.fn(t->u.host.arg);
-        break;
-    case EMU_T_EVENT_WAIT:
-        emu_event_run_wait(s, t);
         break;
     case EMU_T_NOTIFY_RECORD:
     case EMU_T_NOTIFY_WAIT:
