@@ -13,10 +13,11 @@ struct hal_event {
     _Atomic uint64_t rec_enq, reset_mark; /* written under mu; query and sync read them without */
     _Atomic uint64_t rec_done;  /* raised with or without mu (emu_event_complete), polled without */
     _Atomic int sleepers;       /* waiters in cv (changed under mu): a record broadcasts only then */
-    hal_stream *rec_stream;     /* the stream of queued record rec_seq, its slot generation and */
-    uint32_t rec_gen;           /* the stream's task count once the record ran (host execution */
-    uint64_t rec_pos;           /* in event_sync); rec_stream NULL = unknown. A record on an */
-    uint64_t rec_seq;           /* idle stream (record_now) takes no lock and sets none of them */
+    uint32_t rec_gen;           /* rec_stream's slot generation (here: the struct keeps its size) */
+    hal_stream *rec_stream;     /* the stream of queued record rec_seq and the stream's task count */
+    uint64_t rec_pos;           /* once the record ran (host execution in event_sync); rec_stream */
+    uint64_t rec_seq;           /* NULL = unknown. A record on an idle stream (record_now) takes no
+                                 * lock and sets none of them */
     uint64_t ts_ns;
     _Atomic hal_result err; /* error carried by the last completed record (written before rec_done) */
     char msg[EMU_MSG_LEN];
