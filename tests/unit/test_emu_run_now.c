@@ -355,8 +355,9 @@ Test(emu_run_now, a_record_that_rides_carries_its_programs_failure, .timeout = 6
     fix_close(&f);
 }
 
-/* A stream (f.s) waiting for a record held back on a second stream: the wait is queued. */
-static hal_stream *queue_a_wait(now_fix *f, hal_event *held, ht_gate *gate)
+/* f.s waits for `held`, recorded on a second stream behind a gate (the wait is queued), and f.e
+ * is recorded behind the wait, where it rides: no task of its own. Returns the second stream. */
+static hal_stream *ride_a_wait(now_fix *f, hal_event *held, ht_gate *gate)
 {
     hal_stream *other;
     HT_OK(f->h->stream_create(f->d, &other));
@@ -364,7 +365,17 @@ static hal_stream *queue_a_wait(now_fix *f, hal_event *held, ht_gate *gate)
     HT_OK(f->h->event_record(held, other));
     HT_OK(f->h->stream_wait_event(f->s, held));
     cr_assert_eq(f->h->event_query(held), HAL_E_NOT_READY);
+    uint64_t tasks = queued_tasks(f->s);
+    HT_OK(f->h->event_record(f->e, f->s));
+    cr_expect_eq(queued_tasks(f->s), tasks, "a record behind a queued wait queued a task");
     return other;
+}
+
+static void ride_close(now_fix *f, hal_stream *other, hal_event *held, ht_gate *gate)
+{
+    HT_OK(f->h->stream_destroy(other));
+    HT_OK(f->h->event_destroy(held));
+    ht_gate_fini(gate);
 }
 
 /* A record behind a queued event wait rides on it, as on a program: no task of its own, and it
@@ -377,10 +388,8 @@ Test(emu_run_now, a_record_behind_a_queued_wait_rides_on_it, .timeout = 60)
     HT_OK(f.h->event_create(f.d, 0, &second));
     ht_gate gate;
     ht_gate_init(&gate);
-    hal_stream *other = queue_a_wait(&f, held, &gate);
+    hal_stream *other = ride_a_wait(&f, held, &gate);
     uint64_t tasks = queued_tasks(f.s);
-    HT_OK(f.h->event_record(f.e, f.s));
-    cr_expect_eq(queued_tasks(f.s), tasks, "a record behind a queued wait queued a task");
     HT_OK(f.h->event_record(second, f.s));
     cr_expect_eq(queued_tasks(f.s), tasks + 1, "a second record found a slot on the wait");
     cr_expect_eq(f.h->event_query(f.e), HAL_E_NOT_READY, "a record that rides completed before its wait");
@@ -389,10 +398,8 @@ Test(emu_run_now, a_record_behind_a_queued_wait_rides_on_it, .timeout = 60)
     HT_OK(f.h->event_sync(second, 30000));
     cr_expect_eq(f.h->event_query(held), HAL_OK, "the wait's record was not done when the record behind it was");
     HT_OK(f.h->stream_sync(f.s, 30000));
-    HT_OK(f.h->stream_destroy(other));
-    HT_OK(f.h->event_destroy(held));
     HT_OK(f.h->event_destroy(second));
-    ht_gate_fini(&gate);
+    ride_close(&f, other, held, &gate);
     fix_close(&f);
 }
 
@@ -405,10 +412,7 @@ Test(emu_run_now, a_record_that_rides_on_a_wait_carries_its_failure, .timeout = 
     HT_OK(f.h->event_create(f.d, 0, &held));
     ht_gate gate;
     ht_gate_init(&gate);
-    hal_stream *other = queue_a_wait(&f, held, &gate);
-    uint64_t tasks = queued_tasks(f.s);
-    HT_OK(f.h->event_record(f.e, f.s));
-    cr_expect_eq(queued_tasks(f.s), tasks, "a record behind a queued wait queued a task");
+    hal_stream *other = ride_a_wait(&f, held, &gate);
     emu_stream_fail(other, HAL_E_INTERNAL, "failed on purpose");
     ht_gate_open(&gate);
     cr_expect_eq(f.h->event_sync(held, 30000), HAL_E_INTERNAL);
@@ -416,9 +420,7 @@ Test(emu_run_now, a_record_that_rides_on_a_wait_carries_its_failure, .timeout = 
     cr_expect_eq(f.h->stream_sync(f.s, 30000), HAL_E_INTERNAL);
     f.h->stream_clear_error(f.s);
     f.h->stream_clear_error(other);
-    HT_OK(f.h->stream_destroy(other));
-    HT_OK(f.h->event_destroy(held));
-    ht_gate_fini(&gate);
+    ride_close(&f, other, held, &gate);
     fix_close(&f);
 }
 
