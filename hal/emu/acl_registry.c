@@ -135,11 +135,11 @@ int acl_reg_add(acl_handle_kind kind, const void *key, uintptr_t value)
 static const reg_answer *cached(reg_answer *set, acl_handle_kind kind, const void *key, uint64_t changes)
 {
     for (unsigned w = 0; w < ACL_REG_WAYS; w++) {
-        reg_answer a = set[w];
-        if (a.key != key || a.kind != kind || a.changes != changes)
+        if (set[w].key != key || set[w].kind != kind || set[w].changes != changes)
             continue;
-        for (; w > 0; w--) /* the one used last goes first */
-            set[w] = set[w - 1];
+        reg_answer a = set[w];
+        for (unsigned u = w; u > 0; u--) /* the one used last goes first */
+            set[u] = set[u - 1];
         set[0] = a;
         return &set[0];
     }

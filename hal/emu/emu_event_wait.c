@@ -169,15 +169,13 @@ static hal_result run_wait(hal_stream *s, emu_task *t)
     if (err != HAL_OK)
         snprintf(msg, sizeof msg, "%s", e->msg);
     pthread_mutex_unlock(&e->mu);
-    if (!done) {
+    if (!done)
         emu_stream_fail(s, HAL_E_ABORTED, "event wait aborted: device %u is closing", s->dev->id);
-        return emu_stream_err(s);
-    }
-    if (err != HAL_OK) {
+    else if (err != HAL_OK)
         emu_stream_fail(s, err, "waited on an event recorded by a failed stream: %s", msg);
-        return emu_stream_err(s);
-    }
-    return HAL_OK;
+    else
+        return HAL_OK;
+    return emu_stream_err(s);
 }
 
 void emu_event_run_wait(hal_stream *s, emu_task *t, hal_result sticky)

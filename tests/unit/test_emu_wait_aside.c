@@ -297,25 +297,33 @@ Test(emu_wait_aside, a_worker_waits_aside_where_the_list_is_full, .timeout = 60)
     fix_close(&f);
 }
 
+/* a held by a host function records e; b waits for e (without b's role) and records g behind
+ * that wait; a's wait for g adds no task: g is behind nothing but a's own work. Returns a's
+ * task count before that wait. */
+static uint64_t wait_for_own_work(aside_fix *f, ht_gate *gate, hal_event *g)
+{
+    hold(f, f->a, gate);
+    HT_OK(f->h->event_record(f->e, f->a));
+    uint64_t asides = emu_stream_test_asides();
+    HT_OK(f->h->stream_wait_event(f->b, f->e));
+    until_waiting(f->b, asides);
+    HT_OK(f->h->event_record(g, f->b)); /* rides on b's wait */
+    uint64_t tasks = queued_tasks(f->a);
+    HT_OK(f->h->stream_wait_event(f->a, g));
+    cr_expect_eq(queued_tasks(f->a), tasks, "a wait behind the stream's own earlier work queued a task");
+    return tasks;
+}
+
 /* A wait for a record queued on another stream behind nothing but waits for this stream's own
  * earlier work (a process group's compute stream between two calls) queues nothing: the
- * stream's order already holds it. a is held by a host function; b waits for a's record and then
- * records f; a's wait for f adds no task, and everything completes once a is released. */
+ * stream's order already holds it; everything completes once a is released. */
 Test(emu_wait_aside, a_wait_behind_ones_own_work_queues_nothing, .timeout = 60)
 {
     aside_fix f = fix_open();
     hal_event *g;
     HT_OK(f.h->event_create(f.d, 0, &g));
     ht_gate gate;
-    hold(&f, f.a, &gate);
-    HT_OK(f.h->event_record(f.e, f.a));
-    uint64_t asides = emu_stream_test_asides();
-    HT_OK(f.h->stream_wait_event(f.b, f.e));
-    until_waiting(f.b, asides); /* b's wait waits for e without b's role */
-    HT_OK(f.h->event_record(g, f.b));
-    uint64_t tasks = queued_tasks(f.a);
-    HT_OK(f.h->stream_wait_event(f.a, g));
-    cr_expect_eq(queued_tasks(f.a), tasks, "a wait behind the stream's own earlier work queued a task");
+    (void)wait_for_own_work(&f, &gate, g);
     HT_OK(f.h->event_record(f.x, f.a));
     cr_expect_eq(f.h->event_query(g), HAL_E_NOT_READY, "b's record completed while a was held");
     ht_gate_open(&gate);
@@ -333,8 +341,8 @@ static void bump_fn(void *arg)
 
 /* The scan for one's own work goes on where the last one for the same stream stopped (its tasks
  * still queued): a host function queued on b after the first check, before b's next record (a
- * task: a record rides only on a program), still makes a's wait for that record a task, and the
- * function runs before a goes past it. */
+ * task: a record rides only on a program or an event wait right before it), still makes a's wait
+ * for that record a task, and the function runs before a goes past it. */
 Test(emu_wait_aside, own_work_scans_go_on_where_they_stopped, .timeout = 60)
 {
     aside_fix f = fix_open();
@@ -342,15 +350,7 @@ Test(emu_wait_aside, own_work_scans_go_on_where_they_stopped, .timeout = 60)
     HT_OK(f.h->event_create(f.d, 0, &g1));
     HT_OK(f.h->event_create(f.d, 0, &g2));
     ht_gate gate;
-    hold(&f, f.a, &gate);
-    HT_OK(f.h->event_record(f.e, f.a));
-    uint64_t asides = emu_stream_test_asides();
-    HT_OK(f.h->stream_wait_event(f.b, f.e));
-    until_waiting(f.b, asides);
-    HT_OK(f.h->event_record(g1, f.b));
-    uint64_t tasks = queued_tasks(f.a);
-    HT_OK(f.h->stream_wait_event(f.a, g1)); /* scans b: a wait for a's own work, then g1 */
-    cr_expect_eq(queued_tasks(f.a), tasks, "a wait behind the stream's own earlier work queued a task");
+    uint64_t tasks = wait_for_own_work(&f, &gate, g1); /* scans b: a wait for a's own work with g1 */
     static int bumped;
     bumped = 0;
     HT_OK(f.h->host_func_async(f.b, bump_fn, &bumped)); /* other work, behind the first scan */
