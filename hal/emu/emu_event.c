@@ -6,7 +6,8 @@
  * reset) event completes a wait at once, unless HAL_EVENT_WAIT_UNRECORDED_BLOCKS: then the wait
  * waits for the next record (CANN's rule). Reset takes effect at the call.
  * Errors: a record on a failed stream still completes, carrying the stream's error; event_sync
- * returns it, and a stream waiting on it fails with the same code and message.
+ * returns it, and a stream waiting on it fails with the same code and message. The error is the
+ * latest completed record's only (err_seq): a newer record may complete beside it, without the lock.
  * Waits are adaptive (emu_poll: spin, yield, then the condvar); a record broadcasts only when a
  * waiter sleeps. event_sync without deadline first runs the recording stream's queued tasks on
  * the calling thread up to the record, taking over from a worker at its next task boundary
@@ -211,6 +212,7 @@ static void complete_locked(hal_stream *s, hal_event *e, uint64_t seq, hal_resul
     if (seq <= atomic_load_explicit(&e->rec_done, memory_order_relaxed))
         return;
     e->ts_ns = now;
+    atomic_store_explicit(&e->err_seq, (uint32_t)seq, memory_order_relaxed);
     e->err = sticky;
     if (sticky != HAL_OK) {
         pthread_mutex_lock(&s->mu);
@@ -244,6 +246,13 @@ static _Atomic uint64_t g_records_now; /* records record_now completed: for test
 uint64_t emu_event_test_records_now(void)
 {
     return atomic_load(&g_records_now);
+}
+
+void emu_event_test_fast_past_failed(hal_event *e, hal_stream *s, hal_result err)
+{
+    uint64_t older = next_record(e), newer = next_record(e);
+    emu_event_complete(s, e, older, err);
+    raise_done(e, newer);
 }
 
 /* A record on an idle stream (nothing queued, no executor, no error, not parked:
@@ -377,7 +386,7 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
         return HAL_E_PARAM;
     uint64_t target = sync_target(e);
     if (atomic_load_explicit(&e->rec_done, memory_order_acquire) >= target) /* done: no lock */
-        return target ? atomic_load_explicit(&e->err, memory_order_relaxed) : HAL_OK;
+        return target ? emu_event_err(e) : HAL_OK;
     uint64_t deadline = emu_deadline_ms(timeout_ms);
     pthread_mutex_lock(&e->mu);
     target = sync_target(e);
@@ -399,7 +408,7 @@ hal_result emu_event_sync(hal_event *e, int32_t timeout_ms)
         }
     }
     if (rc == HAL_OK && target)
-        rc = e->err;
+        rc = emu_event_err(e);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
@@ -422,7 +431,7 @@ hal_result emu_event_help(hal_event *e)
     }
     if (atomic_load_explicit(&e->rec_done, memory_order_acquire) < target)
         return HAL_E_NOT_READY;
-    return target ? atomic_load_explicit(&e->err, memory_order_relaxed) : HAL_OK;
+    return target ? emu_event_err(e) : HAL_OK;
 }
 
 hal_result emu_event_query(hal_event *e)

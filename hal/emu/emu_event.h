@@ -8,6 +8,9 @@
 struct hal_event {
     hal_device *dev;
     uint32_t flags;
+    /* Low 32 bits of the record `err` came with (emu_event_err). A completion without the lock
+     * raises rec_done past a failed record's: `err` is then an older record's, not the event's. */
+    _Atomic uint32_t err_seq;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     _Atomic uint64_t rec_enq, reset_mark; /* written under mu; query and sync read them without */
@@ -28,6 +31,16 @@ struct hal_event {
      * cache lines a record and its completion write, and every completion only reads its count. */
     emu_kicks kicks;
 };
+
+/* The error the event's latest completed record carried: `err` only where it came with that
+ * record. A record that completes without the lock (it read `err` as HAL_OK) may raise rec_done
+ * past a failed record that another stream completed meanwhile; that later record carried none. */
+static inline hal_result emu_event_err(hal_event *e)
+{
+    uint64_t done = atomic_load_explicit(&e->rec_done, memory_order_acquire);
+    hal_result err = atomic_load_explicit(&e->err, memory_order_relaxed);
+    return err != HAL_OK && atomic_load_explicit(&e->err_seq, memory_order_relaxed) == (uint32_t)done ? err : HAL_OK;
+}
 
 /* Polls (emu_poll) until rec_done >= seq or the poll budget is spent; true if reached. */
 bool emu_event_poll(hal_event *e, uint64_t seq);

@@ -32,7 +32,7 @@ static bool waits_for_own_work(const emu_task *t, const hal_stream *s)
         return false;
     if (t->u.ev.from == s && t->u.ev.from_gen == s->gen)
         return true;
-    return emu_event_wait_met(t) && atomic_load_explicit(&t->u.ev.e->err, memory_order_relaxed) == HAL_OK;
+    return emu_event_wait_met(t) && emu_event_err(t->u.ev.e) == HAL_OK;
 }
 
 /* Whether t is record seq of e: a record task, or a wait for s's own work that it rides on. */
@@ -87,7 +87,7 @@ static bool completed_now(hal_event *e)
     if (enq == atomic_load_explicit(&e->reset_mark, memory_order_relaxed))
         return !(e->flags & HAL_EVENT_WAIT_UNRECORDED_BLOCKS);
     return atomic_load_explicit(&e->rec_done, memory_order_acquire) >= enq &&
-           atomic_load_explicit(&e->err, memory_order_relaxed) == HAL_OK && !emu_trace_on();
+           emu_event_err(e) == HAL_OK && !emu_trace_on();
 }
 
 hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
@@ -102,7 +102,7 @@ hal_result emu_stream_wait_event(hal_stream *s, hal_event *e)
         target = e->flags & HAL_EVENT_WAIT_UNRECORDED_BLOCKS ? target + 1 : 0;
     /* met, or behind nothing but s's own earlier work: waiting would hold nothing back (a failed
      * record's wait fails s) */
-    bool met = target == 0 || (!emu_trace_on() && ((e->rec_done >= target && e->err == HAL_OK) ||
+    bool met = target == 0 || (!emu_trace_on() && ((e->rec_done >= target && emu_event_err(e) == HAL_OK) ||
                                                    behind_own_work_locked(e, s, target)));
     bool known = target == e->rec_seq && e->rec_done < target;
     hal_stream *from = known ? e->rec_stream : NULL;
@@ -160,10 +160,10 @@ static hal_result run_wait(hal_stream *s, emu_task *t)
 {
     hal_event *e = t->u.ev.e;
     /* met without error, the common case: no lock (err is written before rec_done rises) */
-    if (emu_event_wait_met(t) && atomic_load_explicit(&e->err, memory_order_relaxed) == HAL_OK)
+    if (emu_event_wait_met(t) && emu_event_err(e) == HAL_OK)
         return HAL_OK;
     bool done = emu_event_await_locked(e, t->u.ev.seq, s->dev);
-    hal_result err = e->err;
+    hal_result err = emu_event_err(e);
     char msg[EMU_MSG_LEN];
     msg[0] = 0;
     if (err != HAL_OK)

@@ -632,6 +632,10 @@ uint64_t emu_prog_test_ahead_runs(void);
 uint64_t emu_prog_test_runs_now(void);
 /* Event records completed at once on an idle stream (emu_event.c, record_now): for tests. */
 uint64_t emu_event_test_records_now(void);
+/* For tests: numbers two records of e, completes the older under the lock carrying err (as from
+ * the failed stream s), then raises rec_done to the newer as a completion without the lock does
+ * that read e's error before that failure was written (emu_event.c, emu_event_err). */
+void emu_event_test_fast_past_failed(struct hal_event *e, hal_stream *s, hal_result err);
 /* Waits a worker began for an event wait's record without the stream's role (emu_stream.c). */
 uint64_t emu_stream_test_asides(void);
 /* Tests only: kicks that found their stream awaiting (emu_stream_kick.c). */

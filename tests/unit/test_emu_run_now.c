@@ -269,6 +269,31 @@ Test(emu_run_now, a_record_behind_work_or_a_failure_is_queued, .timeout = 60)
     fix_close(&f);
 }
 
+/* A record that completes without the lock read the event's error as none; if an older record of
+ * the event, failed on another stream, completes under the lock before the newer one raises
+ * rec_done, the error left in the event is the older record's. The event's latest record carried
+ * none: syncs, queries and stream waits read none (each record's error goes with its number). */
+Test(emu_run_now, a_newer_good_record_hides_an_older_ones_failure, .timeout = 60)
+{
+    now_fix f = fix_open();
+    hal_event *e;
+    HT_OK(f.h->event_create(f.d, 0, &e));
+    hal_stream *waiter;
+    HT_OK(f.h->stream_create(f.d, &waiter));
+    emu_event_test_fast_past_failed(e, f.s, HAL_E_INTERNAL);
+    cr_expect_eq(f.h->event_sync(e, 30000), HAL_OK, "an older record's failure read as the newer one's");
+    cr_expect_eq(f.h->event_sync(e, -1), HAL_OK);
+    HT_OK(f.h->stream_wait_event(waiter, e));
+    cr_expect_eq(f.h->stream_sync(waiter, 30000), HAL_OK, "a wait for the newer record failed its stream");
+    emu_stream_fail(f.s, HAL_E_INTERNAL, "failed on purpose"); /* a latest record that failed still says so */
+    HT_OK(f.h->event_record(e, f.s));
+    cr_expect_eq(f.h->event_sync(e, 30000), HAL_E_INTERNAL, "the latest record's own failure was lost");
+    f.h->stream_clear_error(f.s);
+    HT_OK(f.h->stream_destroy(waiter));
+    HT_OK(f.h->event_destroy(e));
+    fix_close(&f);
+}
+
 /* The program's instruction: notes whether the event that rides on it was done when it ran. */
 typedef struct ride_probe {
     const hal_ops *h;
