@@ -20,9 +20,9 @@
  *   receiver has finished every call of the run, as the full end of an eager call would have
  *   guaranteed.
  * Signals: a root's PUB signal is the call's seq, stored into the header of the box it wrote after
- * the data (rt_oneway_flag_task); its receiver waits for that flag, in the cache line it reads
+ * the data (rt_hdr_flag_task); its receiver waits for that flag, in the cache line it reads
  * the data from (hal_flag_wait), and the root wakes it only if it sleeps (notify_wake on
- * RT_SLOT_OW_WAKE). A count per call on a notify line both sides touch cost the root a wait for
+ * RT_SLOT_HDR_WAKE). A count per call on a notify line both sides touch cost the root a wait for
  * that line at every call once its receivers kept up with it (docs/perf.md, "Flag waits").
  * Mismatches: a receiver checks its root's header as any eager FETCH does. What only a root could
  * see (two ranks that both think they are the root, or a receiver that waits for another root) is
@@ -149,6 +149,22 @@ int rt_oneway_peer_check(void *arg, char *msg, size_t len)
     if (!ctx->peer_oneway || !peer_view(ctx->c, fa->peer, ctx->seq, &theirs) || rt_sig_equal(&theirs, &ctx->sig))
         return 0;
     return rt_mismatch_report(ctx->c, fa->peer, &theirs, &ctx->sig, msg, len);
+}
+
+/* Runs only where an eager exchange's flag wait for the peer's header would sleep (hal_flag_wait.
+ * check): a peer that runs another call than this rank's writes no header of it, and every call
+ * but an eager exchange publishes a record (a one-way root's view, a receiver's, a call that is not
+ * eager, HcclCommDestroy's FINALIZE) before it could wait for this rank. A loop whose peers keep up
+ * reads nobody's record. */
+int rt_eager_flag_check(void *arg, char *msg, size_t len)
+{
+    rt_fetch_arg *fa = arg;
+    rt_launch_ctx *ctx = fa->ctx;
+    rt_sig theirs;
+    if (rt_ctrl_peer_live(ctx->c, fa->peer) &&
+        (!peer_view(ctx->c, fa->peer, ctx->seq, &theirs) || rt_sig_equal(&theirs, &ctx->sig)))
+        return 0;
+    return rt_fetch_task(fa, msg, len); /* names what differs (a V-op's tables too), or the destroy */
 }
 
 /* Runs only where a receiver's flag wait would sleep (hal_flag_wait.check; arg: the FETCH of its

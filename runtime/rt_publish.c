@@ -291,14 +291,15 @@ static bool writes_into(const rt_launch_ctx *ctx, uint32_t q)
  * slot, which its receivers read; a one-way Reduce's writer: in its root's: writes_into), next to
  * the data it copies there, before the PUB signals; the
  * reader's FETCH reads the header where it reads the data instead of the record in the writer's
- * control block: one cache line it reads anyway instead of two it would miss. */
+ * control block: one cache line it reads anyway instead of two it would miss. Where PUB signals are
+ * flags (rt_hdr_flags), the header's seq is the signal: rt_hdr_flag_task stores it after the data. */
 int rt_eager_post_task(void *arg, char *msg, size_t len)
 {
     rt_launch_ctx *ctx = arg;
     rt_comm *c = ctx->c;
     rt_sig sig = ctx->sig;
     sig.seq = ctx->seq;
-    bool oneway = ctx->plan->oneway;
+    bool oneway = ctx->plan->oneway, flags = rt_hdr_flags(ctx);
     uint64_t stride = rt_plan_stride(c, ctx->plan);
     _Static_assert(offsetof(rt_sig, seq) == 0, "a header's seq comes first");
     if (rt_a2av_receives_directly(ctx)) { /* senders of large blocks need my OUT: a record too */
@@ -314,7 +315,7 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
         if (!writes_into(ctx, q))
             continue;
         char *hdr = (char *)rt_box_hdr(ctx->inbox[q], c->rank, stride);
-        if (oneway) /* the seq is the PUB signal, stored after the data; constant sizes: plain moves */
+        if (flags) /* the seq is the PUB signal, stored after the data; constant sizes: plain moves */
             memcpy(hdr + sizeof sig.seq, (char *)&sig + sizeof sig.seq, sizeof sig - sizeof sig.seq);
         else
             memcpy(hdr, &sig, sizeof sig);
@@ -325,9 +326,10 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     return rt_publish_task(ctx, msg, len); /* and writes its view (rt_oneway.c) */
 }
 
-/* A one-way root's PUB signal (rt_oneway.c): this call's seq into the header of every box it wrote,
- * after the data and the header's other fields (release: a receiver's flag wait acquires it). */
-int rt_oneway_flag_task(void *arg, char *msg, size_t len)
+/* A PUB signal as a flag (a one-way root's, rt_oneway.c; an eager exchange's): this call's seq into
+ * the header of every box it wrote, after the data and the header's other fields (release: the
+ * reader's flag wait acquires it). */
+int rt_hdr_flag_task(void *arg, char *msg, size_t len)
 {
     (void)msg, (void)len;
     rt_launch_ctx *ctx = arg;

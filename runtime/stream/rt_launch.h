@@ -243,15 +243,24 @@ static inline bool rt_oneway_writer(const rt_comm *c, const algo_plan *plan)
 {
     return plan->oneway && (plan->op.root == c->rank) != plan->oneway_gather;
 }
+/* Whether a header-mode launch's PUB signals are the seq it stores into the headers it wrote (flags
+ * its peers' FETCHes wait for: rt_hdr_flag_task), not counts: one-way calls, and eager exchanges
+ * where the backend has flag waits (c->eager_flags). */
+static inline bool rt_hdr_flags(const rt_launch_ctx *ctx)
+{
+    return ctx->hdr && !ctx->p2p && (ctx->plan->oneway || ctx->c->eager_flags);
+}
 /* Device-side checks of peers' views of one-way calls, each where its wait would sleep: a receiver's
  * of its writer's (hal_flag_wait.check of the writer's rt_fetch_arg.wait, arg: that rt_fetch_arg),
  * a FETCH's of a peer that may root a one-way call (arg: the rt_fetch_arg), a writer's of the
- * receiver whose credit it waits for; and a drain's (arg: ctx). A writer's store of the flag, its
- * PUB signal (arg: ctx). */
+ * receiver whose credit it waits for; and a drain's (arg: ctx). An eager exchange's flag wait for
+ * a peer's header checks the peer's record, where it published one (arg: the rt_fetch_arg). A
+ * writer's store of the flag, its PUB signal (arg: ctx). */
 int rt_oneway_writer_check(void *arg, char *msg, size_t len);
 int rt_oneway_peer_check(void *arg, char *msg, size_t len);
+int rt_eager_flag_check(void *arg, char *msg, size_t len);
 int rt_oneway_credit_check(void *arg, char *msg, size_t len);
-int rt_oneway_flag_task(void *arg, char *msg, size_t len);
+int rt_hdr_flag_task(void *arg, char *msg, size_t len);
 int rt_oneway_drain_check_task(void *arg, char *msg, size_t len);
 
 /* Device-side tasks (hal_task_fn). */

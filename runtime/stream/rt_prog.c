@@ -193,14 +193,15 @@ static bool is_pub_signal(const algo_step *st)
     return st->kind == ALGO_STEP_SIGNAL && st->u.sync.slot == ALGO_SLOT_PUB;
 }
 
-/* A one-way root's PUB signals (rt_oneway.c): the first stores the call's seq into its boxes'
- * headers, each wakes its receiver if it sleeps in its flag wait. */
-static hal_result build_oneway_signal(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, uint32_t peer)
+/* PUB signals as flags (rt_hdr_flags: a one-way root's, rt_oneway.c; an eager exchange's): the first
+ * stores the call's seq into the headers of the boxes it wrote, each wakes its peer if it sleeps in
+ * its flag wait for that header. */
+static hal_result build_flag_signal(rt_launch_ctx *ctx, uint32_t stream, uint32_t step, uint32_t peer)
 {
     const algo_step_list *l = &ctx->plan->streams[stream];
     if (!step || !is_pub_signal(&l->steps[step - 1]))
-        CHECK(rt_prog_push_fn(ctx, stream, step, rt_oneway_flag_task, ctx));
-    CHECK(rt_prog_push_notify(ctx, stream, step, false, ctx->c->peers[peer].to_peer[RT_SLOT_OW_WAKE]));
+        CHECK(rt_prog_push_fn(ctx, stream, step, rt_hdr_flag_task, ctx));
+    CHECK(rt_prog_push_notify(ctx, stream, step, false, ctx->c->peers[peer].to_peer[RT_SLOT_HDR_WAKE]));
     ctx->insns[ctx->ninsns - 1].kind = HAL_INSN_NOTIFY_WAKE;
     return HAL_OK;
 }
@@ -218,8 +219,8 @@ static hal_result build_sync(rt_launch_ctx *ctx, uint32_t stream, uint32_t step,
         op->slot = slot;
         return rt_prog_push_fn(ctx, stream, step, rt_net_signal_task, NULL);
     }
-    if (st->kind == ALGO_STEP_SIGNAL && ctx->plan->oneway && slot == ALGO_SLOT_PUB)
-        return build_oneway_signal(ctx, stream, step, peer);
+    if (st->kind == ALGO_STEP_SIGNAL && slot == ALGO_SLOT_PUB && rt_hdr_flags(ctx))
+        return build_flag_signal(ctx, stream, step, peer);
     if (ctx->p2p && rt_p2p_on_flags(c, peer))
         return rt_prog_p2p_sync(ctx, stream, step, st);
     if (st->kind == ALGO_STEP_SIGNAL)
@@ -259,19 +260,19 @@ static hal_result build_fetch(rt_launch_ctx *ctx, uint32_t stream, uint32_t step
         return HAL_E_PARAM;
     if (ctx->p2p)
         return rt_prog_p2p_fetch(ctx, stream, step, &ctx->p2p_items[item]);
-    if (ctx->plan->oneway) { /* a receiver: its writer's header is the signal (rt_oneway.c) */
-        hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
-        if (!in)
-            return HAL_E_NOMEM;
-        in->u.flag.w = &ctx->fetch[peer].wait; /* its flag and seq: per call (bind_flag_waits) */
-        return rt_prog_push_fn(ctx, stream, step, rt_eager_check_task, &ctx->fetch[peer]);
-    }
     if (ahead_able(ctx, stream)) { /* off until rt_prog_ahead turns it on for a launch */
         hal_insn *mark = rt_prog_push_insn(ctx, stream, step, HAL_INSN_AHEAD);
         if (!mark)
             return HAL_E_NOMEM;
         mark->u.ahead.group = 0;
         mark->u.ahead.depth = 0;
+    }
+    if (rt_hdr_flags(ctx)) { /* the peer's header is the signal: a one-way receiver's writer, an exchange's peer */
+        hal_insn *in = rt_prog_push_insn(ctx, stream, step, HAL_INSN_FLAG_WAIT);
+        if (!in)
+            return HAL_E_NOMEM;
+        in->u.flag.w = &ctx->fetch[peer].wait; /* its flag and seq: per call (bind_flag_waits) */
+        return rt_prog_push_fn(ctx, stream, step, rt_eager_check_task, &ctx->fetch[peer]);
     }
     CHECK(rt_prog_push_notify(ctx, stream, step, true, c->peers[peer].from_peer[ALGO_SLOT_PUB]));
     if (c->oneway) /* the peer may root a one-way call where this rank runs another */
@@ -493,34 +494,36 @@ uint64_t rt_prog_build_count(void)
     return atomic_load(&g_builds);
 }
 
-/* A one-way receiver's flag wait (hal_flag_wait) for writer's header: the header of writer's box in
- * this call's slot of `inbox`, where rt_eager_check_task reads it, and this call's seq. */
-static void bind_flag_wait(rt_launch_ctx *ctx, uint32_t writer, uint32_t inbox)
+/* A flag wait (hal_flag_wait) for writer's header: the header of writer's box in this call's slot of
+ * `inbox`, where rt_eager_check_task reads it, and this call's seq; `check` runs where it would sleep. */
+static void bind_flag_wait(rt_launch_ctx *ctx, uint32_t writer, uint32_t inbox, hal_task_fn check)
 {
     rt_comm *c = ctx->c;
     const rt_sig *hdr = rt_box_hdr(ctx->inbox[inbox], writer, rt_plan_stride(c, ctx->plan));
     ctx->fetch[writer].wait = (hal_flag_wait){.flag = &hdr->seq, .at_least = ctx->seq,
-                                              .wake = c->peers[writer].from_peer[RT_SLOT_OW_WAKE],
+                                              .wake = c->peers[writer].from_peer[RT_SLOT_HDR_WAKE],
                                               .timeout_ms = rt_prog_wait_timeout_ms(c),
-                                              .abort_flag = rt_prog_abort_flag(c), .check = rt_oneway_writer_check,
+                                              .abort_flag = rt_prog_abort_flag(c), .check = check,
                                               .check_arg = &ctx->fetch[writer]};
 }
 
 /* A Broadcast's or Scatter's receiver waits for its root (oneway_pull: in the root's inbox, a
- * larger Scatter's in this rank's), a Reduce's root for every writer, in its own inbox. */
+ * larger Scatter's in this rank's), a Reduce's root for every writer, in its own inbox; an eager
+ * exchange's every rank for every peer, in its own inbox. */
 static void bind_flag_waits(rt_launch_ctx *ctx)
 {
     rt_comm *c = ctx->c;
     uint32_t root = ctx->plan->op.root;
-    if (!ctx->plan->oneway || rt_oneway_writer(c, ctx->plan))
+    if (!rt_hdr_flags(ctx) || rt_oneway_writer(c, ctx->plan))
         return;
-    if (!ctx->plan->oneway_gather) {
-        bind_flag_wait(ctx, root, ctx->plan->oneway_pull ? root : c->rank);
+    if (ctx->plan->oneway && !ctx->plan->oneway_gather) {
+        bind_flag_wait(ctx, root, ctx->plan->oneway_pull ? root : c->rank, rt_oneway_writer_check);
         return;
     }
+    hal_task_fn check = ctx->plan->oneway ? rt_oneway_writer_check : rt_eager_flag_check;
     for (uint32_t q = 0; q < c->nranks; q++)
         if (q != c->rank)
-            bind_flag_wait(ctx, q, c->rank);
+            bind_flag_wait(ctx, q, c->rank, check);
 }
 
 hal_result rt_prog_build(rt_launch_ctx *ctx)
