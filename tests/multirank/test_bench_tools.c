@@ -281,8 +281,29 @@ static bool parse_peer_args(const char *a_value, coll_bench_args *a)
     optind = 0; /* glibc: a full restart of getopt, also after a parse left by longjmp */
     if (setjmp(g_bad_arg))
         return false;
-    coll_bench_parse(a_value ? 5 : 3, argv, false, bad_arg, a);
+    coll_bench_parse(a_value ? 5 : 3, argv, 0, bad_arg, a);
     return true;
+}
+
+/* -I (the MPI benchmark's in-place calls) only where the benchmark offers it. */
+static bool parse_in_place(unsigned offers, coll_bench_args *a)
+{
+    char *argv[] = {"bench", "-c", "allreduce", "-I", NULL};
+    optind = 0;
+    if (setjmp(g_bad_arg))
+        return false;
+    coll_bench_parse(4, argv, offers, bad_arg, a);
+    return true;
+}
+
+Test(bench_tools, in_place_only_where_offered)
+{
+    coll_bench_args a;
+    cr_assert(parse_in_place(COLL_BENCH_IN_PLACE, &a), "-I refused where offered");
+    cr_expect(a.in_place, "-I is in place");
+    cr_expect(!parse_in_place(COLL_BENCH_VERIFY, &a), "-I taken where not offered");
+    cr_assert(parse_peer_args("4", &a));
+    cr_expect(!a.in_place, "out of place is the default");
 }
 
 Test(bench_tools, peer_benchmarks_take_the_slowest_rank_or_the_span)
@@ -401,7 +422,7 @@ static bool parse_coll(const char *name, coll_bench_args *a)
     optind = 0;
     if (setjmp(g_bad_arg))
         return false;
-    coll_bench_parse(3, argv, false, bad_arg, a);
+    coll_bench_parse(3, argv, 0, bad_arg, a);
     return true;
 }
 

@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 {
     g_rank = (int)env_long("GLOO_RANK", 0, LONG_MAX); /* only rank 0 reports bad arguments */
     coll_bench_args a;
-    coll_bench_parse(argc, argv, true, fail, &a);
+    coll_bench_parse(argc, argv, COLL_BENCH_VERIFY, fail, &a);
     if (coll_bench_plain(a.coll) != a.coll) /* compare.sh runs Gloo only for the plain forms */
         fail("-c (Gloo: allreduce, allgather, reducescatter, broadcast, alltoall, reduce, scatter, sendrecv)",
              coll_names[a.coll]);

@@ -2,7 +2,8 @@
  * perf tools and nccl-tests do: after a barrier, `iters` back-to-back calls, host clock, the
  * slowest rank; sizes, per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as
  * nccl-tests (docs/perf.md). fp32 buffers of ones, sum, root 0, out of place (broadcast: its one
- * buffer); sendrecv is nccl-tests' ring, one MPI_Sendrecv to the next rank and from the one
+ * buffer; with -I, AllReduce and AllGather in place: MPI_IN_PLACE, the data in the receive buffer, as
+ * the perf tools' in-place column); sendrecv is nccl-tests' ring, one MPI_Sendrecv to the next rank and from the one
  * before. The V forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv (also
  * for alltoallvc, which MPI does not have: the same call with the counts every rank could derive).
  * Built by compare.sh (compare_peers.sh) with mpicc.openmpi and mpicc.mpich; not part of the CMake
@@ -10,7 +11,7 @@
  *
  *   mpirun -n N mpi_coll_bench -c allreduce|allgather|reducescatter|broadcast|alltoall|reduce|scatter|
  *                               sendrecv|allgatherv|reducescatterv|alltoallv|alltoallvc
- *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4]
+ *          [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4] [-I]
  *
  * -a 3 (default): the slowest rank's loop; -a 4: the span from the first rank's start to the last
  * rank's end (tools/common/coll_bench.h, as the perf tools' -a).
@@ -55,12 +56,13 @@ static bench_point make_point(coll_kind k, size_t bytes)
     return p;
 }
 
-static void call(coll_kind k, const bench_point *p)
+static void call(coll_kind k, bool in_place, const bench_point *p)
 {
     int c = (int)p->count, rc = MPI_SUCCESS;
+    const void *send = in_place ? MPI_IN_PLACE : p->send;
     switch (k) {
-    case ALLREDUCE: rc = MPI_Allreduce(p->send, p->recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-    case ALLGATHER: rc = MPI_Allgather(p->send, c, MPI_FLOAT, p->recv, c, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case ALLREDUCE: rc = MPI_Allreduce(send, p->recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case ALLGATHER: rc = MPI_Allgather(send, c, MPI_FLOAT, p->recv, c, MPI_FLOAT, MPI_COMM_WORLD); break;
     case REDUCESCATTER:
         rc = MPI_Reduce_scatter_block(p->send, p->recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
@@ -96,11 +98,11 @@ static void call(coll_kind k, const bench_point *p)
 static double time_point(const coll_bench_args *a, const bench_point *p)
 {
     for (long i = 0; i < a->warmup; i++)
-        call(a->coll, p);
+        call(a->coll, a->in_place, p);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = coll_bench_now_us();
     for (long i = 0; i < a->iters; i++)
-        call(a->coll, p);
+        call(a->coll, a->in_place, p);
     double t1 = coll_bench_now_us();
     double mine[2] = {a->span ? t1 : t1 - t0, -t0}, most[2] = {0, 0};
     MPI_Reduce(mine, most, a->span ? 2 : 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -114,7 +116,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_n);
     out_settle_init();
     coll_bench_args a;
-    coll_bench_parse(argc, argv, false, fail, &a);
+    coll_bench_parse(argc, argv, COLL_BENCH_IN_PLACE, fail, &a);
+    if (a.in_place && a.coll != ALLREDUCE && a.coll != ALLGATHER)
+        fail("-I (allreduce and allgather only)", coll_names[a.coll]);
     if (g_rank == 0)
         coll_bench_print_header("mpi_coll_bench", &a, g_n);
     out_settle((unsigned)g_rank);

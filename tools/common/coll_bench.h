@@ -41,7 +41,8 @@ typedef struct coll_bench_args {
     size_t minb, maxb;
     double factor;
     long iters, warmup;
-    bool verify; /* -v, where the benchmark offers it */
+    bool verify;   /* -v, where the benchmark offers it */
+    bool in_place; /* -I, where the benchmark offers it: the peers' in-place form of the call */
     bool span;   /* -a 4: the first rank's start to the last rank's end (-a 3, the default: the
                     slowest rank's own loop), as the perf tools' -a */
 } coll_bench_args;
@@ -77,16 +78,25 @@ static inline coll_kind coll_bench_kind(const char *s, coll_bench_fail_fn fail)
     return NCOLL;
 }
 
-/* -c coll [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4], and -v if
- * with_verify. */
-static inline void coll_bench_parse(int argc, char **argv, bool with_verify, coll_bench_fail_fn fail,
+/* The flags a benchmark offers besides the common ones (coll_bench_parse). */
+enum { COLL_BENCH_VERIFY = 1u, COLL_BENCH_IN_PLACE = 2u };
+
+/* -c coll [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] [-a 3|4], and -v and -I
+ * where `offers` says so. */
+static inline void coll_bench_parse(int argc, char **argv, unsigned offers, coll_bench_fail_fn fail,
                                     coll_bench_args *a)
 {
     a->coll = NCOLL, a->minb = 8, a->maxb = 64u << 20, a->factor = 2.0, a->iters = 20, a->warmup = 5;
-    a->verify = a->span = false;
+    a->verify = a->in_place = a->span = false;
+    char opts[32] = "c:b:e:f:n:w:a:", flags[64] = "a flag (-c -b -e -f -n -w -a";
+    if (offers & COLL_BENCH_VERIFY)
+        strcat(opts, "v"), strcat(flags, " -v");
+    if (offers & COLL_BENCH_IN_PLACE)
+        strcat(opts, "I"), strcat(flags, " -I");
+    strcat(flags, ")");
     int c;
     opterr = 0;
-    while ((c = getopt(argc, argv, with_verify ? "c:b:e:f:n:w:a:v" : "c:b:e:f:n:w:a:")) != -1) {
+    while ((c = getopt(argc, argv, opts)) != -1) {
         switch (c) {
         case 'c': a->coll = coll_bench_kind(optarg, fail); break;
         case 'b': a->minb = coll_bench_size("-b", optarg, fail); break;
@@ -104,8 +114,8 @@ static inline void coll_bench_parse(int argc, char **argv, bool with_verify, col
             a->span = optarg[0] == '4';
             break;
         case 'v': a->verify = true; break;
-        default:
-            fail(with_verify ? "a flag (-c -b -e -f -n -w -a -v)" : "a flag (-c -b -e -f -n -w -a)", argv[optind - 1]);
+        case 'I': a->in_place = true; break;
+        default: fail(flags, argv[optind - 1]);
         }
     }
     if (a->coll == NCOLL)
@@ -157,10 +167,10 @@ static inline double coll_bench_bus_factor(coll_kind k, int n)
 
 static inline void coll_bench_print_header(const char *prog, const coll_bench_args *a, int n)
 {
-    printf("# %s %s nranks %d iters %ld warmup %ld: host clock, %s\n"
-           "#%11s %12s %10s %8s %8s\n", prog, coll_names[a->coll], n, a->iters, a->warmup,
-           a->span ? "span (first start to last end, -a 4)" : "slowest rank", "size(B)", "count", "time(us)", "algbw",
-           "busbw");
+    printf("# %s %s%s nranks %d iters %ld warmup %ld: host clock, %s\n"
+           "#%11s %12s %10s %8s %8s\n", prog, coll_names[a->coll], a->in_place ? " in place" : "", n, a->iters,
+           a->warmup, a->span ? "span (first start to last end, -a 4)" : "slowest rank", "size(B)", "count",
+           "time(us)", "algbw", "busbw");
 }
 
 /* The host clock every rank of a machine shares (a span compares starts and ends across ranks). */
