@@ -110,8 +110,9 @@ static void expect_flags(pair_rank *ranks, uint32_t n)
         prog_kinds k = pooled_prog(ranks[i].comm, SMALL);
         cr_expect_eq(k.flag_waits, n - 1, "rank %u: %u flag waits, want one per peer", i, k.flag_waits);
         cr_expect_eq(k.wakes, n - 1, "rank %u: %u wakes, want one per peer", i, k.wakes);
-        cr_expect_eq(k.pub_waits + k.pub_records, 0, "rank %u: the eager exchange waits for %u PUB counts and signals %u",
-                     i, k.pub_waits, k.pub_records);
+        cr_expect_eq(k.pub_waits + k.pub_records, 0,
+                     "rank %u: the eager exchange waits for %u PUB counts and signals %u", i, k.pub_waits,
+                     k.pub_records);
     }
 }
 
