@@ -34,12 +34,15 @@ struct hal_event {
 
 /* The error the event's latest completed record carried: `err` only where it came with that
  * record. A record that completes without the lock (it read `err` as HAL_OK) may raise rec_done
- * past a failed record that another stream completed meanwhile; that later record carried none. */
+ * past a failed record that another stream completed meanwhile; that later record carried none.
+ * Callers read rec_done first (acquire), so `err` is at least that record's. */
 static inline hal_result emu_event_err(hal_event *e)
 {
-    uint64_t done = atomic_load_explicit(&e->rec_done, memory_order_acquire);
     hal_result err = atomic_load_explicit(&e->err, memory_order_relaxed);
-    return err != HAL_OK && atomic_load_explicit(&e->err_seq, memory_order_relaxed) == (uint32_t)done ? err : HAL_OK;
+    if (err == HAL_OK) /* the common case: one load */
+        return HAL_OK;
+    uint64_t done = atomic_load_explicit(&e->rec_done, memory_order_acquire);
+    return atomic_load_explicit(&e->err_seq, memory_order_relaxed) == (uint32_t)done ? err : HAL_OK;
 }
 
 /* Polls (emu_poll) until rec_done >= seq or the poll budget is spent; true if reached. */
