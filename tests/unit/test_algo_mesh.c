@@ -41,16 +41,45 @@ static void copy_bytes(algo_coll coll, uint32_t n, uint32_t r, uint32_t root, ui
     algo_plan_free(p);
 }
 
-/* Broadcast shares the copying: the root writes only the last 1/n into each peer, each peer reads
- * the rest from the root, so no rank copies more than (n-1)/n buffers' worth per peer served; and
- * the plans still end full (eager plans may follow them, plan.h INBOX). */
+/* Broadcast shares the copying. At 2 ranks the root writes the last half into its peer while the
+ * peer reads the first half from the root. From 3 ranks on each rank reads its 1/n slice of the
+ * root's buffer once and writes it into every receiver (n - 1 copies of one source, a fan-out):
+ * every copy a rank makes reads that slice and nothing else. The plans still end full (eager plans
+ * may follow them, plan.h INBOX). */
+static void expect_bcast_slices(uint32_t n, uint32_t r, uint32_t root, uint64_t count)
+{
+    algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .rank = r, .count = count, .dtype = HAL_DT_FP32,
+                  .redop = HAL_OP_SUM, .root = root, .in_place = true};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, NULL, ALGO_MESH, &p), 0);
+    uint32_t copies = 0;
+    for (uint32_t s = 0; s < p->nstreams; s++)
+        for (uint32_t i = 0; i < p->streams[s].nsteps; i++) {
+            const algo_step *st = &p->streams[s].steps[i];
+            if (st->kind != ALGO_STEP_COPY)
+                continue;
+            copies++;
+            int32_t src_owner = r == root ? ALGO_SELF : (int32_t)root;
+            cr_expect(st->u.copy.src.owner == src_owner && st->u.copy.src.buf == ALGO_BUF_OUT &&
+                          st->u.copy.src.offset == algo_chunk_off(count, n, r) * 4 &&
+                          st->u.copy.bytes == algo_chunk_len(count, n, r) * 4,
+                      "n=%u rank %u: a copy that is not its slice of the root's buffer", n, r);
+        }
+    cr_expect_eq(copies, n - 1, "n=%u rank %u: %u copies of its slice, want one per receiver", n, r, copies);
+    algo_plan_free(p);
+}
+
 Test(algo_mesh, broadcast_shares_copies)
 {
-    const uint64_t count = 1u << 18; /* 1 MiB of fp32 */
+    const uint64_t count = (1u << 18) + 3; /* 1 MiB of fp32, and slices of two lengths */
     for (uint32_t n = 2; n <= ALGO_MESH_MAX_RANKS; n++) {
         uint32_t root = n / 2;
         for (uint32_t r = 0; r < n; r++) {
-            uint64_t pulled, pushed, tail = count / n * 4; /* the last of n balanced chunks */
+            uint64_t pulled, pushed, tail = (count - algo_chunk_off(count, n, n - 1)) * 4;
+            if (n > 2) {
+                expect_bcast_slices(n, r, root, count);
+                continue;
+            }
             copy_bytes(ALGO_COLL_BROADCAST, n, r, root, count, true, &pulled, &pushed);
             if (r == root) {
                 cr_expect_eq(pulled, 0, "n=%u: the root reads nobody", n);
@@ -60,11 +89,13 @@ Test(algo_mesh, broadcast_shares_copies)
                 cr_expect_eq(pulled, count * 4 - tail, "n=%u rank %u: a receiver reads the rest from the root", n, r);
             }
         }
-        algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .count = count, .dtype = HAL_DT_FP32,
-                      .redop = HAL_OP_SUM, .root = root, .in_place = true};
-        algo_verify_report rep;
-        cr_assert_eq(algo_verify(&op, NULL, ALGO_MESH, &rep), 0, "%s", rep.msg);
-        cr_expect(rep.full_end, "n=%u: every rank must end after every publication", n);
+        for (uint32_t root_at = 0; root_at < n; root_at += n - 1) { /* the first and the last rank too */
+            algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .count = count, .dtype = HAL_DT_FP32,
+                          .redop = HAL_OP_SUM, .root = root_at, .in_place = true};
+            algo_verify_report rep;
+            cr_assert_eq(algo_verify(&op, NULL, ALGO_MESH, &rep), 0, "%s", rep.msg);
+            cr_expect(rep.full_end, "n=%u: every rank must end after every publication", n);
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 /* Fan-outs (runtime/stream/rt_fanout.c, hal/emu/emu_dma.c): where the backend runs copies of one
  * source in a row as one pass over it, a mesh plan's copies of one source into every peer
- * (AllGather's block, AllReduce's reduced slice, Broadcast's tail at its root) are put in a row
- * on stream 0 and read their source once. Ranks are threads of this process (HcclCommInitAll), so
- * the emulator's process-wide count of fan-outs sees every rank: each call must fan out exactly
- * where it should (Scatter and AlltoAll copy other sources to each peer: never), and every output
- * must be right. */
+ * (AllGather's block, AllReduce's reduced slice, a rank's slice of a Broadcast root's buffer) are
+ * put in a row on stream 0 and read their source once. Ranks are threads of this process
+ * (HcclCommInitAll), so the emulator's process-wide count of fan-outs sees every rank: each call
+ * must fan out exactly where it should (Scatter and AlltoAll copy other sources to each peer:
+ * never), and every output must be right. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 #include "hal/emu/emu_internal.h"
 
 #define NRANKS 4
-#define COUNT (1u << 20) /* int32 per rank: 4 MiB blocks, 1 MiB AllReduce slices and Broadcast tail */
+#define COUNT (1u << 20) /* int32 per rank: 4 MiB blocks, 1 MiB AllReduce and Broadcast slices */
 
 typedef enum { C_ALLGATHER, C_ALLGATHER_IN_PLACE, C_ALLREDUCE, C_BROADCAST, C_SCATTER, C_ALLTOALL } coll;
 
@@ -137,7 +137,8 @@ Test(launch_fanout, mesh_copies_of_one_source_fan_out, .timeout = 120)
     cr_expect_eq(run(comms, C_ALLGATHER), NRANKS, "AllGather out of place: a fan-out per rank");
     cr_expect_eq(run(comms, C_ALLGATHER_IN_PLACE), NRANKS, "AllGather in place: a fan-out per rank");
     cr_expect_eq(run(comms, C_ALLREDUCE), NRANKS, "AllReduce: each rank's reduced slice into every peer");
-    cr_expect_eq(run(comms, C_BROADCAST), 1u, "Broadcast: the root's tail into every peer");
+    cr_expect_eq(run(comms, C_BROADCAST), NRANKS, "Broadcast: each rank's slice of the root's buffer into every "
+                                                  "receiver");
     cr_expect_eq(run(comms, C_SCATTER), 0u, "Scatter: another block to each peer, no fan-out");
     cr_expect_eq(run(comms, C_ALLTOALL), 0u, "AlltoAll: another block to each peer, no fan-out");
     for (uint32_t i = 0; i < NRANKS; i++)
