@@ -46,6 +46,9 @@ static inline void algo_b_when(algo_b *b, algo_when when, algo_vsym sym)
 algo_ref algo_b_ref(const algo_b *b, algo_buf buf, uint32_t owner, uint64_t elem_off);
 /* COPY/REDUCE of `elems` elements; nothing is emitted for 0 elements. */
 void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
+/* The last step of stream s, if a COPY, writes what this rank reads again in its next call
+ * (algo_step copy.reread). */
+void algo_b_mark_reread(algo_b *b, uint32_t s);
 void algo_b_reduce(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t elems);
 /* COPY whose element count is the V-table entry `count` (always emitted: a zero count is
  * skipped at launch). */

@@ -147,11 +147,13 @@ static void reduce_ordered(algo_b *b, const span *sp, uint32_t owner)
         span_copy(b, out, acc, sp);
 }
 
+/* My reduced slice into p's OUT: in place that is p's IN, which my next call reduces from (reread). */
 static void put_my_slice(algo_b *b, uint32_t s, uint32_t p)
 {
     uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r);
     algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, off), algo_b_ref(b, ALGO_BUF_OUT, b->r, off),
                 algo_chunk_len(c, b->n, b->r));
+    algo_b_mark_reread(b, s);
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
@@ -289,12 +291,15 @@ static void mesh_broadcast_slices(algo_b *b)
 
 /* Below it the slices' all-to-all DATA signals cost more than the copies they save (loops on
  * 2 CPUs, us a call, pull / slices: 64 KiB at 8 ranks 14.4 / 17.0, 256 KiB 34.2 / 37.5, 512 KiB
- * 81.9 / 79.9; 1 MiB 197 / 184, at 4 ranks 68.0 / 51.9; 64 MiB at 8 ranks 23.4 / 12.8 ms). */
+ * 81.9 / 79.9; 1 MiB 197 / 184, at 4 ranks 68.0 / 51.9; 64 MiB at 8 ranks 23.4 / 12.8 ms). Past
+ * ALGO_MAX_STREAMS ranks a slave stream serves two peers, its list is no fan-out (rt_fanout.c),
+ * every copy reads its slice again, and the slices lose: 16 MiB at 12 ranks 5.9 / 11.2 ms, 64 MiB
+ * at 16 ranks 57 / 69 ms. */
 #define MESH_BCAST_SLICES_MIN_BYTES (1u << 20)
 
 static void mesh_broadcast(algo_b *b)
 {
-    if (b->n >= 3 && b->op->count * b->esz >= MESH_BCAST_SLICES_MIN_BYTES)
+    if (b->n >= 3 && b->n <= ALGO_MAX_STREAMS && b->op->count * b->esz >= MESH_BCAST_SLICES_MIN_BYTES)
         mesh_broadcast_slices(b);
     else
         mesh_broadcast_pull(b);

@@ -126,6 +126,15 @@ void algo_b_copy(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, uint64_t ele
     algo_b_push(b, s, st);
 }
 
+void algo_b_mark_reread(algo_b *b, uint32_t s)
+{
+    if (s >= b->p->nstreams || !b->p->streams[s].nsteps)
+        return;
+    algo_step *st = &b->p->streams[s].steps[b->p->streams[s].nsteps - 1];
+    if (st->kind == ALGO_STEP_COPY)
+        st->u.copy.reread = 1;
+}
+
 void algo_b_copy_v(algo_b *b, uint32_t s, algo_ref dst, algo_ref src, algo_vsym count)
 {
     algo_step st = {.kind = ALGO_STEP_COPY};

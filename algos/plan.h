@@ -260,7 +260,9 @@ typedef struct algo_step {
     algo_vsym when_sym;
     union {
         /* vcount.tab != NONE: the size is that table entry (elements), bytes/count are 0 */
-        struct { algo_ref dst, src; uint64_t bytes; algo_vsym vcount; } copy;
+        /* reread: the writer's next call of this op reads dst again (a mesh AllReduce's slice in
+         * its peers: in place, their IN it reduces from), a hint for copy kernels (hal_dma_desc) */
+        struct { algo_ref dst, src; uint64_t bytes; algo_vsym vcount; uint8_t reread; } copy;
         struct { algo_ref dst, src, src2; uint64_t count; uint8_t has_src2; algo_vsym vcount; } reduce;
         struct { uint32_t peer, slot, item; } sync; /* SIGNAL, WAIT (item: SENDRECV item, else 0) */
         struct { uint32_t stream; } fork;       /* FORK, JOIN */

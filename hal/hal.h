@@ -84,6 +84,8 @@ typedef struct hal_dma_desc {
     uint64_t count;   /* REDUCE */
     hal_dtype dtype;  /* REDUCE */
     hal_redop op;     /* REDUCE */
+    uint8_t reread;   /* COPY, a hint: the writer reads dst again soon (a copy kernel that streams
+                         past the caches would make it read memory); backends may ignore it */
 } hal_dma_desc;
 
 /* A task run by the stream's executor. Returning non-zero fails the stream with that code;

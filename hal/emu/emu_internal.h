@@ -192,6 +192,7 @@ uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32
 /* Whether a batch of n descriptors is large enough to start a fan-out (a cheap first check). */
 bool emu_dma_fanout_worth(const hal_dma_desc *descs, uint32_t n);
 uint64_t emu_dma_test_fanouts(void); /* fan-outs emu_dma_run_fanout ran, since the process started */
+uint64_t emu_dma_test_fanouts_streamed(void); /* those of them that streamed a piece (non-temporal) */
 hal_result emu_dma_memset(emu_dma *d, void *dst, int value, size_t bytes, char *msg, size_t len);
 
 /* --- the device --- */

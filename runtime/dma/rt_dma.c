@@ -133,6 +133,7 @@ static void fill_pieces(rt_launch_ctx *ctx, const algo_step *step, uint64_t tota
         d[i].src2 = rsrc2;
         d[i].dtype = ctx->plan->op.dtype;
         d[i].op = ctx->plan->op.redop;
+        d[i].reread = is_copy && step->u.copy.reread;
     }
     size_pieces(ctx, step, total, n, d);
 }

@@ -41,11 +41,12 @@ static void copy_bytes(algo_coll coll, uint32_t n, uint32_t r, uint32_t root, ui
     algo_plan_free(p);
 }
 
-/* Broadcast shares the copying. At 2 ranks the root writes the last half into its peer while the
- * peer reads the first half from the root. From 3 ranks on each rank reads its 1/n slice of the
- * root's buffer once and writes it into every receiver (n - 1 copies of one source, a fan-out):
- * every copy a rank makes reads that slice and nothing else. The plans still end full (eager plans
- * may follow them, plan.h INBOX). */
+/* Broadcast shares the copying. At 2 ranks, and past ALGO_MAX_STREAMS ranks, the root writes the
+ * last 1/n into every peer while each peer reads the rest from the root. From 3 ranks to
+ * ALGO_MAX_STREAMS (1 MiB and more) each rank reads its 1/n slice of the root's buffer once and
+ * writes it into every receiver (n - 1 copies of one source, a fan-out): every copy a rank makes
+ * reads that slice and nothing else. The plans still end full (eager plans may follow them,
+ * plan.h INBOX). */
 static void expect_bcast_slices(uint32_t n, uint32_t r, uint32_t root, uint64_t count)
 {
     algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .rank = r, .count = count, .dtype = HAL_DT_FP32,
@@ -76,7 +77,7 @@ Test(algo_mesh, broadcast_shares_copies)
         uint32_t root = n / 2;
         for (uint32_t r = 0; r < n; r++) {
             uint64_t pulled, pushed, tail = (count - algo_chunk_off(count, n, n - 1)) * 4;
-            if (n > 2) {
+            if (n > 2 && n <= ALGO_MAX_STREAMS) {
                 expect_bcast_slices(n, r, root, count);
                 continue;
             }
@@ -97,6 +98,42 @@ Test(algo_mesh, broadcast_shares_copies)
             cr_expect(rep.full_end, "n=%u: every rank must end after every publication", n);
         }
     }
+}
+
+/* Copies marked reread (algo_step copy.reread, a hint for copy kernels): a mesh AllReduce's slice
+ * into every peer (in place, their IN its next call reduces from), and nothing of AllGather's or
+ * Broadcast's, whose writers never read what they wrote for others. */
+static uint32_t reread_copies(algo_coll coll, uint32_t n, uint32_t r, uint64_t count, bool in_place, uint32_t *copies)
+{
+    algo_op op = {.coll = coll, .nranks = n, .rank = r, .count = count, .dtype = HAL_DT_FP32, .redop = HAL_OP_SUM,
+                  .root = 0, .in_place = in_place};
+    algo_plan *p = NULL;
+    cr_assert_eq(algo_compile(&op, NULL, ALGO_MESH, &p), 0);
+    uint32_t marked = 0;
+    *copies = 0;
+    for (uint32_t s = 0; s < p->nstreams; s++)
+        for (uint32_t i = 0; i < p->streams[s].nsteps; i++)
+            if (p->streams[s].steps[i].kind == ALGO_STEP_COPY) {
+                ++*copies;
+                marked += p->streams[s].steps[i].u.copy.reread;
+            }
+    algo_plan_free(p);
+    return marked;
+}
+
+Test(algo_mesh, only_allreduce_slices_are_reread)
+{
+    const uint64_t count = 1u << 20;
+    for (uint32_t n = 2; n <= 8; n++)
+        for (int inp = 0; inp < 2; inp++) {
+            uint32_t copies;
+            cr_expect_eq(reread_copies(ALGO_COLL_ALLREDUCE, n, 1, count, inp, &copies), n - 1,
+                         "n=%u: AllReduce's slice into each of its n-1 peers", n);
+            cr_expect_eq(reread_copies(ALGO_COLL_ALLGATHER, n, 1, count, inp, &copies), 0, "n=%u AllGather", n);
+            cr_expect_gt(copies, 0);
+            cr_expect_eq(reread_copies(ALGO_COLL_BROADCAST, n, 1, count, true, &copies), 0, "n=%u Broadcast", n);
+            cr_expect_gt(copies, 0);
+        }
 }
 
 /* Scatter on one server: each receiver reads its block from the root, the root copies only its own
