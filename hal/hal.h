@@ -77,6 +77,9 @@ typedef enum hal_dma_kind { HAL_DMA_COPY = 0, HAL_DMA_REDUCE = 1 } hal_dma_kind;
  * to an address (dst is then only written: an out-of-place reduce needs no copy first). */
 typedef struct hal_dma_desc {
     hal_dma_kind kind;
+    uint8_t reread;   /* COPY, a hint: the writer reads dst again soon (a copy kernel that streams
+                         past the caches would make it read memory); backends may ignore it. In
+                         the hole before dst: the descriptor stays 104 bytes */
     hal_ref dst;
     hal_ref src;
     hal_ref src2;     /* REDUCE: optional second operand (zero = none) */
@@ -84,8 +87,6 @@ typedef struct hal_dma_desc {
     uint64_t count;   /* REDUCE */
     hal_dtype dtype;  /* REDUCE */
     hal_redop op;     /* REDUCE */
-    uint8_t reread;   /* COPY, a hint: the writer reads dst again soon (a copy kernel that streams
-                         past the caches would make it read memory); backends may ignore it */
 } hal_dma_desc;
 
 /* A task run by the stream's executor. Returning non-zero fails the stream with that code;
