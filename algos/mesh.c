@@ -266,7 +266,7 @@ static void put_bcast_slice(algo_b *b, uint32_t s, uint32_t p)
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
-/* From 3 ranks on, an AllGather of the root's slices: rank r reads slice r of the root's buffer
+/* From 3 to ALGO_MAX_STREAMS ranks, an AllGather of the root's slices: rank r reads slice r of the root's buffer
  * once and writes it into every receiver's OUT, its own included (a fan-out, rt_fanout.c). Each
  * rank reads 1/n of a buffer and writes (n-1)/n. Where every receiver pulled (n-1)/n itself
  * (mesh_broadcast_pull), the ranks together moved 2(n-1)^2/n + 1 buffers through memory instead of

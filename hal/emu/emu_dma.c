@@ -498,11 +498,12 @@ uint32_t emu_dma_run_fanout(emu_dma *d, const hal_dma_desc *const *batch, uint32
     if (m < 2)
         return 0;
     /* From FANOUT_NT_COPIES copies on, a piece is large by all it writes: a 2 MiB slice fanned out
-     * to 7 destinations writes 14 MiB, past the caches as one 14 MiB copy (streaming made 16-32 MiB
-     * Broadcast and AllGather at 8 ranks 1.6-2.2x faster). Not with fewer copies (in-place
-     * AllGather at 3 and 4 ranks, 12-16 MiB: 10-15% slower streamed), nor where a destination is
-     * read again by its writer (a mesh AllReduce's slices in place at 3-6 ranks, 8-16 MiB: 20-30%
-     * slower): the kernel choice times only the copy, not the reads after it. */
+     * to 7 destinations writes 14 MiB, past the caches as one 14 MiB copy (streaming made a 16-32
+     * MiB Broadcast's slices at 8 ranks 2.2-2.7x faster, AllGather at 5-8 ranks 1.7-2.1x, 16 MiB).
+     * Not with fewer copies (in-place AllGather at 3 and 4 ranks, 12-16 MiB: 10-15% slower
+     * streamed), nor where a destination is read again by its writer (a mesh AllReduce's slices
+     * in place at 3-6 ranks, 8-16 MiB: 20-30% slower): the kernel choice times only the copy, not
+     * the reads after it. */
     uint64_t nt_min = emu_cfg()->copy_nt_bytes, large = 0;
     uint32_t mult = m >= FANOUT_NT_COPIES && !fan_reread(batch, m, n) ? m : 1;
     for (uint32_t i = 0; nt_min && i < n; i++)
