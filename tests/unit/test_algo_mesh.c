@@ -90,9 +90,10 @@ Test(algo_mesh, broadcast_shares_copies)
                 cr_expect_eq(pulled, count * 4 - tail, "n=%u rank %u: a receiver reads the rest from the root", n, r);
             }
         }
-        for (uint32_t root_at = 0; root_at < n; root_at += n - 1) { /* the first and the last rank too */
+        const uint32_t roots[3] = {0, root, n - 1};
+        for (uint32_t k = 0; k < 3; k++) {
             algo_op op = {.coll = ALGO_COLL_BROADCAST, .nranks = n, .count = count, .dtype = HAL_DT_FP32,
-                          .redop = HAL_OP_SUM, .root = root_at, .in_place = true};
+                          .redop = HAL_OP_SUM, .root = roots[k], .in_place = true};
             algo_verify_report rep;
             cr_assert_eq(algo_verify(&op, NULL, ALGO_MESH, &rep), 0, "%s", rep.msg);
             cr_expect(rep.full_end, "n=%u: every rank must end after every publication", n);
