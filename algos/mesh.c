@@ -256,13 +256,19 @@ static void mesh_broadcast_pull(algo_b *b)
     algo_b_epilogue(b, 0);
 }
 
-/* Rank r's slice of the root's buffer into peer p's OUT, then DATA: p may end once every slice
- * is in (and the root once every rank stopped reading its buffer). */
-static void put_bcast_slice(algo_b *b, uint32_t s, uint32_t p)
+/* Rank r's slice of the root's buffer into rank p's OUT (p = r: its own). */
+static void copy_bcast_slice(algo_b *b, uint32_t s, uint32_t p)
 {
     uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, b->r);
     algo_b_copy(b, s, algo_b_ref(b, ALGO_BUF_OUT, p, off), algo_b_ref(b, ALGO_BUF_OUT, b->op->root, off),
                 algo_chunk_len(c, b->n, b->r));
+}
+
+/* ...into peer p's, then DATA: p may end once every slice is in (and the root once every rank
+ * stopped reading its buffer). */
+static void put_bcast_slice(algo_b *b, uint32_t s, uint32_t p)
+{
+    copy_bcast_slice(b, s, p);
     algo_b_signal(b, s, p, ALGO_SLOT_DATA);
 }
 
@@ -280,9 +286,7 @@ static void mesh_broadcast_slices(algo_b *b)
     if (r == root) {
         mesh_fanout(b, put_bcast_slice);
     } else {
-        uint64_t c = b->op->count, off = algo_chunk_off(c, b->n, r);
-        algo_b_copy(b, 0, algo_b_ref(b, ALGO_BUF_OUT, r, off), algo_b_ref(b, ALGO_BUF_OUT, root, off),
-                    algo_chunk_len(c, b->n, r));
+        copy_bcast_slice(b, 0, r);
         mesh_fanout_but(b, put_bcast_slice, root);
         algo_b_signal(b, 0, root, ALGO_SLOT_DATA);
     }

@@ -472,7 +472,7 @@ bool emu_dma_fanout_worth(const hal_dma_desc *descs, uint32_t n)
     return n && n <= DMA_STACK_PIECES && bytes >= HAL_FANOUT_MIN_BYTES; /* small: the source stays cached */
 }
 
-#define FANOUT_NT_COPIES 4u
+#define FANOUT_NT_COPIES 4u /* copies from which a fan-out's piece is large by all it writes (below) */
 
 /* Whether any copy of the fan-out writes what its writer reads again soon (hal_dma_desc.reread). */
 static bool fan_reread(const hal_dma_desc *const *batch, uint32_t m, uint32_t n)
