@@ -40,12 +40,13 @@ void acl_strict_imported(hal_device *dev, const char *key, const void *ptr)
     uint64_t after = 0;
     if (!strict_on() || emu_ipc_mem_size(dev, key, &after) != HAL_OK)
         return;
+    /* The range before the lock: read after it, gcc 12 -O3 takes `after` for a dangling pointer. */
+    const strict_range got = {.lo = (uintptr_t)ptr, .hi = (uintptr_t)ptr + after};
     pthread_mutex_lock(&g_mu);
     if (g_n < STRICT_MAX) { /* what was exported, as CANN maps it */
         strict_range *r = &g_ranges[g_n++];
+        *r = got;
         snprintf(r->key, sizeof r->key, "%s", key);
-        r->lo = (uintptr_t)ptr;
-        r->hi = (uintptr_t)ptr + after;
     }
     pthread_mutex_unlock(&g_mu);
 }
