@@ -142,7 +142,7 @@ static inline void emu_f32_apply(float *restrict x, const float *restrict y, hal
 }
 
 /* One kernel per 16-bit / 8-bit format. A short last block is staged through a zero-padded copy
- * so every loop keeps the constant trip count gcc -O2 needs to vectorize. d may equal a or b:
+ * so every loop keeps the constant trip count gcc needs to vectorize at -O2. d may equal a or b:
  * each block is fully loaded before it is stored. */
 #define EMU_NARROW_KERNEL(NAME, ST, DEC, ENC)                                                  \
     EMU_HOT static void NAME(void *d, const void *a, const void *b, size_t n, hal_redop op)    \
