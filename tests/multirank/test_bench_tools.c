@@ -231,6 +231,50 @@ Test(bench_tools, perf_tools_record_an_event_after_every_call)
     expect_bad_flag("all_reduce_perf", 'R', "3");
 }
 
+/* -P 1's line under a row: both halves' percentiles of every call's host time, in order, and none
+ * longer than the slowest rank's whole loop (the row's time with -a 3, times -n). */
+static void expect_pcts(const char *line, const char *half, double row_us, int iters)
+{
+    const char *at = strstr(line, half);
+    cr_assert(at != NULL, "no %s percentiles in: %.300s", half, line);
+    double v[4];
+    char fmt[96];
+    snprintf(fmt, sizeof fmt, "%s p50 %%lf p90 %%lf p99 %%lf max %%lf", half);
+    cr_assert_eq(sscanf(at, fmt, &v[0], &v[1], &v[2], &v[3]), 4, "%s percentiles do not parse: %.200s", half, at);
+    cr_expect(v[0] > 0 && v[0] <= v[1] && v[1] <= v[2] && v[2] <= v[3], "%s: p50 %g p90 %g p99 %g max %g", half, v[0],
+              v[1], v[2], v[3]);
+    cr_expect(v[3] <= (row_us + 0.01) * iters, "%s: a call of %g us in a loop of %d calls of %g us", half, v[3], iters,
+              row_us);
+}
+
+Test(bench_tools, perf_tools_give_every_calls_time_as_percentiles)
+{
+    mr_result r = mr_run_t("", 3, 60, OH_BUILD_DIR "/tools/perf/all_reduce_perf",
+                           "-b 8 -e 1M -f 1024 -n 40 -w 2 -c 1 -m 0 -P 1");
+    cr_expect_eq(r.status, 0, "all_reduce_perf -P 1 exited with %d:\n%s", r.status, r.out);
+    cr_expect(strstr(r.out, "# per call (-P 1)") != NULL, "no -P header:\n%s", r.out);
+    cr_expect(strstr(r.out, "# Out of bounds values : 0 OK") != NULL, "wrong elements:\n%s", r.out);
+    int rows = 0;
+    for (const char *row = strstr(r.out, "[rank 0]  "); row; row = strstr(row + 1, "[rank 0]  ")) {
+        double oop = -1, ip = -1;
+        if (sscanf(row, "[rank 0] %*s %*s %*s %*s %*s %lf %*s %*s %*s %lf", &oop, &ip) != 2)
+            continue; /* a header line */
+        const char *next = strchr(row, '\n');
+        cr_assert(next != NULL && !strncmp(next + 1, "[rank 0] #  per call (us, the largest over ranks):", 50),
+                  "no percentiles under the row: %.300s", row);
+        expect_pcts(next + 1, "out-of-place", oop, 40);
+        expect_pcts(next + 1, "in-place", ip, 40);
+        rows++;
+    }
+    cr_expect_eq(rows, 2, "%d rows (8 B and 1 MiB wanted):\n%s", rows, r.out);
+    free(r.out);
+    r = mr_run_t("", 2, 60, OH_BUILD_DIR "/tools/perf/broadcast_perf", "-b 8 -e 8 -n 20 -w 2 -c 0 -m 0");
+    cr_expect_eq(r.status, 0, "broadcast_perf exited with %d:\n%s", r.status, r.out);
+    cr_expect(strstr(r.out, "per call") == NULL, "percentiles without -P:\n%s", r.out);
+    free(r.out);
+    expect_bad_flag("broadcast_perf", 'P', "2");
+}
+
 /* sendrecv_perf -s 1: HcclSend and HcclRecv as two calls, around an odd ring (rank 2 and rank 0
  * both send first), every received element checked; the header says which calls. */
 Test(bench_tools, sendrecv_perf_separate_calls)

@@ -18,7 +18,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: hcclrun -n N %s [-b minbytes] [-e maxbytes] [-f factor | -i stepbytes] [-n iters]\n"
             "       [-w warmup] [-c checkiters] [-d dtype|all] [-o sum|prod|max|min|all] [-r root|all]\n"
-            "       [-a 0|1|2|3|4] [-z 0|1] [-R 0|1|2] [-s 0|1] [-v 0|1] [-p npus] [-m 0|1]\n"
+            "       [-a 0|1|2|3|4] [-z 0|1] [-R 0|1|2] [-s 0|1] [-v 0|1] [-P 0|1] [-p npus] [-m 0|1]\n"
             "  -a  time over ranks: 0 rank 0, 1 average, 2 min, 3 max (default 3), 4 span: the first\n"
             "      rank's start to the last rank's end (ranks on one machine: one clock)\n"
             "  -z  1: synchronize the stream after every call (blocking), 0: back to back (default 0)\n"
@@ -28,7 +28,9 @@ static void usage(void)
             "  -s  sendrecv: 1 HcclSend and HcclRecv as two calls (even ranks send first), 0 one\n"
             "      HcclBatchSendRecv of both (default 0)\n"
             "  -v  V forms: 1 the timed calls' tables change every call (blocks of count +- count/2, four\n"
-            "      sets in turn), 0 equal blocks (default 0); checked calls take equal blocks\n",
+            "      sets in turn), 0 equal blocks (default 0); checked calls take equal blocks\n"
+            "  -P  1: also the host time of every timed call, as percentiles (p50, p90, p99, largest;\n"
+            "      each the largest over ranks), a line under each row; 0: not (default 0)\n",
             g_prog);
     exit(2);
 }
@@ -110,7 +112,7 @@ void perf_parse_args(int argc, char **argv, perf_args *a)
     defaults(a);
     int c;
     opterr = 0; /* we print our own message */
-    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:d:o:r:p:m:a:z:R:s:v:G:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:d:o:r:p:m:a:z:R:s:v:P:G:h")) != -1) {
         switch (c) {
         case 'b': a->minb = parse_size('b', optarg); break;
         case 'e': a->maxb = parse_size('e', optarg); break;
@@ -130,6 +132,7 @@ void perf_parse_args(int argc, char **argv, perf_args *a)
             break;
         case 's': a->separate = parse_int('s', optarg, 0, 1, "0 (HcclBatchSendRecv) or 1 (HcclSend, HcclRecv)"); break;
         case 'v': a->vary = parse_int('v', optarg, 0, 1, "0 (equal blocks) or 1 (other tables every call)"); break;
+        case 'P': a->percentiles = parse_int('P', optarg, 0, 1, "0 (no) or 1 (every call's time, as percentiles)"); break;
         case 'r': a->root = !strcmp(optarg, "all") ? -1 : parse_int('r', optarg, 0, INT_MAX, "a rank >= 0 or all");
             break;
         case 'd': parse_dtypes(optarg, a); break;

@@ -3,7 +3,8 @@
  * Time as nccl-tests: after a barrier, `iters` back-to-back calls, one synchronize, host clock
  * (with -z 1 a synchronize after every call); ACL timeline events around the same loop give the
  * device time printed at the end of the row. Both are combined over ranks per -a (default: the
- * slowest rank). Rank 0 prints. Exit status 1 if any element was wrong, 2 on an error. */
+ * slowest rank); with -P 1, every call's host time too, as percentiles (perf_pct.c). Rank 0
+ * prints. Exit status 1 if any element was wrong, 2 on an error. */
 #include "perf_int.h"
 
 #include <hccl/hccl_ext.h>
@@ -85,11 +86,16 @@ static void combine_setup(perf_env *e, const perf_args *a)
     double v[PERF_COMBINE_MAX] = {0};
     combine_ranks(e, a->average, &l, 1, v); /* time_point's */
     reduce_ranks(e, v, 1, HCCL_REDUCE_SUM); /* check_point's */
+    if (a->percentiles)
+        reduce_ranks(e, v, PERF_PCTS, HCCL_REDUCE_MAX); /* -P's */
 }
 
-/* Host-clock and device-event time of one call in microseconds, combined over ranks per -a. */
+/* Host-clock and device-event time of one call in microseconds, combined over ranks per -a; with
+ * -P, the percentiles of every call's host time, each the largest over ranks. */
 typedef struct perf_time {
     double host_us, dev_us; /* dev_us < 0: no event time */
+    bool has_pct;
+    double pct_us[PERF_PCTS];
 } perf_time;
 
 /* -R: the events around the timed calls, as a framework makes them, in turns of 8 (a framework
@@ -150,7 +156,8 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     PERF_OK(aclrtCreateEventWithFlag(&end, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC));
     perf_events ev;
     events_open(&ev, a->record);
-    int bad = 0;
+    perf_stamps st;
+    int bad = !perf_stamps_open(&st, a->iters, a->percentiles);
     for (int i = 0; i < a->warmup && !bad; i++)
         bad = perf_call(e, p) != HCCL_SUCCESS;
     bad |= aclrtSynchronizeStream(e->stream) != ACL_SUCCESS;
@@ -158,6 +165,7 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     double t0 = oh_now_s();
     PERF_OK(aclrtRecordEvent(start, e->stream));
     for (int i = 0; i < a->iters && !bad; i++) {
+        perf_stamp(&st, i);
         bad = events_call(&ev, e, p, i);
         if (a->blocking && !bad)
             bad = aclrtSynchronizeStream(e->stream) != ACL_SUCCESS;
@@ -172,12 +180,18 @@ static perf_time time_point(const perf_env *e, const perf_args *a, perf_point *p
     PERF_OK(aclrtDestroyEvent(end));
     events_close(&ev);
     if (bad) {
-        fprintf(stderr, "rank %u: %s_perf: a call failed\n", e->rank, perf_name(p->kind));
+        fprintf(stderr, "rank %u: %s_perf: a call failed%s\n", e->rank, perf_name(p->kind),
+                a->percentiles && !st.t ? " (or -P's stamps could not be allocated)" : "");
         exit(2);
     }
     double t[2];
     combine_ranks(e, a->average, &l, a->iters, t);
-    return (perf_time){t[0], t[1]};
+    perf_time r = {t[0], t[1], false, {0}};
+    if (perf_stamps_close(&st, l.t1, r.pct_us)) {
+        reduce_ranks(e, r.pct_us, PERF_PCTS, HCCL_REDUCE_MAX);
+        r.has_pct = true;
+    }
+    return r;
 }
 
 /* Wrong elements summed over ranks after `check` checked runs. */
@@ -205,11 +219,12 @@ typedef struct totals {
     double wrong;
 } totals;
 
-/* Times, checks and prints one half of a row; returns the device time (-1: none). */
-static double run_half(const perf_env *e, const perf_args *a, perf_point *p, totals *t)
+/* Times, checks and prints one half of a row; its times in *out. */
+static void run_half(const perf_env *e, const perf_args *a, perf_point *p, totals *t, perf_time *out)
 {
     perf_alloc(e, p);
     perf_time tm = time_point(e, a, p);
+    *out = tm;
     double wrong = a->check ? check_point(e, a, p) : -1;
     perf_release(p);
     double algbw = perf_alg_bytes(p->kind, p->count, p->es, e->n) / 1e9 / (tm.host_us * 1e-6);
@@ -223,7 +238,23 @@ static double run_half(const perf_env *e, const perf_args *a, perf_point *p, tot
             snprintf(w, sizeof w, "%.0f", wrong);
         printf("  %8.2f  %6.2f  %6.2f  %6s", tm.host_us, algbw, busbw, w);
     }
-    return tm.dev_us;
+}
+
+/* -P's line under a row: each half's percentiles of every call's host time. */
+static void print_pcts(const perf_time tm[2])
+{
+    if (!tm[0].has_pct && !tm[1].has_pct)
+        return;
+    printf("#  per call (us, the largest over ranks):");
+    for (int ip = 0; ip < 2; ip++) {
+        const double *v = tm[ip].pct_us;
+        if (tm[ip].has_pct)
+            printf(" %s p50 %.2f p90 %.2f p99 %.2f max %.2f", ip ? "in-place" : "out-of-place", v[0], v[1], v[2],
+                   v[3]);
+        else
+            printf(" %s N/A", ip ? "in-place" : "out-of-place");
+        printf("%s", ip ? "\n" : ";");
+    }
 }
 
 static void na_half(const perf_env *e)
@@ -243,24 +274,25 @@ static void run_row(const perf_env *e, const perf_args *a, perf_point *p, size_t
                perf_dtype_name(p->dt), perf_reduces(p->kind) ? (const char *[]){"sum", "prod", "max", "min"}[p->op]
                                                              : "none",
                perf_rooted(p->kind) ? (int)p->root : -1);
-    double dev[2] = {-1, -1};
+    perf_time tm[2] = {{-1, -1, false, {0}}, {-1, -1, false, {0}}};
     for (int ip = 0; ip < 2; ip++) {
         p->inplace = ip == 1;
         bool has = ip ? perf_has_inplace(p->kind) : perf_has_outofplace(p->kind);
         if (has)
-            dev[ip] = run_half(e, a, p, t);
+            run_half(e, a, p, t, &tm[ip]);
         else
             na_half(e);
     }
     if (e->rank != 0)
         return;
     for (int ip = 0; ip < 2; ip++) {
-        if (dev[ip] >= 0)
-            printf("  %8.2f", dev[ip]);
+        if (tm[ip].dev_us >= 0)
+            printf("  %8.2f", tm[ip].dev_us);
         else
             printf("  %8s", "N/A");
     }
     printf("\n");
+    print_pcts(tm);
     out_settle(e->rank);
 }
 
@@ -311,6 +343,10 @@ static void header(const perf_env *e, const perf_args *a, perf_kind kind)
            : a->record    ? ", a process group's events around each (-R 2: a wait for a compute stream's record "
                             "before, a record after that the compute stream waits for; sync events, as torch_npu's)"
                           : "", perf_avg_name(a->average), (int)a->average);
+    if (a->percentiles)
+        printf("# per call (-P 1): each rank's host clock before every timed call; a call's time lasts to the "
+               "next one's start (the last one's to the loop's end): p50, p90, p99 and the largest, each the "
+               "largest over ranks\n#\n");
     if (kind == PERF_SENDRECV)
         printf("# calls: %s\n#\n", a->separate ? "HcclSend and HcclRecv, even ranks send first (-s 1)"
                                                 : "one HcclBatchSendRecv of a send and a receive (-s 0)");

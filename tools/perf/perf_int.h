@@ -10,6 +10,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#include "common/oh_clock.h"
 #include "perf_common.h"
 
 typedef struct perf_env {
@@ -18,7 +19,7 @@ typedef struct perf_env {
     aclrtStream stream;
     double *combine; /* device buffer of PERF_COMBINE_MAX values, for combining them over ranks */
 } perf_env;
-#define PERF_COMBINE_MAX 3
+#define PERF_COMBINE_MAX 4
 
 /* How -a combines one time per rank into the printed one: nccl-tests' values, and SPAN (ours):
  * from the first rank's start to the last rank's end, on the one clock of the ranks' machine. */
@@ -33,6 +34,7 @@ typedef struct perf_args {
     int record;             /* -R 1: an event recorded after every timed call; 2: and a compute stream's around it */
     int separate;           /* -s 1 (sendrecv): HcclSend and HcclRecv, not one HcclBatchSendRecv */
     int vary;               /* -v 1 (V forms): the timed calls' tables change every call */
+    int percentiles;        /* -P 1: every timed call's host time, as percentiles (perf_pct.c) */
     HcclDataType dts[12];
     int ndts;
     HcclReduceOp ops[4];
@@ -40,6 +42,22 @@ typedef struct perf_args {
     int root;               /* -1 = all */
     int npus;
 } perf_args;
+
+/* -P: a rank's host-clock stamp before every timed call (perf_pct.c); t NULL when -P is off. */
+typedef struct perf_stamps {
+    double *t; /* [n + 1]: the stamps, then the loop's end */
+    int n;
+} perf_stamps;
+#define PERF_PCTS 4 /* p50, p90, p99 and the largest */
+/* False if -P is on and the stamps could not be allocated. */
+bool perf_stamps_open(perf_stamps *s, int iters, bool on);
+static inline void perf_stamp(perf_stamps *s, int i) /* inline: the loop without -P pays one test */
+{
+    if (s->t)
+        s->t[i] = oh_now_s();
+}
+/* The intervals' percentiles in us (false when -P is off); frees the stamps. */
+bool perf_stamps_close(perf_stamps *s, double end, double out_us[PERF_PCTS]);
 
 /* Parses argv into a (defaults as docs/perf.md); prints what is wrong and exits 2 on a bad flag. */
 void perf_parse_args(int argc, char **argv, perf_args *a);
