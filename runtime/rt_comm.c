@@ -46,12 +46,11 @@ static HcclResult alloc_device_state(rt_comm *c)
      * every rank sees the same CPUs; connect_peer checks that its peers there agree. */
     c->ow_slots = algo_oneway_slots(rt_ranks_fit_cpus(c->nranks));
     /* p2p with this server's peers through boxes in the inboxes: task functions write them (header
-     * mode), waits are flag waits woken by notify_wake (docs/runtime.md, "Point to point"). */
-    c->p2p_flags = c->eager_hdr && c->hal->flag_wait && c->hal->notify_wake;
-    /* Eager exchanges likewise: a flag in the header line a FETCH reads anyway instead of a count on a
+     * mode), waits are flag waits woken by notify_wake (docs/runtime.md, "Point to point"). Eager
+     * exchanges likewise: a flag in the header line a FETCH reads anyway instead of a count on a
      * notify line both sides write (docs/runtime.md, "Eager header mode"). Every rank of a server has
      * the same backend and staging (connect_peer), so every rank signals the same way. */
-    c->eager_flags = c->p2p_flags;
+    c->flag_waits = c->eager_hdr && c->hal->flag_wait && c->hal->notify_wake;
     /* As ow_slots, from the CPUs: every rank of this server lays its boxes out alike. */
     c->p2p_box_bytes = rt_ranks_fit_cpus(c->nranks) ? RT_P2P_EAGER_FIT : RT_P2P_EAGER_SHARED;
     CHECK(rt_inbox_acquire(c));

@@ -198,7 +198,7 @@ static void publish_finalize(rt_comm *c)
         if (p == c->rank || !c->peers[p].to_peer[ALGO_SLOT_PUB]) /* remote peers: their links close */
             continue;
         c->hal->notify_record(c->peers[p].to_peer[ALGO_SLOT_PUB], s);
-        if (c->oneway || c->eager_flags) /* asleep in a flag wait for a header: its check reads the record */
+        if (c->oneway || c->flag_waits) /* asleep in a flag wait for a header: its check reads the record */
             c->hal->notify_record(c->peers[p].to_peer[RT_SLOT_HDR_WAKE], s);
     }
     c->hal->stream_sync(s, -1);

@@ -166,7 +166,7 @@ _Static_assert(RT_P2P_BOXES >= RT_P2P_RING, "a direct send's box is free once it
 /* Whether the inboxes have p2p boxes: the same on every rank (the backend, staging mode, nranks). */
 static inline bool rt_p2p_boxes(const rt_comm *c)
 {
-    return c->p2p_flags && c->nranks <= RT_P2P_EAGER_MAX_RANKS;
+    return c->flag_waits && c->nranks <= RT_P2P_EAGER_MAX_RANKS;
 }
 /* p2p with peer goes through the boxes (else: counted notifies, PUB and DATA). */
 static inline bool rt_p2p_on_flags(const rt_comm *c, uint32_t peer)

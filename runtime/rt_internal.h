@@ -20,7 +20,7 @@
 #define RT_SLOT_P2P_PUB ALGO_MAX_SLOTS     /* publishes p2p (rt_p2p_on_flags: wakes a sender asleep in its
                                               wait for the receive record) */
 #define RT_SLOT_HDR_WAKE (ALGO_MAX_SLOTS + 1) /* wakes a rank asleep in its flag wait for a header: a one-way
-                                               receiver (rt_oneway.c), an eager exchange's FETCH (eager_flags) */
+                                               receiver (rt_oneway.c), an eager exchange's FETCH (flag_waits) */
 #define RT_SLOT_P2P_CREDIT (ALGO_MAX_SLOTS + 2) /* a p2p box read: wakes its sender asleep in its wait for it */
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
 #define RT_CTRL_MAGIC 0x4f48434cu /* "OHCL" */
@@ -137,9 +137,10 @@ typedef struct rt_comm {
     void *inbox;              /* eager inbox: rt_inbox_slots() x nranks boxes (pooled; rt_inbox_bytes) */
     bool eager_hdr;           /* eager plans in header mode (rt_publish.c): task functions can write
                                  peers' inboxes (hal host_mapped_mem) */
-    bool p2p_flags;           /* the backend has what p2p through boxes needs (rt_p2p_boxes) */
-    bool eager_flags;         /* header mode's eager exchanges signal by their headers' seq, which their
-                               * peers' FETCHes wait for (flag waits), not by PUB counts (rt_prog.c) */
+    bool flag_waits;          /* header mode on a backend with flag waits and notify_wake: p2p goes
+                               * through boxes (rt_p2p_boxes), and eager exchanges signal by their
+                               * headers' seq, which their peers' FETCHes wait for, not by PUB counts
+                               * (rt_hdr_flags, rt_prog.c) */
     bool p2p_eager;           /* HCCL_EAGER_P2P (default on): this rank sends small messages eager */
     uint32_t p2p_box_bytes;   /* a p2p box's data, the eager limit (RT_P2P_EAGER_FIT / _SHARED) */
     size_t inbox_pool_bytes;

@@ -245,10 +245,10 @@ static inline bool rt_oneway_writer(const rt_comm *c, const algo_plan *plan)
 }
 /* Whether a header-mode launch's PUB signals are the seq it stores into the headers it wrote (flags
  * its peers' FETCHes wait for: rt_hdr_flag_task), not counts: one-way calls, and eager exchanges
- * where the backend has flag waits (c->eager_flags). */
+ * where the backend has flag waits (c->flag_waits). */
 static inline bool rt_hdr_flags(const rt_launch_ctx *ctx)
 {
-    return ctx->hdr && !ctx->p2p && (ctx->plan->oneway || ctx->c->eager_flags);
+    return ctx->hdr && !ctx->p2p && (ctx->plan->oneway || ctx->c->flag_waits);
 }
 /* Device-side checks of peers' views of one-way calls, each where its wait would sleep: a receiver's
  * of its writer's (hal_flag_wait.check of the writer's rt_fetch_arg.wait, arg: that rt_fetch_arg),

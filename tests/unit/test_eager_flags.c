@@ -1,4 +1,4 @@
-/* Eager exchanges signal by flags (c->eager_flags, docs/runtime.md "Eager header mode"): a rank's
+/* Eager exchanges signal by flags (c->flag_waits, docs/runtime.md "Eager header mode"): a rank's
  * FETCH of a peer waits for the call's seq in the header of the peer's box in its own inbox (a
  * flag wait, in the line it reads the data from), and its PUB signals store that seq and wake the
  * peer only if it sleeps there, instead of a count on a notify line both sides write. A call that

@@ -15,7 +15,7 @@ static rt_comm layout_comm(uint32_t nranks, uint32_t ow_slots)
     memset(&c, 0, sizeof c);
     c.nranks = nranks;
     c.ow_slots = ow_slots;
-    c.p2p_flags = true;
+    c.flag_waits = true;
     c.p2p_box_bytes = 4096;
     return c;
 }
