@@ -2,10 +2,11 @@
  * perf tools and nccl-tests do: after a barrier, `iters` back-to-back calls, host clock, the
  * slowest rank; sizes, per-rank counts (rounded down to 16 bytes) and bus-bandwidth factors as
  * nccl-tests (docs/perf.md). fp32 buffers of ones, sum, root 0, out of place (broadcast: its one
- * buffer; with -I, AllReduce and AllGather in place: MPI_IN_PLACE, the data in the receive buffer, as
- * the perf tools' in-place column); sendrecv is nccl-tests' ring, one MPI_Sendrecv to the next rank and from the one
- * before. The V forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Alltoallv (also
- * for alltoallvc, which MPI does not have: the same call with the counts every rank could derive).
+ * buffer; with -I, AllReduce and AllGather in place: MPI_IN_PLACE, the data in the receive buffer,
+ * as the perf tools' in-place column); sendrecv is nccl-tests' ring, one MPI_Sendrecv to the next
+ * rank and from the one before. The V forms with equal blocks: MPI_Allgatherv, MPI_Reduce_scatter,
+ * MPI_Alltoallv (also for alltoallvc, which MPI does not have: the same call with the counts every
+ * rank could derive).
  * Built by compare.sh (compare_peers.sh) with mpicc.openmpi and mpicc.mpich; not part of the CMake
  * build (MPI is optional).
  *

@@ -43,8 +43,8 @@ typedef struct coll_bench_args {
     long iters, warmup;
     bool verify;   /* -v, where the benchmark offers it */
     bool in_place; /* -I, where the benchmark offers it: the peers' in-place form of the call */
-    bool span;   /* -a 4: the first rank's start to the last rank's end (-a 3, the default: the
-                    slowest rank's own loop), as the perf tools' -a */
+    bool span;     /* -a 4: the first rank's start to the last rank's end (-a 3, the default: the
+                      slowest rank's own loop), as the perf tools' -a */
 } coll_bench_args;
 
 /* Reports a bad argument and exits; never returns. */
