@@ -37,7 +37,7 @@ _Static_assert(sizeof(rt_sig) <= RT_BOX_HDR, "an eager box header holds one rt_s
 _Static_assert(RT_BOX_HDR + ALGO_ONEWAY_MAX_BYTES <= RT_OW_BOX_STRIDE, "a one-way box holds its bytes");
 _Static_assert(RT_OW_SMALL_STRIDE % 64 == 0, "small one-way boxes start on a line");
 /* The kinds of slot, in the inbox in this order: the eager slots, then ow_slots of each kind
- * after them (algos/plan.h, INBOX; rt_oneway_slot picks a one-way call's kind). */
+ * after them (algos/plan.h, INBOX; rt_oneway_slot_offset picks a one-way call's kind). */
 typedef enum rt_slot_kind {
     RT_SLOT_EAGER,
     RT_SLOT_OW,           /* one box of RT_OW_BOX_STRIDE */
@@ -109,7 +109,7 @@ static inline uint64_t rt_slot_stride(const rt_comm *c, uint32_t slot)
 {
     return rt_kind_writer_stride(c, rt_slot_kind_of(c, slot));
 }
-/* The kind of slot a plan binds: a one-way plan's by what its box holds (rt_oneway_slot). */
+/* The kind of slot a plan binds: a one-way plan's by what its box holds (rt_oneway_slot_offset). */
 static inline rt_slot_kind rt_plan_slot_kind(const algo_plan *plan)
 {
     if (!plan->oneway)
@@ -199,6 +199,11 @@ static inline uint64_t rt_kind_offset(const rt_comm *c, rt_slot_kind kind)
         at += c->ow_slots * rt_kind_slot_bytes(c, (rt_slot_kind)k);
     return at;
 }
+/* Where the pos-th slot of a kind past the eager ones lies in an inbox. */
+static inline uint64_t rt_kind_slot_offset(const rt_comm *c, rt_slot_kind kind, uint32_t pos)
+{
+    return rt_inbox_eager_bytes(c) + rt_kind_offset(c, kind) + pos * rt_kind_slot_bytes(c, kind);
+}
 /* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
@@ -235,8 +240,7 @@ static inline uint64_t rt_inbox_slot_offset(const rt_comm *c, uint32_t slot)
     rt_slot_kind kind = rt_slot_kind_of(c, slot);
     if (kind == RT_SLOT_EAGER)
         return slot * (uint64_t)c->nranks * RT_BOX_STRIDE;
-    return rt_inbox_eager_bytes(c) + rt_kind_offset(c, kind) +
-           (slot - rt_slot_first(c, kind)) * rt_kind_slot_bytes(c, kind);
+    return rt_kind_slot_offset(c, kind, slot - rt_slot_first(c, kind));
 }
 /* Slot `slot` of an inbox, ours or a peer's. */
 static inline void *rt_inbox_slot(const rt_comm *c, void *inbox, uint32_t slot)

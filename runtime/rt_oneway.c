@@ -36,11 +36,11 @@
 
 #include "runtime/stream/rt_launch.h"
 
-uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan)
+uint64_t rt_oneway_slot_offset(const rt_comm *c, const algo_plan *plan)
 {
     if (plan->oneway) /* the run position in the slots of the plan's kind (rt_internal.h) */
-        return rt_slot_first(c, rt_plan_slot_kind(plan)) + rt_ow_pos(c, c->oneway_calls);
-    return (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS);
+        return rt_kind_slot_offset(c, rt_plan_slot_kind(plan), rt_ow_pos(c, c->oneway_calls));
+    return rt_inbox_slot_offset(c, (uint32_t)((c->full_calls + 1) % ALGO_EAGER_SLOTS));
 }
 
 void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx)

@@ -154,7 +154,7 @@ static uint32_t headers_seen(const rt_comm *c, uint32_t s, uint32_t peer, rt_sig
 }
 
 /* Did peer publish call seq in a box header I read? Its slot depends on its plan (one-way or not,
- * rt_oneway_slot): look in every slot, this is the path of a mismatch only. */
+ * rt_oneway_slot_offset): look in every slot, this is the path of a mismatch only. */
 static bool header_of_call(rt_comm *c, uint32_t peer, uint64_t seq, rt_sig *theirs)
 {
     rt_sig hdr[2];
@@ -314,7 +314,7 @@ int rt_eager_post_task(void *arg, char *msg, size_t len)
     for (uint32_t q = 0; q < c->nranks; q++) {
         if (!writes_into(ctx, q))
             continue;
-        char *hdr = (char *)rt_box_hdr(ctx->inbox[q], c->rank, stride);
+        char *hdr = (char *)rt_box_hdr(rt_ctx_inbox(ctx, q), c->rank, stride);
         if (flags) /* the seq is the PUB signal, stored after the data; constant sizes: plain moves */
             memcpy(hdr + sizeof sig.seq, (char *)&sig + sizeof sig.seq, sizeof sig - sizeof sig.seq);
         else
@@ -338,7 +338,7 @@ int rt_hdr_flag_task(void *arg, char *msg, size_t len)
     for (uint32_t q = 0; q < c->nranks; q++) {
         if (!writes_into(ctx, q))
             continue;
-        _Atomic uint64_t *seq = (_Atomic uint64_t *)(void *)&rt_box_hdr(ctx->inbox[q], c->rank, stride)->seq;
+        _Atomic uint64_t *seq = (_Atomic uint64_t *)(void *)&rt_box_hdr(rt_ctx_inbox(ctx, q), c->rank, stride)->seq;
         atomic_store_explicit(seq, ctx->seq, memory_order_release);
     }
     return 0;
@@ -396,7 +396,7 @@ int rt_eager_check_task(void *arg, char *msg, size_t len)
     rt_comm *c = ctx->c;
     rt_sig theirs;
     uint32_t inbox = ctx->plan->oneway_pull ? fa->peer : c->rank; /* a Broadcast's: its root's own */
-    memcpy(&theirs, rt_box_hdr(ctx->inbox[inbox], fa->peer, rt_plan_stride(c, ctx->plan)), sizeof theirs);
+    memcpy(&theirs, rt_box_hdr(rt_ctx_inbox(ctx, inbox), fa->peer, rt_plan_stride(c, ctx->plan)), sizeof theirs);
     if (theirs.seq != ctx->seq)
         return ctx->plan->oneway ? oneway_not_this_call(fa, msg, len) : rt_fetch_task(arg, msg, len);
     if (!rt_sig_equal(&theirs, &ctx->sig))

@@ -387,11 +387,29 @@ static hal_result run_batch(emu_dma *d, const hal_dma_desc *descs, uint32_t n, b
     return run_split(d, base, n, on_stack, msg, len);
 }
 
+/* One copy too small to split or stream (an eager call's): run_batch's result without a piece.
+ * memmove, as a piece of overlapping ranges would (for small sizes glibc's memcpy is the same code). */
+static hal_result run_small_copy(const hal_dma_desc *d, char *msg, size_t len)
+{
+    char *dst = ref_at(d->dst), *src = ref_at(d->src);
+    if (d->bytes && (!dst || !src)) {
+        snprintf(msg, len, "DMA descriptor 0: %s address resolved to NULL", dst ? "source" : "destination");
+        return HAL_E_PARAM;
+    }
+    if (d->bytes)
+        memmove(dst, src, d->bytes);
+    return HAL_OK;
+}
+
 hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)
 {
     if (n == 0)
         return HAL_OK;
-    if (n == 1 && (descs[0].kind != HAL_DMA_COPY || descs[0].bytes < emu_cfg()->copy_nt_bytes))
+    const emu_config *cfg = emu_cfg();
+    if (n == 1 && descs[0].kind == HAL_DMA_COPY && descs[0].bytes < cfg->copy_nt_bytes &&
+        descs[0].bytes < cfg->dma_split_bytes)
+        return run_small_copy(&descs[0], msg, len);
+    if (n == 1 && (descs[0].kind != HAL_DMA_COPY || descs[0].bytes < cfg->copy_nt_bytes))
         return run_batch(d, descs, n, false, msg, len); /* one small copy or reduce: no kernel to choose */
     batch_kernel k = batch_kernel_for(descs, n);
     uint64_t t0 = k.timed ? emu_now_ns() : 0;

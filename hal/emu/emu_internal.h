@@ -284,6 +284,9 @@ typedef enum emu_wait_end { EMU_WAIT_MET, EMU_WAIT_FAILED, EMU_WAIT_LATER } emu_
  * poll on or sleep. */
 emu_wait_end emu_notify_help_wait(hal_stream *s, hal_notify *n, const volatile uint32_t *abort_flag,
                                   const emu_take *take, uint64_t poll_ns);
+/* Takes one signal the handle keeps (hal_insn keep_rest), if it has one: what a plain wait takes
+ * first, before it reads the shared count. */
+bool emu_notify_take_kept(hal_notify *n);
 /* How a program task's run ended. */
 typedef enum emu_prog_end { EMU_PROG_DONE, EMU_PROG_FAILED, EMU_PROG_SUSPENDED } emu_prog_end;
 /* Runs program task t's instructions in order from t->u.prog.pc; the first failure fails s and ends

@@ -283,6 +283,11 @@ static bool take_kept(hal_notify *n)
     return k > 0;
 }
 
+bool emu_notify_take_kept(hal_notify *n)
+{
+    return take_kept(n);
+}
+
 /* Takes what `take` says once it may go on (decrement, clear for wait_reset, nothing for a count
  * wait, all but one kept for keep_rest), in n's generation only. A plain take uses a kept signal
  * first: it touches no shared line. */

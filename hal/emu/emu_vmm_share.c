@@ -152,8 +152,9 @@ void emu_vmm_slot_changed(uint32_t id)
     atomic_store_explicit(&g_known[id], UINT64_MAX, memory_order_relaxed);
 }
 
-/* Slow path (regions lock): mirror the import's table if it moved, and remember the generation. */
-static void sync_slot(uint32_t id)
+/* Slow path (regions lock): mirror the import's table if it moved, and remember the generation.
+ * Out of line: inlined, its registers made every DMA address's check save and restore them. */
+static __attribute__((noinline)) void sync_slot(uint32_t id)
 {
     emu_regions_lock();
     emu_region *r = emu_region_find_locked(id);
@@ -174,7 +175,10 @@ void emu_vmm_sync_at(const void *p)
     uint32_t id = emu_region_id_of(p);
     if (id == UINT32_MAX || !emu_region_peek(id))
         return;
-    vmm_share_table *t = table_of(emu_region_base(emu_cfg()->server_index, id));
+    /* p's region begins at its slot's boundary (emu_region_base of this server and id, without
+     * reading the configuration again) */
+    uintptr_t at = (uintptr_t)p - EMU_REGION_BASE;
+    vmm_share_table *t = table_of((const char *)(uintptr_t)EMU_REGION_BASE + at / EMU_REGION_SIZE * EMU_REGION_SIZE);
     uint64_t gen = atomic_load_explicit(&t->gen, memory_order_acquire);
     if (gen != atomic_load_explicit(&g_known[id], memory_order_acquire))
         sync_slot(id);

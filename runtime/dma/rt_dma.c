@@ -33,7 +33,7 @@ hal_ref rt_dma_bind(rt_launch_ctx *ctx, const algo_ref *r)
     rt_comm *c = ctx->c;
     uint32_t owner = r->owner == ALGO_SELF ? c->rank : (uint32_t)r->owner;
     if (r->buf == ALGO_BUF_INBOX) /* exchanged at init; the slot changes per call (rt_launch.c, next_slot) */
-        return (hal_ref){ctx->inbox[owner], NULL, bind_offset(ctx, r)};
+        return (hal_ref){rt_ctx_inbox(ctx, owner), NULL, bind_offset(ctx, r)};
     void **slot = &ctx->base[(size_t)r->buf * c->nranks + owner];
     hal_ref ref = {NULL, NULL, bind_offset(ctx, r)};
     if (r->vdispl >= 0)

@@ -119,9 +119,7 @@ static void bind_inbox(rt_comm *c, rt_launch_ctx *ctx)
 {
     if (!ctx->plan->inbox_bytes && !ctx->hdr)
         return;
-    uint64_t at = rt_inbox_slot_offset(c, rt_oneway_slot(c, ctx->plan)); /* once: the same in every inbox */
-    for (uint32_t r = 0; r < c->nranks; r++)
-        ctx->inbox[r] = (char *)c->peers[r].inbox + at;
+    ctx->inbox_at = rt_oneway_slot_offset(c, ctx->plan); /* the same in every inbox */
 }
 
 HcclResult rt_launch_prepare(rt_comm *c, rt_launch_ctx *ctx)

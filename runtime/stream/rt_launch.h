@@ -93,7 +93,7 @@ struct rt_launch_ctx {
     size_t esize;
     void **base;               /* [3][nranks]: IN, OUT, SCRATCH of every rank (peers' IN/OUT after FETCH) */
     void **vbase;              /* [nranks]: peer OUT + its recv displacement for me (ALLTOALLV) */
-    void **inbox;              /* [nranks]: this op's slot of every rank's eager inbox (rt_oneway_slot) */
+    uint64_t inbox_at;         /* this op's slot in every rank's eager inbox (rt_oneway_slot_offset): rt_ctx_inbox */
     uint64_t credit_seq;       /* one-way root: the call whose credits this one takes (0: credits given at
                                   init, nothing to check); rt_oneway.c */
     uint64_t drain_seq[ALGO_ONEWAY_SLOTS_MAX]; /* the one-way calls this rank rooted whose credits the launch */
@@ -107,6 +107,7 @@ struct rt_launch_ctx {
     uint64_t *vmatrix_mem;     /* its memory, kept when pooled */
     uint64_t vhash;            /* AlltoAllVC: hash of the whole count matrix */
     bool plan_held;            /* plan came from rt_plan_get: putting the context back releases it */
+    bool scratch_bound;        /* base's SCRATCH row holds every rank's (set at its first launch) */
     rt_p2p_item *p2p_items;    /* [plan->op.nitems] (p2p; rt_launch_ctx_items) */
     uint32_t p2p_cap;
     rt_fetch_arg *fetch;       /* [nranks] */
@@ -232,7 +233,7 @@ int rt_vcheck_peer(rt_launch_ctx *ctx, uint32_t peer, const uint64_t *theirs, ch
 /* One-way calls (rt_oneway.c; algos/plan.h, INBOX). Before the launch is built (c->lock held):
  * the inbox slot it binds, the credits it takes (credit_seq) and the drain before it (ndrain);
  * commit once it took its seq. */
-uint32_t rt_oneway_slot(const rt_comm *c, const algo_plan *plan);
+uint64_t rt_oneway_slot_offset(const rt_comm *c, const algo_plan *plan);
 void rt_oneway_prepare(rt_comm *c, rt_launch_ctx *ctx);
 void rt_oneway_commit(rt_comm *c, const rt_launch_ctx *ctx);
 /* Whether the next call, if it can go one-way, continues or starts a run (algo_op.oneway_run). */
@@ -242,6 +243,11 @@ bool rt_oneway_expect_run(const rt_comm *c, const algo_op *op);
 static inline bool rt_oneway_writer(const rt_comm *c, const algo_plan *plan)
 {
     return plan->oneway && (plan->op.root == c->rank) != plan->oneway_gather;
+}
+/* This op's slot of rank q's eager inbox (exchanged at init; the slot moves per call). */
+static inline char *rt_ctx_inbox(const rt_launch_ctx *ctx, uint32_t q)
+{
+    return (char *)ctx->c->peers[q].inbox + ctx->inbox_at;
 }
 /* Whether a header-mode launch's PUB signals are the seq it stores into the headers it wrote (flags
  * its peers' FETCHes wait for: rt_hdr_flag_task), not counts: one-way calls, and eager exchanges

@@ -31,7 +31,7 @@ bool rt_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 static rt_launch_ctx *ctx_alloc(rt_comm *c)
 {
     uint32_t n = c->nranks;
-    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n + n) * sizeof(void *) + 2 * 4 * n * sizeof(uint64_t) +
+    size_t bytes = sizeof(rt_launch_ctx) + (3 * n + n) * sizeof(void *) + 2 * 4 * n * sizeof(uint64_t) +
                    n * sizeof(rt_fetch_arg);
     rt_launch_ctx *ctx = calloc(1, bytes);
     if (!ctx)
@@ -39,7 +39,6 @@ static rt_launch_ctx *ctx_alloc(rt_comm *c)
     char *p = (char *)(ctx + 1);
     ctx->base = (void **)p, p += 3 * n * sizeof(void *);
     ctx->vbase = (void **)p, p += n * sizeof(void *);
-    ctx->inbox = (void **)p, p += n * sizeof(void *);
     ctx->vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
     ctx->built_vt = (uint64_t *)p, p += 4 * n * sizeof(uint64_t);
     ctx->fetch = (rt_fetch_arg *)p;
@@ -131,9 +130,12 @@ rt_launch_ctx *rt_launch_ctx_get(rt_comm *c, const algo_plan *plan)
     /* Peers' IN/OUT are bound by FETCH; clear the last launch's so nothing stale is ever read. */
     memset(ctx->base, 0, 2 * (size_t)n * sizeof(void *));
     memset(ctx->vbase, 0, (size_t)n * sizeof(void *));
-    for (uint32_t r = 0; r < n; r++)
-        ctx->base[2 * n + r] = c->peers[r].scratch;
-    ctx->base[2 * n + c->rank] = c->scratch;
+    if (!ctx->scratch_bound) { /* the peers' SCRATCH is known once connected, and stays */
+        for (uint32_t r = 0; r < n; r++)
+            ctx->base[2 * n + r] = c->peers[r].scratch;
+        ctx->base[2 * n + c->rank] = c->scratch;
+        ctx->scratch_bound = true;
+    }
     return ctx;
 }
 

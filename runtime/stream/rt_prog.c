@@ -499,7 +499,7 @@ uint64_t rt_prog_build_count(void)
 static void bind_flag_wait(rt_launch_ctx *ctx, uint32_t writer, uint32_t inbox, hal_task_fn check)
 {
     rt_comm *c = ctx->c;
-    const rt_sig *hdr = rt_box_hdr(ctx->inbox[inbox], writer, rt_plan_stride(c, ctx->plan));
+    const rt_sig *hdr = rt_box_hdr(rt_ctx_inbox(ctx, inbox), writer, rt_plan_stride(c, ctx->plan));
     ctx->fetch[writer].wait = (hal_flag_wait){.flag = &hdr->seq, .at_least = ctx->seq,
                                               .wake = c->peers[writer].from_peer[RT_SLOT_HDR_WAKE],
                                               .timeout_ms = rt_prog_wait_timeout_ms(c),

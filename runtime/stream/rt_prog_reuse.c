@@ -43,7 +43,7 @@ static void rebind(rt_launch_ctx *ctx)
         if (rb->buf == RT_REBIND_ITEM)
             f->base = ctx->p2p_items[rb->owner].buf;
         else
-            f->base = rb->buf == ALGO_BUF_INBOX ? ctx->inbox[rb->owner] : ctx->base[(size_t)rb->buf * n + rb->owner];
+            f->base = rb->buf == ALGO_BUF_INBOX ? rt_ctx_inbox(ctx, rb->owner) : ctx->base[(size_t)rb->buf * n + rb->owner];
     }
 }
 

@@ -2,7 +2,7 @@
  * slot's boxes lie inside the inbox, before the p2p part, and no two slots' boxes share a byte;
  * a one-way call takes a small slot where its box holds at most RT_OW_SMALL_BYTES, a large one
  * above, a gather a small gather slot where a writer's bytes fit the line of its header, else a
- * large one, each at the run position of the call (rt_oneway_slot). */
+ * large one, each at the run position of the call (rt_oneway_slot_offset). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
@@ -58,7 +58,7 @@ Test(inbox_layout, slots_are_disjoint_and_inside)
         }
 }
 
-static uint32_t slot_of(rt_comm *c, bool gather, uint64_t box_bytes, uint64_t calls)
+static uint64_t offset_of(rt_comm *c, bool gather, uint64_t box_bytes, uint64_t calls)
 {
     algo_plan plan;
     memset(&plan, 0, sizeof plan);
@@ -66,7 +66,7 @@ static uint32_t slot_of(rt_comm *c, bool gather, uint64_t box_bytes, uint64_t ca
     plan.oneway_gather = gather;
     plan.inbox_bytes = box_bytes;
     c->oneway_calls = calls;
-    return rt_oneway_slot(c, &plan);
+    return rt_oneway_slot_offset(c, &plan);
 }
 
 Test(inbox_layout, oneway_calls_take_their_kind_of_slot)
@@ -74,13 +74,19 @@ Test(inbox_layout, oneway_calls_take_their_kind_of_slot)
     rt_comm c = layout_comm(8, ALGO_ONEWAY_SLOTS_MAX);
     uint32_t large = ALGO_EAGER_SLOTS, gather = ALGO_EAGER_SLOTS + c.ow_slots;
     uint32_t small = ALGO_EAGER_SLOTS + 2 * c.ow_slots, gather_small = ALGO_EAGER_SLOTS + 3 * c.ow_slots;
-    cr_expect_eq(slot_of(&c, false, 8, 5), small + 5, "an 8 B Broadcast");
-    cr_expect_eq(slot_of(&c, false, RT_OW_SMALL_BYTES, 7), small + 7, "a box the small slot holds exactly");
-    cr_expect_eq(slot_of(&c, false, RT_OW_SMALL_BYTES + 1, 7), large + 7, "a byte more");
-    cr_expect_eq(slot_of(&c, false, ALGO_ONEWAY_MAX_BYTES, c.ow_slots + 3), large + 3, "the run position wraps");
-    cr_expect_eq(slot_of(&c, false, 8, c.ow_slots + 3), small + 3, "the same position in the small slots");
-    cr_expect_eq(slot_of(&c, true, 8, 9), gather_small + 9, "an 8 B Reduce's writers: a line each");
-    cr_expect_eq(slot_of(&c, true, RT_GATHER_SMALL_BYTES + 1, 9), gather + 9, "a writer's part past its line");
+    /* each at the offset of the slot it should take */
+    cr_expect_eq(offset_of(&c, false, 8, 5), rt_inbox_slot_offset(&c, small + 5), "an 8 B Broadcast");
+    cr_expect_eq(offset_of(&c, false, RT_OW_SMALL_BYTES, 7), rt_inbox_slot_offset(&c, small + 7),
+                 "a box the small slot holds exactly");
+    cr_expect_eq(offset_of(&c, false, RT_OW_SMALL_BYTES + 1, 7), rt_inbox_slot_offset(&c, large + 7), "a byte more");
+    cr_expect_eq(offset_of(&c, false, ALGO_ONEWAY_MAX_BYTES, c.ow_slots + 3), rt_inbox_slot_offset(&c, large + 3),
+                 "the run position wraps");
+    cr_expect_eq(offset_of(&c, false, 8, c.ow_slots + 3), rt_inbox_slot_offset(&c, small + 3),
+                 "the same position in the small slots");
+    cr_expect_eq(offset_of(&c, true, 8, 9), rt_inbox_slot_offset(&c, gather_small + 9),
+                 "an 8 B Reduce's writers: a line each");
+    cr_expect_eq(offset_of(&c, true, RT_GATHER_SMALL_BYTES + 1, 9), rt_inbox_slot_offset(&c, gather + 9),
+                 "a writer's part past its line");
     cr_expect_eq(rt_slot_kind_of(&c, gather_small + c.ow_slots - 1), RT_SLOT_GATHER_SMALL, "the last slot");
     algo_plan plan;
     memset(&plan, 0, sizeof plan);
