@@ -536,3 +536,50 @@ Test(bench_tools, peer_benchmarks_size_reduce_scatter_sendrecv)
                   want[i].name);
     }
 }
+
+/* tools/bench/callcount.sh without a peer (Open MPI is optional): OpenHCCL's row of instructions a
+ * call per rank under callgrind, the calls counted from callgrind's own count of HcclBroadcast,
+ * and the top functions. valgrind is a tool of the machine, not a dependency of the project: the
+ * test says so and skips where it is missing. */
+#define CALLCOUNT OH_SOURCE_DIR "/tools/bench/callcount.sh -B " OH_BUILD_DIR
+
+Test(bench_tools, callcount_sh_counts_a_calls_instructions, .timeout = 300)
+{
+    if (system("command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1") != 0)
+        cr_skip_test("valgrind is not installed (apt-get install -y valgrind): callcount.sh runs the ranks under it");
+    mr_result r = mr_run_cmd(CALLCOUNT " -p '' -c broadcast -n 2 -i '20 220' -t 3 2>&1");
+    cr_expect_eq(r.status, 0, "callcount.sh exited with %d:\n%s", r.status, r.out);
+    cr_expect(strstr(r.out, "# openhccl: 200 more calls of HcclBroadcast at 220 than at 20 timed calls") != NULL,
+              "the calls callgrind counted are not the 200 more timed calls:\n%s", r.out);
+    const char *row = strstr(r.out, "\nopenhccl 2 8 ");
+    cr_assert(row != NULL, "no row of OpenHCCL at 2 ranks, 8 B:\n%s", r.out);
+    long r0 = 0, r1 = 0, total = 0;
+    cr_assert_eq(sscanf(row + 1, "openhccl 2 8 %ld %ld %ld", &r0, &r1, &total), 3, "the row does not parse: %.80s",
+                 row + 1);
+    /* A call is hundreds of instructions on each rank at least (a count of the calls alone reads 1). */
+    cr_expect(r0 > 100 && r1 > 100, "ranks 0 and 1: %ld and %ld instructions a call", r0, r1);
+    cr_expect_eq(total, r0 + r1, "the total %ld is not the ranks' sum %ld", total, r0 + r1);
+    cr_expect(strstr(r.out, "# openhccl rank 0: the 3 functions with the most self instructions a call") != NULL &&
+                  strstr(r.out, "# openhccl rank 1: the 3 functions") != NULL,
+              "no top functions for ranks 0 and 1:\n%s", r.out);
+    free(r.out);
+}
+
+Test(bench_tools, callcount_sh_refuses_bad_arguments)
+{
+    static const char *const bad[][2] = {
+        {" -i 5", "-i must be two call counts"},
+        {" -i '900 300'", "-i must be two call counts"},
+        {" -n 1", "-n must be rank counts >= 2"},
+        {" -p mpich", "Open MPI is the only peer here"},
+        {" -t x", "-t must be a number >= 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, CALLCOUNT "%s 2>&1", bad[i][0]);
+        mr_result r = mr_run_cmd(cmd);
+        cr_expect_eq(r.status, 2, "callcount.sh%s exited with %d, not 2", bad[i][0], r.status);
+        cr_expect(strstr(r.out, bad[i][1]) != NULL, "callcount.sh%s: no '%s' in:\n%s", bad[i][0], bad[i][1], r.out);
+        free(r.out);
+    }
+}
