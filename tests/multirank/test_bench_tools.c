@@ -441,6 +441,20 @@ Test(bench_tools, drift_sh_summarizes_a_saved_series)
     free(r.out);
 }
 
+/* Each of a script's bad argument lists (bad[i][0]) is refused with exit 2 and a message holding
+ * bad[i][1]. cmd_prefix: the script's command line before the arguments; name: how logs call it. */
+static void expect_refusals(const char *cmd_prefix, const char *name, const char *const (*bad)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s%s 2>&1", cmd_prefix, bad[i][0]);
+        mr_result r = mr_run_cmd(cmd);
+        cr_expect_eq(r.status, 2, "%s%s exited with %d, not 2", name, bad[i][0], r.status);
+        cr_expect(strstr(r.out, bad[i][1]) != NULL, "%s%s: no '%s' in:\n%s", name, bad[i][0], bad[i][1], r.out);
+        free(r.out);
+    }
+}
+
 Test(bench_tools, drift_sh_refuses_bad_arguments)
 {
     static const char *const bad[][2] = {
@@ -450,14 +464,7 @@ Test(bench_tools, drift_sh_refuses_bad_arguments)
         {" -c foo -p ''", "unknown collective 'foo'"},
         {" -S /nonexistent/series", "cannot read the series"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, DRIFT "%s 2>&1", bad[i][0]);
-        mr_result r = mr_run_cmd(cmd);
-        cr_expect_eq(r.status, 2, "drift.sh%s exited with %d, not 2", bad[i][0], r.status);
-        cr_expect(strstr(r.out, bad[i][1]) != NULL, "drift.sh%s: no '%s' in:\n%s", bad[i][0], bad[i][1], r.out);
-        free(r.out);
-    }
+    expect_refusals(DRIFT, "drift.sh", bad, sizeof bad / sizeof bad[0]);
 }
 
 static bool parse_coll(const char *name, coll_bench_args *a)
@@ -574,12 +581,5 @@ Test(bench_tools, callcount_sh_refuses_bad_arguments)
         {" -p mpich", "Open MPI is the only peer here"},
         {" -t x", "-t must be a number >= 0"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, CALLCOUNT "%s 2>&1", bad[i][0]);
-        mr_result r = mr_run_cmd(cmd);
-        cr_expect_eq(r.status, 2, "callcount.sh%s exited with %d, not 2", bad[i][0], r.status);
-        cr_expect(strstr(r.out, bad[i][1]) != NULL, "callcount.sh%s: no '%s' in:\n%s", bad[i][0], bad[i][1], r.out);
-        free(r.out);
-    }
+    expect_refusals(CALLCOUNT, "callcount.sh", bad, sizeof bad / sizeof bad[0]);
 }

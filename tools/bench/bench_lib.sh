@@ -1,9 +1,21 @@
 # shellcheck shell=bash
 # bench_lib.sh: what compare.sh and drift.sh share: the perf tool of a collective, the small size,
 # building what is missing, and one launch of OpenHCCL's perf tool or of a peer's benchmark, as
-# rows. Sourced; needs ROOT, BUILD, TIMEOUT, AGG set (and compare_peers.sh sourced for peer_rows).
+# rows, and the usage and bad-flag exits of the scripts that source it. Sourced; perf_name and the
+# exits need nothing, the rest ROOT, BUILD, TIMEOUT, AGG set (and compare_peers.sh sourced for
+# peer_rows).
 
 BENCH_NAME=${BENCH_NAME:-${0##*/}}
+
+usage() { # the sourcing script's header comment, up to its "set -u"
+    sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+bad() { # flag value what
+    echo "$BENCH_NAME: $1 must be $3, got '$2'" >&2
+    exit 2
+}
 
 perf_name() { # coll
     case $1 in

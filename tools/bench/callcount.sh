@@ -57,6 +57,8 @@
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tools/bench/bench_lib.sh
+source "$ROOT/tools/bench/bench_lib.sh"
 BUILD=$ROOT/build
 COLLS=broadcast
 NS="2 4"
@@ -68,16 +70,6 @@ YIELD=1
 TIMEOUT=600
 KEEP=0
 FAILED=0
-
-usage() {
-    sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-    exit 2
-}
-
-bad() { # flag value what
-    echo "callcount.sh: $1 must be $3, got '$2'" >&2
-    exit 2
-}
 
 CMDLINE="tools/bench/callcount.sh$(printf ' %q' "$@")"
 while getopts "c:n:b:i:t:p:y:T:B:kh" opt; do
@@ -115,8 +107,6 @@ if ! command -v valgrind >/dev/null || ! command -v callgrind_annotate >/dev/nul
     exit 2
 fi
 
-# shellcheck source=tools/bench/bench_lib.sh
-source "$ROOT/tools/bench/bench_lib.sh"
 for c in $COLLS; do perf_name "$c" >/dev/null || exit 2; done
 # shellcheck disable=SC2046 # one target per collective
 build_missing hcclrun $(for c in $COLLS; do echo "$(perf_name "$c")_perf"; done)

@@ -59,6 +59,8 @@
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tools/bench/bench_lib.sh
+source "$ROOT/tools/bench/bench_lib.sh"
 BUILD=$ROOT/build
 NS="2 4 8"
 COLLS="allreduce allgather reducescatter broadcast alltoall"
@@ -74,11 +76,6 @@ RANGES=("-b SMALL -e SMALL -w 10 -n ITERS" "-b 64K -e 64K -w 10 -n MIDITERS" "-b
         "-b LARGE -e LARGE -w 2 -n 5")
 LARGE=64M
 AGG=3
-
-usage() {
-    sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-    exit 2
-}
 
 while getopts "n:c:t:y:p:M:i:I:B:L:a:h" opt; do
     case $opt in
@@ -96,19 +93,17 @@ while getopts "n:c:t:y:p:M:i:I:B:L:a:h" opt; do
     *) usage ;;
     esac
 done
-[[ $YIELD == 0 || $YIELD == 1 ]] || { echo "compare.sh: -y must be 0 or 1, got '$YIELD'" >&2; exit 2; }
-[[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || { echo "compare.sh: -M must be a number, got '$MPICH_MAX_N'" >&2; exit 2; }
-[[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -i must be a number >= 1, got '$ITERS'" >&2; exit 2; }
-[[ $MID_ITERS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -I must be a number >= 1, got '$MID_ITERS'" >&2; exit 2; }
-[[ $LARGE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "compare.sh: -L must be a size like 256M, got '$LARGE'" >&2; exit 2; }
-[[ $AGG == 3 || $AGG == 4 ]] || { echo "compare.sh: -a must be 3 (slowest rank) or 4 (span), got '$AGG'" >&2; exit 2; }
-[[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: -t must be a number >= 1, got '$TRIALS'" >&2; exit 2; }
+[[ $YIELD == 0 || $YIELD == 1 ]] || bad -y "$YIELD" "0 or 1"
+[[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || bad -M "$MPICH_MAX_N" "a number"
+[[ $ITERS =~ ^[1-9][0-9]*$ ]] || bad -i "$ITERS" "a number >= 1"
+[[ $MID_ITERS =~ ^[1-9][0-9]*$ ]] || bad -I "$MID_ITERS" "a number >= 1"
+[[ $LARGE =~ ^[1-9][0-9]*[KMG]?$ ]] || bad -L "$LARGE" "a size like 256M"
+[[ $AGG == 3 || $AGG == 4 ]] || bad -a "$AGG" "3 (slowest rank) or 4 (span)"
+[[ $TRIALS =~ ^[1-9][0-9]*$ ]] || bad -t "$TRIALS" "a number >= 1"
 for n in $NS; do
-    [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "compare.sh: -n needs rank counts >= 2, got '$n'" >&2; exit 2; }
+    [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || bad -n "$n" "rank counts >= 2"
 done
 
-# shellcheck source=tools/bench/bench_lib.sh
-source "$ROOT/tools/bench/bench_lib.sh"
 for c in $COLLS; do perf_name "$c" >/dev/null || exit 2; done
 
 # ---- build what is missing ----------------------------------------------------------------------

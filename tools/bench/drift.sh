@@ -22,6 +22,8 @@
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tools/bench/bench_lib.sh
+source "$ROOT/tools/bench/bench_lib.sh"
 BUILD=$ROOT/build
 COLL=alltoall
 N=2
@@ -35,16 +37,6 @@ PEERS_WANTED="ompi mpich gloo"
 MPICH_MAX_N=$(nproc)
 AGG=3
 SERIES=
-
-usage() {
-    sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-    exit 2
-}
-
-bad() { # flag value what
-    echo "drift.sh: $1 must be $3, got '$2'" >&2
-    exit 2
-}
 
 while getopts "c:n:b:i:r:s:p:y:M:B:a:S:h" opt; do
     case $opt in
@@ -72,8 +64,6 @@ done
 [[ $MPICH_MAX_N =~ ^[0-9]+$ ]] || bad -M "$MPICH_MAX_N" "a number"
 [[ $AGG == 3 || $AGG == 4 ]] || bad -a "$AGG" "3 (slowest rank) or 4 (span)"
 
-# shellcheck source=tools/bench/bench_lib.sh
-source "$ROOT/tools/bench/bench_lib.sh"
 
 # ---- summary --------------------------------------------------------------------------------------
 # Column c of the series (2: OpenHCCL): fastest, median, slowest, slowest / fastest.
