@@ -3,10 +3,20 @@
  * keys it exports in a small host shared-memory file named by (uid, pid, device id), and a handle
  * carries only the slot (hal_notify_handle.offset = generation << 32 | slot; a device handle names
  * the file by pid and device id). Importers read the key from the owner's file, then import by key
- * through ACL. Slots are generation-tagged: a handle of a destroyed notify never finds a later key. */
+ * through ACL. Slots are generation-tagged: a handle of a destroyed notify never finds a later key.
+ *
+ * A file outlives its process unless removed: the runtime keeps its devices open to the end, and a
+ * rank may be killed. So the owner holds a shared flock on its file while it lives and removes it at
+ * exit; the first publication of every process removes the files whose owner is gone (their lock is
+ * free). A lock, not a pid check: a process of another pid namespace that shares /dev/shm is alive
+ * though its pid is not. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,21 +30,117 @@ static void dir_name(char *buf, size_t n, uint32_t pid, uint32_t dev)
     snprintf(buf, n, "/ohccl_asc_%u_%u_%u", (unsigned)getuid(), pid, dev);
 }
 
+/* The files this process owns, by device id (asc_lock): the fd holds the file's flock. */
+static struct {
+    int fd; /* -1: none */
+    uint32_t pid;
+} g_owned[ASC_MAX_DEVICES];
+static pthread_once_t g_owned_once = PTHREAD_ONCE_INIT;
+
+/* At exit: the files of this process (not of a parent that forked it) go with it. No lock: other
+ * threads may hold asc_lock forever now, and a file removed twice is harmless. */
+static void remove_owned_at_exit(void)
+{
+    for (uint32_t i = 0; i < ASC_MAX_DEVICES; i++)
+        if (g_owned[i].fd >= 0 && g_owned[i].pid == (uint32_t)getpid()) {
+            char name[96];
+            dir_name(name, sizeof name, g_owned[i].pid, i);
+            shm_unlink(name);
+        }
+}
+
+/* /dev/shm/name, if its lock is free (its owner is gone) and the name still holds the file locked. */
+static void remove_if_orphan(const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd < 0)
+        return;
+    struct stat held, now;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 && stat(path, &now) == 0 &&
+        held.st_ino == now.st_ino)
+        shm_unlink(name);
+    close(fd);
+}
+
+/* Once per process: this user's key directories whose owner died (killed, or a build without locks). */
+static void sweep_orphans(void)
+{
+    for (uint32_t i = 0; i < ASC_MAX_DEVICES; i++)
+        g_owned[i].fd = -1;
+    atexit(remove_owned_at_exit);
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        unsigned uid, pid, dev;
+        int end = 0;
+        if (sscanf(e->d_name, "ohccl_asc_%u_%u_%u%n", &uid, &pid, &dev, &end) == 3 && !e->d_name[end] &&
+            uid == (unsigned)getuid() && pid != (unsigned)getpid()) {
+            char name[96];
+            dir_name(name, sizeof name, pid, dev);
+            remove_if_orphan(name);
+        }
+    }
+    closedir(d);
+}
+
+/* This process's new directory for dev, locked before its name exists (a sweep of a process that
+ * starts at the same time must not find it unlocked): made under a name the sweep skips, then
+ * renamed over whatever file of a dead process had this pid. */
+static int dir_create(const char *name, uint32_t pid, uint32_t dev)
+{
+    char tmp[96], from[128], to[128];
+    snprintf(tmp, sizeof tmp, "/ohccl_asc_new_%u_%u_%u", (unsigned)getuid(), pid, dev);
+    snprintf(from, sizeof from, "/dev/shm%s", tmp);
+    snprintf(to, sizeof to, "/dev/shm%s", name);
+    int fd = shm_open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_SH) != 0 || ftruncate(fd, sizeof(asc_keydir)) != 0 || rename(from, to) != 0) {
+        close(fd);
+        shm_unlink(tmp);
+        return -1;
+    }
+    return fd;
+}
+
+/* Maps the directory of (pid, dev); create: this process's own, new, locked and remembered. */
 static asc_keydir *dir_map(uint32_t pid, uint32_t dev, int create)
 {
     char name[96];
     dir_name(name, sizeof name, pid, dev);
-    int fd = shm_open(name, create ? O_RDWR | O_CREAT | O_TRUNC : O_RDONLY, 0600);
+    if (create)
+        pthread_once(&g_owned_once, sweep_orphans);
+    if (create && dev >= ASC_MAX_DEVICES)
+        return NULL;
+    int fd = create ? dir_create(name, pid, dev) : shm_open(name, O_RDONLY, 0);
     if (fd < 0)
         return NULL;
-    if (create && ftruncate(fd, sizeof(asc_keydir)) != 0) {
-        close(fd);
-        shm_unlink(name);
-        return NULL;
-    }
     void *p = mmap(NULL, sizeof(asc_keydir), create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED && create)
+        shm_unlink(name);
+    if (p == MAP_FAILED || !create) {
+        close(fd);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    g_owned[dev].fd = fd;
+    g_owned[dev].pid = pid;
+    return p;
+}
+
+/* Ends this process's ownership of dev's directory (asc_lock held). */
+static void dir_unmap_owned(asc_keydir *d, uint32_t pid, uint32_t dev)
+{
+    munmap(d, sizeof *d);
+    char name[96];
+    dir_name(name, sizeof name, pid, dev);
+    shm_unlink(name);
+    if (dev < ASC_MAX_DEVICES && g_owned[dev].fd >= 0) {
+        close(g_owned[dev].fd);
+        g_owned[dev].fd = -1;
+    }
 }
 
 /* Caller holds asc_lock. Creates the directory and the exported anchor allocation once. */
@@ -58,10 +164,7 @@ static hal_result publish_locked(hal_device *dev)
     if (rc != HAL_OK) {
         OH_ERR("hal", "ascend: exporting device %d's memory (aclrtIpcMemGetExportKey) failed: %s", dev->id,
                asc_errmsg());
-        munmap(d, sizeof *d);
-        char name[96];
-        dir_name(name, sizeof name, dev->handle.pid, dev->handle.device_id);
-        shm_unlink(name);
+        dir_unmap_owned(d, dev->handle.pid, dev->handle.device_id);
         return rc;
     }
     d->version = 1;
@@ -158,11 +261,8 @@ void asc_keydir_close(hal_device *dev)
     if (dev->dir) {
         if (dev->dir->mem_key[0])
             ACL(aclrtIpcMemClose)(dev->dir->mem_key); /* ends the export; importers keep their mapping */
-        munmap(dev->dir, sizeof *dev->dir);
+        dir_unmap_owned(dev->dir, dev->handle.pid, dev->handle.device_id);
         dev->dir = NULL;
-        char name[96];
-        dir_name(name, sizeof name, dev->handle.pid, dev->handle.device_id);
-        shm_unlink(name);
     }
     pthread_mutex_unlock(&asc_lock);
 }
