@@ -182,6 +182,18 @@ static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
  * 300, 13.3 against 22.2 us; at 16 KiB 19.5 against 22.7 out of place but 23.9 against 22.9 in
  * place; docs/perf.md, "The crossover where ranks share CPUs"). */
 #define ALGO_EAGER_SHARED_BYTES (8u << 10)
+/* ... but for the exchanges (every collective but the rooted ones of algo_coll_oneway), at most
+ * this many bytes of boxes a rank fills in all, n blocks: 8 KiB at 2 ranks, 4 KiB at 4, 2 KiB at 8,
+ * 1 KiB at 16. Every rank writes into every peer's inbox and reads its own, so each line crosses
+ * between CPUs twice, and what that costs depends on where the machine puts its CPUs: on the 2-CPU
+ * VM a phase that doubles a 2-rank ping-pong made 8 KiB blocks at 8 ranks 2.2-2.7x slower eager
+ * than mesh (AlltoAll of 64 KiB: 68 against 31 us) where in the other phase they were as fast (23
+ * against 27), and 4 KiB blocks at 8 ranks 1.5x slower (40 against 26; 15.5 against 22 in the
+ * other); at 16 KiB in all eager was as fast as mesh in the slow phase and faster in the other
+ * (AllGather of 4 KiB blocks at 4 ranks: 8.3 against 8.2 us, 5.6 against 7.6). A rooted call's
+ * lines cross once, and eager stays ahead in both phases (Reduce of 8 KiB at 8 ranks: 16.6
+ * against 22.7 and 12.8 against 21.9; docs/perf.md, forty-fourth pass). */
+#define ALGO_EAGER_SHARED_TOTAL_BYTES (16u << 10)
 /* ... 2 KiB where every rank of the server has a CPU of its own, for calls that may go one-way
  * (they need eager up to ALGO_ONEWAY_MAX_BYTES) ... */
 #define ALGO_EAGER_DEFAULT_BYTES (2u << 10)

@@ -69,8 +69,10 @@ uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
     bool may_go_oneway = topo && topo->oneway && algo_coll_rooted_put(op->coll);
     if (!topo)
         return ALGO_EAGER_DEFAULT_BYTES;
-    if (!topo->ranks_concurrent)
-        return ALGO_EAGER_SHARED_BYTES;
+    if (!topo->ranks_concurrent) {
+        uint64_t exchange = ALGO_EAGER_SHARED_TOTAL_BYTES / (op->nranks ? op->nranks : 1);
+        return algo_coll_oneway(op->coll) || exchange > ALGO_EAGER_SHARED_BYTES ? ALGO_EAGER_SHARED_BYTES : exchange;
+    }
     return may_go_oneway ? ALGO_EAGER_DEFAULT_BYTES : ALGO_EAGER_CONCURRENT_BYTES;
 }
 

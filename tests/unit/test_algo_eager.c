@@ -340,8 +340,9 @@ Test(algo_eager, verifier_inbox_rules)
     expect_refused(peer_box0, in, 8, "past the declared box bytes");
 }
 
-/* The default crossover where ranks share CPUs (algos/plan.h ALGO_EAGER_SHARED_BYTES): 8 KiB blocks
- * for every collective and rank count, one-way Broadcast and Scatter included. */
+/* The default crossover where ranks share CPUs (algos/plan.h): 8 KiB blocks for the rooted
+ * collectives (one-way Broadcast, Scatter and Reduce included) at every rank count; for the
+ * exchanges 16 KiB of boxes in all, n blocks, at most 8 KiB each. */
 static uint64_t dflt(algo_coll c, uint32_t n)
 {
     algo_topo topo = {.nranks = n, .eager_max = ALGO_EAGER_AUTO, .oneway = true};
@@ -365,17 +366,26 @@ static algo_kind auto_choice(algo_coll c, uint32_t n, uint64_t count)
 
 Test(algo_eager, default_crossover)
 {
-    const algo_coll colls[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_ALLTOALL, ALGO_COLL_REDUCE,
-                               ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_BROADCAST, ALGO_COLL_SCATTER};
-    for (uint32_t n = 1; n <= ALGO_MESH_MAX_RANKS; n++)
-        for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
-            cr_expect_eq(dflt(colls[i], n), 8u << 10, "%s at %u ranks", algo_coll_name(colls[i]), n);
+    const algo_coll rooted[] = {ALGO_COLL_BROADCAST, ALGO_COLL_REDUCE, ALGO_COLL_SCATTER};
+    const algo_coll exchanges[] = {ALGO_COLL_ALLREDUCE, ALGO_COLL_ALLGATHER, ALGO_COLL_ALLTOALL,
+                                   ALGO_COLL_REDUCE_SCATTER, ALGO_COLL_ALLGATHERV, ALGO_COLL_REDUCE_SCATTERV,
+                                   ALGO_COLL_ALLTOALLV, ALGO_COLL_ALLTOALLVC};
+    for (uint32_t n = 1; n <= ALGO_MESH_MAX_RANKS; n++) {
+        for (size_t i = 0; i < sizeof rooted / sizeof rooted[0]; i++)
+            cr_expect_eq(dflt(rooted[i], n), 8u << 10, "%s at %u ranks", algo_coll_name(rooted[i]), n);
+        uint64_t want = n <= 2 ? 8u << 10 : (16u << 10) / n;
+        for (size_t i = 0; i < sizeof exchanges / sizeof exchanges[0]; i++)
+            cr_expect_eq(dflt(exchanges[i], n), want, "%s at %u ranks", algo_coll_name(exchanges[i]), n);
+    }
     cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 2048), ALGO_EAGER, "8 KiB blocks at 2 ranks: eager");
     cr_expect_eq(auto_choice(ALGO_COLL_ALLGATHER, 2, 2049), ALGO_MESH, "past 8 KiB at 2 ranks: mesh");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLTOALL, 8, 512), ALGO_EAGER, "2 KiB blocks at 8 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLTOALL, 8, 513), ALGO_MESH, "past 2 KiB at 8 ranks: mesh");
     cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 2048), ALGO_EAGER, "8 KiB broadcast at 8 ranks: eager");
     cr_expect_eq(auto_choice(ALGO_COLL_BROADCAST, 8, 2049), ALGO_MESH, "past 8 KiB at 8 ranks: mesh");
-    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 2048), ALGO_EAGER, "8 KiB at 5 ranks: eager");
-    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 2049), ALGO_MESH, "past 8 KiB at 5 ranks: mesh");
+    cr_expect_eq(auto_choice(ALGO_COLL_REDUCE, 8, 2048), ALGO_EAGER, "8 KiB Reduce at 8 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 819), ALGO_EAGER, "16 KiB / 5 at 5 ranks: eager");
+    cr_expect_eq(auto_choice(ALGO_COLL_ALLREDUCE, 5, 820), ALGO_MESH, "past 16 KiB / 5 at 5 ranks: mesh");
     algo_op bc = {.coll = ALGO_COLL_BROADCAST, .nranks = 2, .dtype = HAL_DT_FP32};
     cr_expect_eq(algo_eager_default(&bc, NULL), 2u << 10, "no topology: 2 KiB");
 }

@@ -26,14 +26,15 @@
  * cnt[t][r][0] from rank r. Sets 0 and 1 have the same counts and differ in displacements (gap);
  * set 2 has a zero; set 3's blocks are past the eager crossover (a mesh AllGatherV; AlltoAllV sends
  * those straight into the receiver's OUT). Set 4 has set 0's shape, set 5 set 3's, with other
- * counts: each entry on the same side of every crossover (512 B, 2 KiB, 8 KiB: algos/plan.h). */
+ * counts: each entry on the same side of every crossover (512 B, 2 KiB, 8 KiB, and 16 KiB / 3 B for
+ * the exchanges where ranks share CPUs: algos/plan.h). */
 static const uint64_t cnt[NTABS][NR][NR] = {
     {{5, 3, 7}, {2, 4, 6}, {1, 8, 3}},
     {{5, 3, 7}, {2, 4, 6}, {1, 8, 3}},
     {{1, 0, 9}, {9, 1, 0}, {0, 9, 1}},
     {{3000, 100, 2000}, {2500, 900, 3100}, {1200, 2800, 700}},
     {{4, 6, 2}, {3, 5, 1}, {7, 2, 9}},
-    {{2600, 60, 1500}, {3200, 600, 2200}, {1900, 3300, 600}},
+    {{2600, 60, 1500}, {3200, 600, 2200}, {1000, 3300, 600}},
 };
 static const uint64_t gap[NTABS] = {0, 11, 3, 5, 7, 2};
 
