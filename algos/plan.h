@@ -189,7 +189,7 @@ static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
  * VM a phase that doubles a 2-rank ping-pong made 8 KiB blocks at 8 ranks 2.2-2.7x slower eager
  * than mesh (AlltoAll of 64 KiB: 68 against 31 us) where in the other phase they were as fast (23
  * against 27), and 4 KiB blocks at 8 ranks 1.5x slower (40 against 26; 15.5 against 22 in the
- * other); at 16 KiB in all eager was as fast as mesh in the slow phase and faster in the other
+ * other); at 16 KiB in all eager was within 16% of mesh in the slow phase and faster in the other
  * (AllGather of 4 KiB blocks at 4 ranks: 8.3 against 8.2 us, 5.6 against 7.6). A rooted call's
  * lines cross once, and eager stays ahead in both phases (Reduce of 8 KiB at 8 ranks: 16.6
  * against 22.7 and 12.8 against 21.9; docs/perf.md, forty-fourth pass). */
