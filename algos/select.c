@@ -70,8 +70,10 @@ uint64_t algo_eager_default(const algo_op *op, const algo_topo *topo)
     if (!topo)
         return ALGO_EAGER_DEFAULT_BYTES;
     if (!topo->ranks_concurrent) {
+        if (algo_coll_oneway(op->coll)) /* rooted: each line crosses once */
+            return ALGO_EAGER_SHARED_BYTES;
         uint64_t exchange = ALGO_EAGER_SHARED_TOTAL_BYTES / (op->nranks ? op->nranks : 1);
-        return algo_coll_oneway(op->coll) || exchange > ALGO_EAGER_SHARED_BYTES ? ALGO_EAGER_SHARED_BYTES : exchange;
+        return exchange < ALGO_EAGER_SHARED_BYTES ? exchange : ALGO_EAGER_SHARED_BYTES;
     }
     return may_go_oneway ? ALGO_EAGER_DEFAULT_BYTES : ALGO_EAGER_CONCURRENT_BYTES;
 }

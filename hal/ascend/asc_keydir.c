@@ -106,24 +106,35 @@ static int dir_create(const char *name, uint32_t pid, uint32_t dev)
     return fd;
 }
 
-/* Maps the directory of (pid, dev); create: this process's own, new, locked and remembered. */
-static asc_keydir *dir_map(uint32_t pid, uint32_t dev, int create)
+/* Maps another process's directory (pid, dev) to read its keys. */
+static asc_keydir *dir_open(uint32_t pid, uint32_t dev)
 {
     char name[96];
     dir_name(name, sizeof name, pid, dev);
-    if (create)
-        pthread_once(&g_owned_once, sweep_orphans);
-    if (create && dev >= ASC_MAX_DEVICES)
-        return NULL;
-    int fd = create ? dir_create(name, pid, dev) : shm_open(name, O_RDONLY, 0);
+    int fd = shm_open(name, O_RDONLY, 0);
     if (fd < 0)
         return NULL;
-    void *p = mmap(NULL, sizeof(asc_keydir), create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED && create)
+    void *p = mmap(NULL, sizeof(asc_keydir), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* This process's directory for dev: new, locked and remembered (asc_lock held). */
+static asc_keydir *dir_own(uint32_t pid, uint32_t dev)
+{
+    pthread_once(&g_owned_once, sweep_orphans);
+    if (dev >= ASC_MAX_DEVICES)
+        return NULL;
+    char name[96];
+    dir_name(name, sizeof name, pid, dev);
+    int fd = dir_create(name, pid, dev);
+    if (fd < 0)
+        return NULL;
+    void *p = mmap(NULL, sizeof(asc_keydir), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
         shm_unlink(name);
-    if (p == MAP_FAILED || !create) {
         close(fd);
-        return p == MAP_FAILED ? NULL : p;
+        return NULL;
     }
     g_owned[dev].fd = fd;
     g_owned[dev].pid = pid;
@@ -150,7 +161,7 @@ static hal_result publish_locked(hal_device *dev)
         return HAL_OK;
     if (asc_ipc_missing())
         return HAL_E_NOT_SUPPORTED;
-    asc_keydir *d = dir_map(dev->handle.pid, dev->handle.device_id, 1);
+    asc_keydir *d = dir_own(dev->handle.pid, dev->handle.device_id);
     if (!d) {
         OH_ERR("hal", "ascend: creating the key directory of device %d failed", dev->id);
         return HAL_E_SYSCALL;
@@ -214,7 +225,7 @@ void asc_keydir_drop(hal_device *dev, int slot)
 
 static hal_result read_key(const hal_device_handle *owner, int slot, uint32_t gen, char (*key)[HAL_IPC_KEY_LEN])
 {
-    asc_keydir *d = dir_map(owner->pid, owner->device_id, 0);
+    asc_keydir *d = dir_open(owner->pid, owner->device_id);
     if (!d) {
         OH_ERR("hal", "ascend: device %u of pid %u has published no keys (process gone, or it never exported)",
                owner->device_id, owner->pid);

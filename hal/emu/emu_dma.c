@@ -225,6 +225,15 @@ static char *ref_at(hal_ref r)
     return p;
 }
 
+/* Descriptor i's error if either address resolved to NULL. */
+static hal_result null_address(uint32_t i, const char *dst, const char *src, char *msg, size_t len)
+{
+    if (dst && src)
+        return HAL_OK;
+    snprintf(msg, len, "DMA descriptor %u: %s address resolved to NULL", i, dst ? "source" : "destination");
+    return HAL_E_PARAM;
+}
+
 /* Resolves descriptor i into p (unsplit); nt: the batch's large copies stream (batch_kernel). */
 static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece *p, char *msg, size_t len)
 {
@@ -246,11 +255,7 @@ static hal_result resolve(const hal_dma_desc *d, uint32_t i, bool nt, dma_piece 
         p->op = d->op;
         p->src2 = ref_at(d->src2);
     }
-    if (p->n && (!p->dst || !p->src)) {
-        snprintf(msg, len, "DMA descriptor %u: %s address resolved to NULL", i, p->dst ? "source" : "destination");
-        return HAL_E_PARAM;
-    }
-    return HAL_OK;
+    return p->n ? null_address(i, p->dst, p->src, msg, len) : HAL_OK;
 }
 
 /* Appends piece p cut into chunks of at most chunk bytes (element-aligned for reduces). */
@@ -392,13 +397,12 @@ static hal_result run_batch(emu_dma *d, const hal_dma_desc *descs, uint32_t n, b
 static hal_result run_small_copy(const hal_dma_desc *d, char *msg, size_t len)
 {
     char *dst = ref_at(d->dst), *src = ref_at(d->src);
-    if (d->bytes && (!dst || !src)) {
-        snprintf(msg, len, "DMA descriptor 0: %s address resolved to NULL", dst ? "source" : "destination");
-        return HAL_E_PARAM;
-    }
-    if (d->bytes)
+    if (!d->bytes)
+        return HAL_OK;
+    hal_result rc = null_address(0, dst, src, msg, len);
+    if (rc == HAL_OK)
         memmove(dst, src, d->bytes);
-    return HAL_OK;
+    return rc;
 }
 
 hal_result emu_dma_run(emu_dma *d, const hal_dma_desc *descs, uint32_t n, char *msg, size_t len)

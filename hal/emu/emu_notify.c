@@ -274,7 +274,7 @@ static bool take_ready(uint32_t count, const emu_take *take)
 }
 
 /* One kept signal, if there is one (any executor of a stream that waits through n may take). */
-static bool take_kept(hal_notify *n)
+bool emu_notify_take_kept(hal_notify *n)
 {
     uint32_t k = atomic_load_explicit(&n->kept, memory_order_acquire);
     while (k && !atomic_compare_exchange_weak_explicit(&n->kept, &k, k - 1, memory_order_acquire,
@@ -283,17 +283,12 @@ static bool take_kept(hal_notify *n)
     return k > 0;
 }
 
-bool emu_notify_take_kept(hal_notify *n)
-{
-    return take_kept(n);
-}
-
 /* Takes what `take` says once it may go on (decrement, clear for wait_reset, nothing for a count
  * wait, all but one kept for keep_rest), in n's generation only. A plain take uses a kept signal
  * first: it touches no shared line. */
 static take_result notify_take(hal_notify *n, const emu_take *take)
 {
-    if (!take->reset && !take->at_least && take_kept(n))
+    if (!take->reset && !take->at_least && emu_notify_take_kept(n))
         return TAKE_OK;
     uint64_t w = atomic_load(&n->slot->word);
     for (;;) {
