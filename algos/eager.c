@@ -249,7 +249,7 @@ static void take_from_root(algo_b *b)
  * its IN once, into its own box (oneway_pull): every receiver reads the same bytes, and its own
  * memory is what a root writes fastest (8 B Broadcast at 4 ranks on 2 CPUs, loops of 1000 calls:
  * 0.41 us a call instead of 0.79, and at 8 ranks 1.20 instead of 2.10, where the root wrote into
- * every receiver's box; docs/perf.md, "One-way Broadcast roots write their own box"). So does a
+ * every receiver's box; docs/perf-history.md, "One-way Broadcast roots write their own box"). So does a
  * Scatter root whose n blocks fit its box (oneway_pulls); a larger Scatter's root writes each
  * receiver's block into its box of that receiver's slot: all blocks in the root's box would make
  * one-way Scatters n times smaller. A receiver PUBLISHes (its own record, for the
@@ -299,7 +299,7 @@ static void oneway_gather_build(algo_b *b)
 /* Receivers read the root's own box where it holds what they all need: Broadcast's one buffer, or
  * a Scatter's n blocks when they fit the box (16 B blocks at 4 ranks on 2 CPUs, loops of 1000
  * calls: 0.59 us a call against 0.68 where the root wrote a box in every receiver's inbox,
- * docs/perf.md, thirtieth pass). The count is the same on
+ * docs/perf-history.md, thirtieth pass). The count is the same on
  * every rank, so every rank decides the same. */
 static bool oneway_pulls(const algo_b *b)
 {

@@ -203,7 +203,7 @@ static void mesh_reduce_scatter(algo_b *b)
 /* Every rank reduces its 1/n slice from everyone's IN straight into the root's OUT, as
  * ReduceScatter with the root's OUT for every block: all ranks compute at once (the root alone,
  * reducing the whole buffer while the others waited, was one core of two at 2 ranks: 1 MiB at
- * 0.56x Open MPI's busbw, docs/perf.md). The epilogue's DONE handshake (every rank fetched every
+ * 0.56x Open MPI's busbw, docs/perf-history.md). The epilogue's DONE handshake (every rank fetched every
  * rank) orders every slice's writes before the root's end and every read of an IN before its
  * owner's end. In place the root's IN slice r is read only by rank r, which writes it last. */
 static void mesh_reduce(algo_b *b)
@@ -311,7 +311,7 @@ static void mesh_broadcast(algo_b *b)
 
 /* Scatter on one server: every receiver copies its block straight out of the root's IN while the
  * root copies its own, so all ranks copy at once (the root writing every block while the others
- * waited was one core of two at 2 ranks: 1 MiB at 0.70x Open MPI's busbw, docs/perf.md). The
+ * waited was one core of two at 2 ranks: 1 MiB at 0.70x Open MPI's busbw, docs/perf-history.md). The
  * epilogue orders the reads before the root's end, as Broadcast's. */
 static void mesh_scatter(algo_b *b)
 {

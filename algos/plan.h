@@ -120,13 +120,13 @@ typedef enum algo_buf { ALGO_BUF_IN = 0, ALGO_BUF_OUT = 1, ALGO_BUF_SCRATCH = 2,
 #define ALGO_EAGER_BOX (64u << 10)
 /* How many calls before it an eager call's prefix may run ahead of (docs/runtime.md, "Running
  * ahead"): 2 cost 8 B AllReduce at 4 ranks on 2 CPUs 8.4 -> 6.0 us a call, 7 4.5, 15 no more
- * (docs/perf.md, twenty-third pass); each one costs two eager slots (INBOX above). */
+ * (docs/perf-history.md, twenty-third pass); each one costs two eager slots (INBOX above). */
 #define ALGO_AHEAD_MAX 7u
 #define ALGO_EAGER_SLOTS (2u * ALGO_AHEAD_MAX + 2u)
 /* One-way slots (INBOX below): credits each receiver gives a root before its first one-way call,
  * so how far a root runs ahead. A root that never waits for a credit inside a loop of calls lets
  * its receivers drain the loop at their pace: at 4 ranks on 2 cores a 100-call loop of 8 B
- * Broadcasts took 7.0 us a call with 16 slots, 5.4 with 64 and 2.3 with 128 (docs/perf.md,
+ * Broadcasts took 7.0 us a call with 16 slots, 5.4 with 64 and 2.3 with 128 (docs/perf-history.md,
  * "One-way Broadcast, deeper"). With more ranks than CPUs, ranks leave the call before a loop
  * hundreds of microseconds apart and take turns on the CPUs: a 1000-call loop at 4 ranks on 2 CPUs
  * took 1.50 us a call with 128 slots, 0.56 with 1024 ("Deeper one-way queues"). Where every rank
@@ -142,13 +142,13 @@ static inline uint32_t algo_oneway_slots(bool ranks_fit_cpus)
 }
 /* One-way calls carry at most this many bytes per box: up to 2 KiB they beat the full exchange at
  * 4 and 8 ranks and tie at 2; from 8 KiB the slots' pages and cache footprint cost more than the
- * round trip they save (docs/perf.md, "One-way Broadcast"). One-way boxes are this size
+ * round trip they save (docs/perf-history.md, "One-way Broadcast"). One-way boxes are this size
  * (runtime: RT_OW_BOX_STRIDE), and the runtime maps every peer's one-way boxes in each process at
  * init (a Scatter root writes its receivers', a Broadcast's receivers read their root's, and so
  * do a small Scatter's). */
 #define ALGO_ONEWAY_MAX_BYTES 2048u
 /* ... and need a receiver. From 3 ranks when one-way calls came with 16 credits: at 2 the root
- * then waited for its receiver (docs/perf.md, "One-way Broadcast"); with 128 they gain there too
+ * then waited for its receiver (docs/perf-history.md, "One-way Broadcast"); with 128 they gain there too
  * (8 B, loops of 1000: 0.91 -> 0.59 us; "One-way at two ranks"). */
 #define ALGO_ONEWAY_MIN_RANKS 2u
 /* A one-way Reduce's writers share the root's gather box, ALGO_ONEWAY_MAX_BYTES of it: each owns
@@ -169,7 +169,7 @@ static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
  * most devices one server has (HCCL_EMU_DEVICES' limit; 16 NPUs of an A3 server). At 9 and 16
  * ranks on 2 CPUs ring's 2(n - 1) steps, each a wake-up of a peer waiting for its CPU, took 0.2-1.2
  * ms a call at 8 B where mesh and eager take 1.6-80 us; at 64 MiB mesh was as fast or up to 1.9x
- * faster (docs/perf.md, "Mesh and eager up to 16 ranks"). */
+ * faster (docs/perf-history.md, "Mesh and eager up to 16 ranks"). */
 #define ALGO_MESH_MAX_RANKS 16u
 /* Default crossovers when HCCL_EAGER_MAX_BYTES is unset (topo eager_max ALGO_EAGER_AUTO): ops whose
  * per-box bytes are at most this many go eager (algo_eager_default), at every rank count eager
@@ -180,7 +180,7 @@ static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
  * calls pays once for several: 8 KiB blocks, where eager was faster than mesh at 3, 4 and 8
  * ranks on 2 CPUs, in and out of place, Broadcast included (8 KiB AllReduce at 4 ranks, loops of
  * 300, 13.3 against 22.2 us; at 16 KiB 19.5 against 22.7 out of place but 23.9 against 22.9 in
- * place; docs/perf.md, "The crossover where ranks share CPUs"). */
+ * place; docs/perf-history.md, "The crossover where ranks share CPUs"). */
 #define ALGO_EAGER_SHARED_BYTES (8u << 10)
 /* ... but for the exchanges (every collective but the rooted ones of algo_coll_oneway), at most
  * this many bytes of boxes a rank fills in all, n blocks: 8 KiB at 2 ranks, 4 KiB at 4, 2 KiB at 8,
@@ -192,7 +192,9 @@ static inline uint64_t algo_oneway_gather_bytes(uint32_t n)
  * other); at 16 KiB in all eager was within 16% of mesh in the slow phase and faster in the other
  * (AllGather of 4 KiB blocks at 4 ranks: 8.3 against 8.2 us, 5.6 against 7.6). A rooted call's
  * lines cross once, and eager stays ahead in both phases (Reduce of 8 KiB at 8 ranks: 16.6
- * against 22.7 and 12.8 against 21.9; docs/perf.md, forty-fourth pass). */
+ * against 22.7 and 12.8 against 21.9; docs/perf-history.md, forty-fourth pass). Not further:
+ * eager Reduce of 16 KiB, 1.7-2x faster than mesh in most launches, ran 2-4x slower for minutes
+ * at a time in which 8 KiB did not (docs/perf.md, "Eager protocol crossover"). */
 #define ALGO_EAGER_SHARED_TOTAL_BYTES (16u << 10)
 /* ... 2 KiB where every rank of the server has a CPU of its own, for calls that may go one-way
  * (they need eager up to ALGO_ONEWAY_MAX_BYTES) ... */
@@ -202,7 +204,7 @@ _Static_assert(ALGO_EAGER_SHARED_BYTES >= ALGO_ONEWAY_MAX_BYTES, "one-way calls 
 /* ... and 512 B for the others: there the host runs all its launches but the newest (docs/runtime.md,
  * "The host helps early"), mesh's exchange is cheap, and eager's two cross-core copies of every
  * line cost more from 1 KiB blocks (2 ranks on 2 CPUs, loops of 2000: AllReduce 1 KiB 1.07 us eager,
- * 0.75 mesh; 512 B 0.65 and 0.81; docs/perf.md, "The crossover at 2 ranks"). */
+ * 0.75 mesh; 512 B 0.65 and 0.81; docs/perf-history.md, "The crossover at 2 ranks"). */
 #define ALGO_EAGER_CONCURRENT_BYTES 512u
 #define ALGO_EAGER_AUTO UINT64_MAX
 #define ALGO_EAGER_MAX_DEFAULT ALGO_EAGER_BOX /* the largest setting: one box */

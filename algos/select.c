@@ -144,7 +144,7 @@ static bool hier_fits_scratch(const algo_op *op, const algo_topo *topo)
 }
 
 /* Several servers: hier when it fits (scratch included) and the cost model says it beats the flat
- * algorithm (AllReduce: whenever it fits, as measured in docs/perf.md). */
+ * algorithm (AllReduce: whenever it fits, as measured in docs/perf-history.md). */
 static bool hier_pays(const algo_op *op, const algo_topo *topo, algo_kind flat)
 {
     if (!algo_hier_coll_fits(op, topo))

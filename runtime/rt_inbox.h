@@ -24,7 +24,7 @@
  * a loop of 1024 such calls touches 48 pages of one-way boxes instead of 528, and a root that
  * runs a loop ahead of its receivers (or a gather's root behind its writers) takes a TLB and a
  * cache miss every call or two in the large ones (64 B Scatter at 4 ranks on 2 CPUs, loops of
- * 1000: 0.51 -> 0.38 us a call, docs/perf.md, thirty-fifth pass). Call k of a run takes run
+ * 1000: 0.51 -> 0.38 us a call, docs/perf-history.md, thirty-fifth pass). Call k of a run takes run
  * position k in whichever kind its size picks: the root reuses a position only once its
  * receivers (writers) gave back the credits of that position's last call, which covers the
  * position in every kind. */
@@ -151,7 +151,7 @@ static inline uint64_t rt_inbox_eager_bytes(const rt_comm *c)
  * (rt_comm.p2p_box_bytes), as eager collectives' crossover: 1 KiB where this server's ranks fit its
  * CPUs (beyond, the direct copy costs less than the two copies, whose bytes cross between cores
  * twice), 8 KiB where they share them (a direct send waits for its receiver to get a CPU; eager ones
- * run ahead): docs/perf.md, "Eager Send/Recv". */
+ * run ahead): docs/perf-history.md, "Eager Send/Recv". */
 #define RT_P2P_EAGER_FIT 1024u
 #define RT_P2P_EAGER_SHARED 8192u
 #define RT_P2P_INLINE_BYTES (64u - RT_BOX_HDR)

@@ -1,6 +1,6 @@
 /* Init, peers connected: this process's first touch of the parts of its own and its peers' eager
  * inboxes it will use, so that a loop's first calls take no page faults (docs/runtime.md, "Eager header
- * mode"). A page fault costs ~10 us on a VM (docs/perf.md). On the 2-CPU VM (a PVM guest) a
+ * mode"). A page fault costs ~10 us on a VM (docs/perf-history.md). On the 2-CPU VM (a PVM guest) a
  * mapped page still costs about 7 us at its first use in a process, which the guest does not count
  * as a fault (likely the hypervisor filling its shadow page table): with the prefault alone the
  * first 1000 8 B Broadcasts at 4 ranks took 11-15 us a call, with half the one-way slots' pages
@@ -47,7 +47,7 @@ static void warm_box(const void *at, size_t page)
  * a loop's first 16 calls at 8 ranks would each start up to 7 pages of peers' inboxes and 24 of
  * this rank's (100-call loops of 8 B AllReduce at 8 ranks: 40.9 -> 59.9 us a call with 16 slots
  * and no warm-up; of 64 KiB AllGather, 8 KiB blocks, 106-115 us with mesh and 125-147 eager with
- * only the peers' boxes warmed: docs/perf.md). Every box of this rank's inbox, which it reads, and
+ * only the peers' boxes warmed: docs/perf-history.md). Every box of this rank's inbox, which it reads, and
  * its own box in every local peer's. */
 static void warm_eager(rt_comm *c, size_t page)
 {

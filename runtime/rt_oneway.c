@@ -23,7 +23,7 @@
  * the data (rt_hdr_flag_task); its receiver waits for that flag, in the cache line it reads
  * the data from (hal_flag_wait), and the root wakes it only if it sleeps (notify_wake on
  * RT_SLOT_HDR_WAKE). A count per call on a notify line both sides touch cost the root a wait for
- * that line at every call once its receivers kept up with it (docs/perf.md, "Flag waits").
+ * that line at every call once its receivers kept up with it (docs/perf-history.md, "Flag waits").
  * Mismatches: a receiver checks its root's header as any eager FETCH does. What only a root could
  * see (two ranks that both think they are the root, or a receiver that waits for another root) is
  * compared from the views before each wait that may block on it: the receiver's wait for its root

@@ -122,7 +122,7 @@ void rt_p2p_bind_waits(rt_comm *c, rt_p2p_item *items, uint32_t n)
 
 /* Done at the first p2p launch, not at init: a writer's part is 64 B + 64 x (64 B + the eager
  * limit), up to 130 pages, and communicators that never send pay nothing (8-rank init and
- * teardown took 386 -> 475 ms with it at init: docs/perf.md, "Eager Send/Recv"). Without it a
+ * teardown took 386 -> 475 ms with it at init: docs/perf-history.md, "Eager Send/Recv"). Without it a
  * loop's first 64 calls each start pages of both inboxes, about 7 us a page on the VM. */
 void rt_p2p_warm(rt_comm *c)
 {

@@ -3,7 +3,7 @@
  * A ring slot is taken per call (seq % RT_PUB_RING), so without this the first RT_PUB_RING V-ops
  * each start pages of every rank's rings: a page costs a fault, or about 7 us at its first use on a
  * VM (rt_inbox_warm.c). Measured on the 2-CPU VM, 16 B blocks, out of place: AllGatherV at 4 ranks
- * 12.6 us a call over 2000-call loops, 6.4 over 20 000 (docs/perf.md). Done at the first V-op, not
+ * 12.6 us a call over 2000-call loops, 6.4 over 20 000 (docs/perf-history.md). Done at the first V-op, not
  * at init: communicators that never run one do not pay it. */
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
  * unset: the C library's memcpy or the non-temporal kernel (emu_copy_nt). Neither wins everywhere:
  * on one VM host the streaming stores made 16-64 MiB collectives 1.2-2x faster, on another they
  * made them 1.25-1.45x slower (the host's caches, shared with its other guests, decide;
- * docs/perf.md). So the DMA measures instead of guessing: it times whole batches with each kernel
+ * docs/perf-history.md). So the DMA measures instead of guessing: it times whole batches with each kernel
  * (a whole batch rather than a chunk, so that the chunks of one kernel do not pay for the
  * write-backs the other's left in the caches) and copies with the faster one (streaming stores
  * only when more than 10% faster: samples taken while other ranks copy are noisy), timing the

@@ -57,7 +57,7 @@ static void cfg_init(void)
     g_cfg.copy_nt_auto = !nt || !*nt;
     g_cfg.copy_nt_bytes = env_u64("HCCL_EMU_COPY_NT_BYTES", 4u << 20, 0, UINT64_MAX);
     /* Adaptive waits (docs/emulator.md, "Waits"): defaults measured on a 2-core machine with more
-     * runnable threads than cores (docs/perf.md). Unset, notify waits spin only while this
+     * runnable threads than cores (docs/perf-history.md). Unset, notify waits spin only while this
      * process works with no more devices than there are cores (emu_notify.c). */
     const char *spin = getenv("HCCL_EMU_SPIN_US");
     g_cfg.spin_auto = !spin || !*spin;

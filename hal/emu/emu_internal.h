@@ -222,7 +222,7 @@ bool emu_device_live(const hal_device *dev);
  * first launch: a loop of enqueues running ahead (a launch is a program and an event record; the
  * runtime keeps up to 128 launches in flight) takes them instead of allocating, and faulting in
  * fresh heap pages, on the hot path: on a VM a page fault costs ~10 us, and the first 8 B
- * AllReduce loop of a process ran 2-3x slower than the next (docs/perf.md). */
+ * AllReduce loop of a process ran 2-3x slower than the next (docs/perf-history.md). */
 #define EMU_STREAM_WARM_TASKS 256u
 /* Drops what a task references (events, notifies) once it ran or was discarded. */
 void emu_task_release_refs(emu_task *t);

@@ -430,7 +430,7 @@ static uint64_t wait_spin_ns(void)
  * often waiting for a CPU themselves, and a host that slept after 200 us must be woken, one after
  * another: 8 B Reduce at 8 ranks on 2 CPUs, loops of 1000 calls, 1.91-3.68 us a call (median 2.80)
  * with the plain window, 0.75-2.27 (1.43) with 2 ms for a synchronizing host. The same 2 ms for
- * every wait, the workers' too, made Send/Recv at 8 ranks slower (2.14 -> 2.75 us; docs/perf.md,
+ * every wait, the workers' too, made Send/Recv at 8 ranks slower (2.14 -> 2.75 us; docs/perf-history.md,
  * thirty-fourth pass). Where each device has a CPU, peers run: their waits end in the window. */
 uint64_t emu_wait_yield_ns(void)
 {

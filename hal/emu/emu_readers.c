@@ -2,7 +2,7 @@
  * lookups, the VMM check before each program's first DMA), each thread on a cache line of its own:
  * entering and leaving cost two plain stores (asymmetric fences, below). One counter shared by every thread
  * (the first design) made the line move between the host thread and the stream worker of a rank
- * at each program: at 2 ranks it cost an 8 B Broadcast ~0.06 us of its ~0.55 (docs/perf.md). A
+ * at each program: at 2 ranks it cost an 8 B Broadcast ~0.06 us of its ~0.55 (docs/perf-history.md). A
  * writer that took a region out of the table waits until no thread is inside. */
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -69,7 +69,7 @@ static reader_mark *mark_take(void)
  * process run a full barrier before it reads the marks. Either a reader's mark is visible to the
  * writer then, or the reader's loads of the table come after that barrier and see the region gone.
  * A seq_cst increment, the fallback where the kernel refuses membarrier, costs a small call's
- * program the wait for the stores before it (docs/perf.md, "The host helps early"). */
+ * program the wait for the stores before it (docs/perf-history.md, "The host helps early"). */
 static pthread_once_t g_fence_once = PTHREAD_ONCE_INIT;
 static bool g_fence_async;
 

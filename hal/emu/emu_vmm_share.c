@@ -169,7 +169,7 @@ static __attribute__((noinline)) void sync_slot(uint32_t id)
 
 /* A DMA is about to touch p, so p's region is mapped (were it not, the DMA would fault alike):
  * its table can be read without a read section. A few loads of lines a loop keeps cached: the
- * scan of every region it replaced took 7% of an 8 B Broadcast at 8 ranks on 2 CPUs (docs/perf.md). */
+ * scan of every region it replaced took 7% of an 8 B Broadcast at 8 ranks on 2 CPUs (docs/perf-history.md). */
 void emu_vmm_sync_at(const void *p)
 {
     uint32_t id = emu_region_id_of(p);

@@ -70,7 +70,7 @@ void rt_launch_help_setup(rt_comm *c)
  * had the CPU yet (8 B AllReduce at N = 4 on 2 CPUs took twice as long): it lets a batch of calls
  * build up first. One-way runs too: their waits are short, but a help per call costs more than
  * one per 8 calls once a loop is long (8 B Broadcast on 2 CPUs, loops of 1000 and 20 000 calls: 5%
- * at 4 and 8 ranks; docs/perf.md, twenty-first pass). */
+ * at 4 and 8 ranks; docs/perf-history.md, twenty-first pass). */
 uint32_t rt_launch_help_from(const rt_comm *c)
 {
     return c->ranks_fit_cpus ? RT_LAUNCH_HELP_EARLY : RT_LAUNCH_HELP_AT;

@@ -189,7 +189,7 @@ static bool ctx_warm(rt_launch_ctx *ctx)
  * completion event and room for an eager plan, its memory written: the launches of a loop then
  * allocate nothing and fault in no page (each fresh context cost page faults, ~10 us each on a VM,
  * and an event on the hot path: the first back-to-back loop of a communicator ran 2-3x slower than
- * the next, docs/perf.md). */
+ * the next, docs/perf-history.md). */
 HcclResult rt_launch_pool_warm(rt_comm *c)
 {
     while (c->ctx_pooled < RT_LAUNCH_INFLIGHT_MAX) {

@@ -1,7 +1,7 @@
 /* A launch's program copied from another launch of the same plan (rt_prog_reuse.c): a loop issues far
  * more launches than complete meanwhile, so most of its first launches take a context that never
  * ran this plan, and building the program each time was most of a short loop's cost (8 B Broadcast
- * at 4 ranks, 100 calls: 103 builds; docs/perf.md, "One-way Broadcast"). The donor is a launch
+ * at 4 ranks, 100 calls: 103 builds; docs/perf-history.md, "One-way Broadcast"). The donor is a launch
  * still in flight: its arrays stay as built until it is reclaimed, and only the host writes them.
  * What points into the donor (instruction arguments, descriptors bound through its bindings) is
  * moved to the same place in the new context. */

@@ -99,7 +99,7 @@ static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
  * There the queue is what lets a rank that has the CPU post several calls' sends in one turn while
  * its peers wait for a CPU (8 B out-of-place AllReduce at 4 ranks on 2 CPUs: 1.9 us queued, 2.7 at
  * once); a launch that cannot run ahead gains nothing from it and saves the queue entry, the record
- * and the reclaim (8 B Broadcast at 8 ranks: 1.30 -> 1.02 us; docs/perf.md, thirty-third pass). */
+ * and the reclaim (8 B Broadcast at 8 ranks: 1.30 -> 1.02 us; docs/perf-history.md, thirty-third pass). */
 static bool runs_now(const rt_launch_ctx *ctx)
 {
     rt_comm *c = ctx->c;

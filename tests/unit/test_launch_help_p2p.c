@@ -1,7 +1,7 @@
 /* Point-to-point launches get the host's help too (rt_p2p.c, rt_launch_help): a loop of Send/Recv
  * calls then recycles its launch contexts instead of piling them up in flight. Without it every
  * call of such a loop allocated a fresh context (8 B Send/Recv pairs at 2 ranks cost 22-42 us a call
- * in page faults; docs/perf.md, twenty-eighth pass). And, as for collectives (test_launch_help),
+ * in page faults; docs/perf-history.md, twenty-eighth pass). And, as for collectives (test_launch_help),
  * the help never blocks a caller: one thread may issue a rank's sends far ahead of the receives it
  * issues later for the peer. */
 #include <criterion/criterion.h>

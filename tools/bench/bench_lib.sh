@@ -1,9 +1,9 @@
 # shellcheck shell=bash
-# bench_lib.sh: what compare.sh and drift.sh share: the perf tool of a collective, the small size,
-# building what is missing, and one launch of OpenHCCL's perf tool or of a peer's benchmark, as
-# rows, and the usage and bad-flag exits of the scripts that source it. Sourced; perf_name and the
-# exits need nothing, the rest ROOT, BUILD, TIMEOUT, AGG set (and compare_peers.sh sourced for
-# peer_rows).
+# bench_lib.sh: what the scripts of tools/bench (compare.sh, drift.sh, callcount.sh,
+# eager_crossover.sh) share: the perf tool of a collective, the small size, building what is
+# missing, one launch of OpenHCCL's perf tool or of a peer's benchmark as rows, and the usage, bad
+# flag and rank-count exits. Sourced; perf_name and the exits need nothing, the rest ROOT, BUILD,
+# TIMEOUT, AGG set (and compare_peers.sh sourced for peer_rows).
 
 BENCH_NAME=${BENCH_NAME:-${0##*/}}
 
@@ -15,6 +15,15 @@ usage() { # the sourcing script's header comment, up to its "set -u"
 bad() { # flag value what
     echo "$BENCH_NAME: $1 must be $3, got '$2'" >&2
     exit 2
+}
+
+# -n's rank counts: at least one, each a number >= 2; exits through bad otherwise.
+check_rank_counts() { # "2 4 8"
+    local n
+    [[ -n ${1// /} ]] || bad -n "$1" "rank counts >= 2"
+    for n in $1; do
+        [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || bad -n "$n" "rank counts >= 2"
+    done
 }
 
 perf_name() { # coll

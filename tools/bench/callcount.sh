@@ -90,7 +90,7 @@ done
 ((OPTIND > $#)) || bad "the arguments" "${*:OPTIND}" "flags only"
 [[ -n ${COLLS// /} ]] || bad -c "$COLLS" "one collective or more"
 [[ -n ${NS// /} ]] || bad -n "$NS" "one rank count or more"
-for n in $NS; do [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || bad -n "$n" "rank counts >= 2"; done
+check_rank_counts "$NS"
 [[ -z $BYTES || $BYTES =~ ^[1-9][0-9]*[KMG]?$ ]] || bad -b "$BYTES" "a size like 32 or 64K"
 read -r I1 I2 EXTRA <<<"$ITERS"
 [[ ${I1:-} =~ ^[1-9][0-9]*$ && ${I2:-} =~ ^[1-9][0-9]*$ && -z ${EXTRA:-} && I1 -lt I2 ]] ||

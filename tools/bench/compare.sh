@@ -41,15 +41,15 @@
 #     rank's own loop, as nccl-tests and OSU; 4 the span from the first rank's start to the last
 #     rank's end. With more ranks than cores the ranks leave the barrier one after another, and a
 #     rank that waited for a CPU starts its clock late: -a 3 then swings between launches where the
-#     ranks' loops overlapped and launches where they ran one after another (docs/perf.md).
+#     ranks' loops overlapped and launches where they ran one after another (docs/perf-history.md).
 # -L: the large size (default 64M; the issue's range is 64-256 MiB: -L 256M), K/M/G suffix.
 # -i: timed calls per launch at the small size (default 1000, after 10 warm-up calls), the same for
 #     every library, as OSU's benchmarks time messages up to 8 KiB; a loop of 100 calls of ~1 us is
 #     shorter than the scheduling stalls of a shared 2-core VM and the skew between ranks leaving
-#     the barrier, so its slowest/fastest launch measured the VM (docs/perf.md).
+#     the barrier, so its slowest/fastest launch measured the VM (docs/perf-history.md).
 # -I: the same at 64 KiB (default 1000; OSU uses 100 above 8 KiB). 100 calls of 20-500 us are 2-50
 #     ms, again the length of the VM's stalls and of the ranks' start one after another: both
-#     libraries' launches spread up to 1.7x with 100, 1.1-1.4x with 1000 (docs/perf.md).
+#     libraries' launches spread up to 1.7x with 100, 1.1-1.4x with 1000 (docs/perf-history.md).
 # -c: the collectives (default: the issue's five); also reduce, scatter and sendrecv (nccl-tests'
 #     ring: each rank sends to the next and receives from the one before; MPI_Reduce, MPI_Scatter,
 #     MPI_Sendrecv; Gloo's reduce, scatter and unbound-buffer send/recv), and allgatherv,
@@ -100,9 +100,7 @@ done
 [[ $LARGE =~ ^[1-9][0-9]*[KMG]?$ ]] || bad -L "$LARGE" "a size like 256M"
 [[ $AGG == 3 || $AGG == 4 ]] || bad -a "$AGG" "3 (slowest rank) or 4 (span)"
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || bad -t "$TRIALS" "a number >= 1"
-for n in $NS; do
-    [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || bad -n "$n" "rank counts >= 2"
-done
+check_rank_counts "$NS"
 
 for c in $COLLS; do perf_name "$c" >/dev/null || exit 2; done
 

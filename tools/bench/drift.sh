@@ -7,9 +7,9 @@
 # and how closely its series follows OpenHCCL's: the rank correlation of the two series (near 1:
 # they slow down and speed up together, the machine's doing; near 0: each its own).
 #
-# On the 2-core VM of docs/perf.md, 32 B AlltoAll at 2 ranks has modes that last a minute or more
+# On the 2-core VM of docs/perf-history.md, 32 B AlltoAll at 2 ranks has modes that last a minute or more
 # (0.38, 0.63 and 1.0 us a call), and OpenHCCL, Open MPI and MPICH change mode at the same moment:
-# a spread above 2 between compare.sh's trials can be the machine's (docs/perf.md, twenty-seventh
+# a spread above 2 between compare.sh's trials can be the machine's (docs/perf-history.md, twenty-seventh
 # pass).
 #
 # Usage: tools/bench/drift.sh [-c coll (alltoall)] [-n ranks (2)] [-b bytes (the small size)]

@@ -8,7 +8,7 @@
  *                                             [-n rounds (100)] [-w warm-up rounds (10)]
  *
  * Output (rank 0): "mixed k K bytes B ranks N: us/round R us/broadcast P" (R / K). Compare runs
- * with HCCL_EAGER_ONEWAY=0 to see what one-way calls gain or cost (docs/perf.md). No assertions. */
+ * with HCCL_EAGER_ONEWAY=0 to see what one-way calls gain or cost (docs/perf-history.md). No assertions. */
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 #include <hccl/hccl_ext.h>

@@ -142,7 +142,7 @@ static inline void coll_bench_shape(coll_kind k, size_t bytes, int n, size_t *co
 /* A buffer of `elems` ones (one if none), every page written, as the perf tools and nccl-tests
  * write theirs; NULL without memory. A calloc'd buffer that nobody writes maps the kernel's one
  * zero page, so a send from it reads the same 4 KiB over and over from the cache: Open MPI's 1 MiB
- * AlltoAll at 4 ranks read 7.5 GB/s busbw that way against 3.3 from written memory (docs/perf.md,
+ * AlltoAll at 4 ranks read 7.5 GB/s busbw that way against 3.3 from written memory (docs/perf-history.md,
  * thirty-fourth pass). Ones keep sums exact. */
 static inline float *coll_bench_ones(size_t elems)
 {

@@ -2,7 +2,7 @@
  * leaves in one write per row (stdout fully buffered, flushed here), and then nothing is timed for
  * OUT_SETTLE_US. Relaying it (hcclrun or mpirun, and whatever reads their output) takes a few
  * hundred microseconds of CPU, which on a machine with few cores landed in the next timed window
- * (a 100 us loop measured 700 us: docs/perf.md). The other ranks wait in the next row's first call. */
+ * (a 100 us loop measured 700 us: docs/perf-history.md). The other ranks wait in the next row's first call. */
 #ifndef OH_TOOLS_OUT_SETTLE_H
 #define OH_TOOLS_OUT_SETTLE_H
 

@@ -3,7 +3,7 @@
  * allowed CPU modulo their number, as mpirun binds to cores. Unbound, the scheduler balances
  * runnable threads, not ranks: two ranks' copying threads often shared one core while the other
  * held threads that only waited, and every migration moved a rank away from its cached buffers
- * (docs/perf.md, "CPU binding": 1 MiB AlltoAll and 8 B latencies about 2x better bound). With
+ * (docs/perf-history.md, "CPU binding": 1 MiB AlltoAll and 8 B latencies about 2x better bound). With
  * fewer ranks than CPUs nothing is bound: a rank's DMA engines may then use the spare cores. */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_* */
 #include "hcclrun.h"

@@ -1,7 +1,7 @@
 /* Forwards a rank's output line by line with a "[rank R] " prefix. The complete lines of one read
  * leave in one write(), so lines of different ranks never mix, and a burst of lines wakes whoever
  * reads hcclrun's output once, not once a line (on a 2-core machine that reader and hcclrun ran in
- * the perf tools' timed windows: docs/perf.md); a partial line waits for its end (or for EOF). */
+ * the perf tools' timed windows: docs/perf-history.md); a partial line waits for its end (or for EOF). */
 #include "hcclrun.h"
 
 #include <errno.h>

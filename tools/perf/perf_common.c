@@ -78,7 +78,7 @@ static void combine_ranks(const perf_env *e, perf_avg mode, const perf_loop *l, 
 /* The first rank out of a timed loop combines while the others still time theirs. On a machine
  * with fewer cores than ranks, an allocation and a first-use plan compile there land in their
  * timed windows (8 B Broadcast, 4 ranks, 100 calls: medians 3.7-5.3 us with them, 2.1-2.6
- * without; docs/perf.md): the buffer and the reductions' plans are made before any loop. */
+ * without; docs/perf-history.md): the buffer and the reductions' plans are made before any loop. */
 static void combine_setup(perf_env *e, const perf_args *a)
 {
     PERF_OK(aclrtMalloc((void **)&e->combine, PERF_COMBINE_MAX * sizeof(double), ACL_MEM_MALLOC_HUGE_FIRST));
