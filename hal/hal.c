@@ -37,6 +37,7 @@ static const hal_ops *emu_backend(void)
         g_emu_unrolled.prog_launch_record = NULL;
         g_emu_unrolled.prog_run_now = NULL;
         g_emu_unrolled.prog_check = NULL;
+        g_emu_unrolled.prog_launch_checked = NULL;
         g_emu_unrolled.prog_fans_out_copies = false; /* a property of the program executor */
         ops = &g_emu_unrolled;
     }

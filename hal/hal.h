@@ -424,15 +424,21 @@ typedef struct hal_ops {
     /* What prog_launch checks of a program (every instruction's kind and operands), alone:
      * HAL_E_PARAM (or the code prog_launch would return) for a program prog_launch refuses. */
     hal_result (*prog_check)(const hal_insn *insns, uint32_t n);
+    /* prog_launch (done NULL) or prog_launch_record (done set) of a program that passed prog_check
+     * and has since changed only as prog_run_now allows (addresses, sizes, flag waits' targets): it
+     * is not checked again (a queued launch that reuses its program was checked at every call, about
+     * 175 instructions of an 8 B Send/Recv's 4200 on a rank). Optional (NULL: prog_launch and
+     * prog_launch_record; set with prog_check). */
+    hal_result (*prog_launch_checked)(hal_stream *s, const hal_insn *insns, uint32_t n, hal_event *done);
 } hal_ops;
 
 /* Version of hal_ops between libhccl and the emulator's libascendcl: bump on any change of the
  * table's layout or semantics. */
-#define HAL_ABI_VERSION 17u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
+#define HAL_ABI_VERSION 18u /* 6: notify_pending; 7: notify_wait_count, mem_prefault; 8: prog_launch_record;
                              * 9: keep_rest in a program's notify wait; 10: event_help; 11: notify_count;
                              * 12: HAL_INSN_AHEAD; 13: prog_fans_out_copies; 14: flag_wait, notify_wake,
                              * notify_wait_checked; 15: the AHEAD mark's depth; 16: prog_run_now;
-                             * 17: prog_check, prog_run_now without a check */
+                             * 17: prog_check, prog_run_now without a check; 18: prog_launch_checked */
 
 /* The backend chosen for this process: HCCL_HAL=auto|emu|ascend (default auto: emu when the loaded
  * libascendcl.so is the emulator, else ascend), logged once. libhccl only. */

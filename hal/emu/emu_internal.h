@@ -389,6 +389,7 @@ hal_result emu_task_async(hal_stream *s, hal_task_fn fn, void *arg);
 hal_result emu_host_func_async(hal_stream *s, hal_host_fn fn, void *arg);
 hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n);
 hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done);
+hal_result emu_prog_launch_checked(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done);
 hal_result emu_prog_run_now(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done, bool *queued);
 hal_result emu_prog_check(const hal_insn *insns, uint32_t n);
 

@@ -42,6 +42,7 @@ const hal_ops emu_hal_ops = {
     .prog_launch_record = emu_prog_launch_record,
     .prog_run_now = emu_prog_run_now,
     .prog_check = emu_prog_check,
+    .prog_launch_checked = emu_prog_launch_checked,
     .event_create = emu_event_create,
     .event_destroy = emu_event_destroy,
     .event_record = emu_event_record,

@@ -86,34 +86,30 @@ static emu_task *prog_task_at(const hal_insn *insns, uint32_t n, uint32_t pc, st
     return t;
 }
 
-/* A checked program task (its record, if any, set by the caller), or NULL with *rc. */
-static emu_task *prog_task(hal_stream *s, const hal_insn *insns, uint32_t n, hal_result *rc)
+/* hal_ops.prog_launch_checked: a program task of instructions prog_check passed, its record after
+ * it where done is set. */
+hal_result emu_prog_launch_checked(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done)
 {
-    *rc = prog_check(s, insns, n);
-    if (*rc != HAL_OK)
-        return NULL;
-    emu_task *t = prog_task_at(insns, n, 0, NULL);
-    *rc = t ? HAL_OK : HAL_E_NOMEM;
-    return t;
+    if (!s || (n && !insns))
+        return HAL_E_PARAM;
+    emu_task *t = prog_task_at(insns, n, 0, done);
+    if (!t)
+        return HAL_E_NOMEM;
+    return done ? emu_event_push_record(done, s, t, &t->u.prog.rec[0].seq) : emu_stream_push(s, t);
 }
 
 hal_result emu_prog_launch(hal_stream *s, const hal_insn *insns, uint32_t n)
 {
-    hal_result rc;
-    emu_task *t = prog_task(s, insns, n, &rc);
-    return t ? emu_stream_push(s, t) : rc;
+    hal_result rc = prog_check(s, insns, n);
+    return rc == HAL_OK ? emu_prog_launch_checked(s, insns, n, NULL) : rc;
 }
 
 hal_result emu_prog_launch_record(hal_stream *s, const hal_insn *insns, uint32_t n, struct hal_event *done)
 {
     if (!done)
         return HAL_E_PARAM;
-    hal_result rc;
-    emu_task *t = prog_task(s, insns, n, &rc);
-    if (!t)
-        return rc;
-    t->u.prog.rec[0].e = done;
-    return emu_event_push_record(done, s, t, &t->u.prog.rec[0].seq);
+    hal_result rc = prog_check(s, insns, n);
+    return rc == HAL_OK ? emu_prog_launch_checked(s, insns, n, done) : rc;
 }
 
 static _Atomic uint64_t g_runs_now; /* programs prog_run_now ran to their end (about): for tests */

@@ -36,10 +36,46 @@ static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
     }
 }
 
-/* `done`: also record it after the program, in the same task (NULL: no record). */
-static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g, bool unroll, hal_event *done)
+/* Bytes the DMA instructions of ctx's one program move, stopping past `most`. */
+static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
+{
+    const rt_seg *g = &ctx->segs[0];
+    uint64_t bytes = 0;
+    for (uint32_t i = g->first; i < g->first + g->n && bytes <= most; i++) {
+        const hal_insn *in = &ctx->insns[i];
+        for (uint32_t k = 0; in->kind == HAL_INSN_DMA && k < in->u.dma.n; k++)
+            bytes += in->u.dma.descs[k].bytes;
+    }
+    return bytes;
+}
+
+/* Every program of the launch checked, and the first one's bytes counted, once per build, not per
+ * call: a launch that reuses its programs as they are (rt_prog_reuse.c) keeps both (ctx->checked),
+ * and neither a run at once nor a queued launch checks them again (HAL prog_run_now,
+ * prog_launch_checked). */
+static hal_result settle(rt_launch_ctx *ctx)
+{
+    if (ctx->checked)
+        return HAL_OK;
+    for (uint32_t i = 0; i < ctx->nsegs; i++) {
+        const rt_seg *g = &ctx->segs[i];
+        hal_result rc = g->kind == RT_SEG_PROG ? ctx->c->hal->prog_check(&ctx->insns[g->first], g->n) : HAL_OK;
+        if (rc != HAL_OK)
+            return rc;
+    }
+    ctx->run_bytes = prog_bytes(ctx, ALGO_EAGER_BOX);
+    ctx->checked = true;
+    return HAL_OK;
+}
+
+/* `done`: also record it after the program, in the same task (NULL: no record). `checked`: the
+ * program passed prog_check since it last changed more than its addresses (settle). */
+static hal_result submit_prog(rt_launch_ctx *ctx, hal_stream *s, const rt_seg *g, bool unroll, bool checked,
+                              hal_event *done)
 {
     rt_comm *c = ctx->c;
+    if (checked)
+        return c->hal->prog_launch_checked(s, &ctx->insns[g->first], g->n, done);
     if (done)
         return c->hal->prog_launch_record(s, &ctx->insns[g->first], g->n, done);
     if (!unroll)
@@ -55,7 +91,16 @@ hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded)
 {
     rt_comm *c = ctx->c;
     bool unroll = !c->hal->prog_launch || ctx->trace_op;
+    bool checked = !unroll && c->hal->prog_launch_checked && c->hal->prog_check;
     *recorded = false;
+    if (checked) {
+        hal_result rc = settle(ctx);
+        if (rc != HAL_OK) {
+            OH_ERR("launch", "rank %u: a program of %s/%s failed its check: %s", c->rank,
+                   algo_coll_name(ctx->plan->op.coll), ctx->plan->name, hal_result_name(rc));
+            return rc;
+        }
+    }
     for (uint32_t i = 0; i < ctx->nsegs; i++) {
         const rt_seg *g = &ctx->segs[i];
         hal_stream *s = g->stream ? c->slaves[g->stream] : ctx->stream;
@@ -63,7 +108,7 @@ hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded)
         if (g->kind == RT_SEG_PROG) {
             /* The launch's completion rides on its last program when that one ends it on its stream. */
             bool last = i + 1 == ctx->nsegs && !g->stream && !unroll && c->hal->prog_launch_record;
-            rc = submit_prog(ctx, s, g, unroll, last ? ctx->done : NULL);
+            rc = submit_prog(ctx, s, g, unroll, checked, last ? ctx->done : NULL);
             *recorded = last && rc == HAL_OK;
         } else {
             rt_trace_step(ctx, 0, g->step);
@@ -77,19 +122,6 @@ hal_result rt_prog_submit(rt_launch_ctx *ctx, bool *recorded)
         }
     }
     return HAL_OK;
-}
-
-/* Bytes the DMA instructions of ctx's one program move, stopping past `most`. */
-static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
-{
-    const rt_seg *g = &ctx->segs[0];
-    uint64_t bytes = 0;
-    for (uint32_t i = g->first; i < g->first + g->n && bytes <= most; i++) {
-        const hal_insn *in = &ctx->insns[i];
-        for (uint32_t k = 0; in->kind == HAL_INSN_DMA && k < in->u.dma.n; k++)
-            bytes += in->u.dma.descs[k].bytes;
-    }
-    return bytes;
 }
 
 /* Where the host runs a launch at once: one program on the launch stream (no slave streams, not
@@ -106,21 +138,6 @@ static bool runs_now(const rt_launch_ctx *ctx)
     return c->hal->prog_run_now && c->hal->prog_check && c->hal->prog_launch && !ctx->trace_op &&
            ctx->nsegs == 1 && ctx->segs[0].kind == RT_SEG_PROG && !ctx->segs[0].stream &&
            (c->ranks_fit_cpus || !ctx->runs_ahead);
-}
-
-/* The program checked and its bytes counted once per build, not per call: a launch that reuses
- * its program as it is (rt_prog_reuse.c) keeps both (ctx->checked). */
-static hal_result settle(rt_launch_ctx *ctx)
-{
-    if (ctx->checked)
-        return HAL_OK;
-    const rt_seg *g = &ctx->segs[0];
-    hal_result rc = ctx->c->hal->prog_check(&ctx->insns[g->first], g->n);
-    if (rc != HAL_OK)
-        return rc;
-    ctx->run_bytes = prog_bytes(ctx, ALGO_EAGER_BOX);
-    ctx->checked = true;
-    return HAL_OK;
 }
 
 hal_result rt_prog_run_now(rt_launch_ctx *ctx, bool *finished, bool *recorded)

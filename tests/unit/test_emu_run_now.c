@@ -213,6 +213,31 @@ Test(emu_run_now, checks_are_prog_checks_alone, .timeout = 60)
     fix_close(&f);
 }
 
+/* prog_launch_checked queues a checked program, with its record where one is given, and does not
+ * check it again; prog_launch_record checks it every time (what a queued launch of the runtime
+ * paid at every call before). */
+Test(emu_run_now, launch_checked_queues_without_a_check, .timeout = 60)
+{
+    now_fix f = fix_open();
+    cr_assert_not_null(f.h->prog_launch_checked, "the emulator offers prog_launch_checked");
+    static now_log log;
+    static now_item it = {&log, 0, 0};
+    hal_insn good = fn_insn(&it);
+    HT_OK(f.h->prog_check(&good, 1));
+    uint64_t checks = emu_prog_test_checks();
+    HT_OK(f.h->prog_launch_checked(f.s, &good, 1, f.e));
+    HT_OK(f.h->prog_launch_checked(f.s, &good, 1, NULL));
+    cr_expect_eq(emu_prog_test_checks(), checks, "prog_launch_checked checked the program again");
+    HT_OK(f.h->prog_launch_record(f.s, &good, 1, f.e));
+    cr_expect_eq(emu_prog_test_checks(), checks + 1, "prog_launch_record did not check the program");
+    cr_expect_eq(f.h->prog_launch_checked(NULL, &good, 1, f.e), HAL_E_PARAM, "no stream");
+    cr_expect_eq(f.h->prog_launch_checked(f.s, NULL, 1, f.e), HAL_E_PARAM, "no instructions");
+    HT_OK(f.h->stream_sync(f.s, 30000));
+    HT_OK(f.h->event_sync(f.e, 30000));
+    cr_expect_eq(atomic_load(&log.n), 3, "%d of the 3 programs ran", atomic_load(&log.n));
+    fix_close(&f);
+}
+
 /* The stream's count of queued tasks (under its mutex). */
 static uint64_t queued_tasks(hal_stream *s)
 {

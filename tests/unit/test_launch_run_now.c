@@ -12,6 +12,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#include "common/hal_testutil.h"
 #include "common/pair_ranks.h"
 #include "hal/emu/emu_internal.h"
 #include "runtime/stream/rt_launch.h"
@@ -19,6 +20,7 @@
 #define NR 2
 #define COUNT 8
 #define CALLS 300
+#define QUEUED_CALLS 64 /* behind a hold: fewer than the launches a communicator keeps in flight */
 #define BIG (256 * 1024) /* int32 elements: 1 MiB, past an eager box */
 
 typedef pair_rank rank_t;
@@ -145,41 +147,101 @@ Test(launch_run_now, small_calls_at_two_ranks_stay_right, .timeout = 120)
     (void)runs_now_in(NR, KIND_SMALL);
 }
 
+/* One rank of its own communicator, its stream, and IN (7 j + 1) and OUT of COUNT int32 each. */
+typedef struct one_rank {
+    HcclComm comm;
+    aclrtStream s;
+    int32_t *in, *out;
+} one_rank;
+
+static one_rank one_rank_open(void)
+{
+    int32_t dev = 0, host[COUNT];
+    one_rank o;
+    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
+    cr_assert_eq(HcclCommInitAll(1, &dev, &o.comm), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
+    cr_assert_eq(aclrtCreateStream(&o.s), ACL_SUCCESS);
+    cr_assert_eq(aclrtMalloc((void **)&o.in, sizeof host, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(aclrtMalloc((void **)&o.out, sizeof host, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    for (int j = 0; j < COUNT; j++)
+        host[j] = 7 * j + 1;
+    cr_assert_eq(aclrtMemcpy(o.in, sizeof host, host, sizeof host, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    return o;
+}
+
+/* `calls` AllReduces of IN into OUT; returns the programs the HAL checked meanwhile. */
+static uint64_t allreduces(const one_rank *o, int calls)
+{
+    uint64_t checks = emu_prog_test_checks();
+    for (int i = 0; i < calls; i++)
+        cr_assert_eq(HcclAllReduce(o->in, o->out, COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, o->comm, o->s),
+                     HCCL_SUCCESS);
+    return emu_prog_test_checks() - checks;
+}
+
+/* Synchronizes, checks OUT (one rank's sum is its IN) and closes. */
+static void one_rank_close(one_rank *o)
+{
+    int32_t host[COUNT];
+    cr_assert_eq(aclrtSynchronizeStream(o->s), ACL_SUCCESS);
+    cr_assert_eq(aclrtMemcpy(host, sizeof host, o->out, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (int j = 0; j < COUNT; j++)
+        cr_expect_eq(host[j], 7 * j + 1, "element %d is %d", j, host[j]);
+    cr_assert_eq(HcclCommDestroy(o->comm), HCCL_SUCCESS);
+    aclrtFree(o->in);
+    aclrtFree(o->out);
+    cr_assert_eq(aclrtDestroyStream(o->s), ACL_SUCCESS);
+    aclFinalize();
+}
+
 /* One rank waits for nobody: every launch of a loop of small AllReduces on an idle stream runs at
  * once, and its data is there after the synchronize. */
 Test(launch_run_now, one_ranks_calls_all_run_at_once, .timeout = 60)
 {
-    int32_t dev = 0;
-    HcclComm comm;
-    aclrtStream s;
-    cr_assert_eq(aclInit(NULL), ACL_SUCCESS);
-    cr_assert_eq(HcclCommInitAll(1, &dev, &comm), HCCL_SUCCESS);
-    cr_assert_eq(aclrtSetDevice(0), ACL_SUCCESS);
-    cr_assert_eq(aclrtCreateStream(&s), ACL_SUCCESS);
-    int32_t host[COUNT], *in, *out;
-    cr_assert_eq(aclrtMalloc((void **)&in, sizeof host, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    cr_assert_eq(aclrtMalloc((void **)&out, sizeof host, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    for (int j = 0; j < COUNT; j++)
-        host[j] = 7 * j + 1;
-    cr_assert_eq(aclrtMemcpy(in, sizeof host, host, sizeof host, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    uint64_t before = emu_prog_test_runs_now(), checks = emu_prog_test_checks();
-    for (int i = 0; i < CALLS; i++)
-        cr_assert_eq(HcclAllReduce(in, out, COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
+    one_rank o = one_rank_open();
+    uint64_t before = emu_prog_test_runs_now();
+    uint64_t checks = allreduces(&o, CALLS);
     uint64_t ran = emu_prog_test_runs_now() - before;
-    checks = emu_prog_test_checks() - checks;
-    cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
     cr_expect_eq(ran, CALLS, "%llu of %d launches on an idle stream ran at once", (unsigned long long)ran, CALLS);
     /* the launches reuse one program as it is: the HAL checked it once (rt_prog_submit.c, settle) */
     cr_expect_leq(checks, 1, "%llu programs checked for %d launches of one program", (unsigned long long)checks,
                   CALLS);
-    cr_assert_eq(aclrtMemcpy(host, sizeof host, out, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-    for (int j = 0; j < COUNT; j++)
-        cr_expect_eq(host[j], 7 * j + 1, "element %d is %d", j, host[j]);
-    cr_assert_eq(HcclCommDestroy(comm), HCCL_SUCCESS);
-    aclrtFree(in);
-    aclrtFree(out);
-    cr_assert_eq(aclrtDestroyStream(s), ACL_SUCCESS);
-    aclFinalize();
+    one_rank_close(&o);
+}
+
+/* QUEUED_CALLS AllReduces behind a hold of the stream, then the hold released and the stream
+ * synchronized; returns the programs the HAL checked meanwhile, *ran the launches run at once. */
+static uint64_t held_allreduces(const one_rank *o, uint64_t *ran)
+{
+    ht_gate g;
+    ht_gate_init(&g);
+    cr_assert_eq(aclrtLaunchHostFunc(o->s, ht_gate_fn, &g), ACL_SUCCESS);
+    uint64_t before = emu_prog_test_runs_now();
+    uint64_t checks = allreduces(o, QUEUED_CALLS);
+    *ran = emu_prog_test_runs_now() - before;
+    ht_gate_open(&g);
+    cr_assert_eq(aclrtSynchronizeStream(o->s), ACL_SUCCESS);
+    ht_gate_fini(&g);
+    return checks;
+}
+
+/* Behind a held stream every launch goes to the queue, each in a launch context of its own. A
+ * context's program is checked when it is built; the second round of launches reuses the same
+ * contexts' programs as they are, and the HAL checks none of them again (HAL prog_launch_checked:
+ * before it, every queued launch's program was checked). The data is right after both. */
+Test(launch_run_now, queued_launches_check_their_program_once, .timeout = 60)
+{
+    one_rank o = one_rank_open();
+    uint64_t ran = 0;
+    uint64_t first = held_allreduces(&o, &ran);
+    cr_expect_eq(ran, 0, "%llu launches behind a held stream ran at once", (unsigned long long)ran);
+    cr_expect_geq(first, 1, "the first round built no program");
+    uint64_t again = held_allreduces(&o, &ran);
+    cr_expect_eq(ran, 0, "%llu launches behind a held stream ran at once", (unsigned long long)ran);
+    cr_expect_eq(again, 0, "%llu programs checked for %d queued launches that reuse their contexts' programs",
+                 (unsigned long long)again, QUEUED_CALLS);
+    one_rank_close(&o);
 }
 
 Test(launch_run_now, large_sends_are_queued, .timeout = 120)
