@@ -359,6 +359,37 @@ Test(launch_reuse, freed_buffer_is_refused, .timeout = 60)
     aclFinalize();
 }
 
+/* Point to point keeps its own repeated-call check (rt_p2p.c): after two good calls, the same call
+ * with a count past its buffers or another peer is refused, and so is the same call again once its
+ * send buffer was freed. */
+Test(launch_reuse, freed_p2p_buffer_is_refused, .timeout = 60)
+{
+    aclrtStream s;
+    HcclComm comm = one_rank_comm(&s);
+    void *src, *dst;
+    cr_assert_eq(aclrtMalloc(&src, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    cr_assert_eq(aclrtMalloc(&dst, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    HcclSendRecvItem it[2] = {{HCCL_SEND, src, 1024, HCCL_DATA_TYPE_FP32, 0},
+                              {HCCL_RECV, dst, 1024, HCCL_DATA_TYPE_FP32, 0}};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(HcclBatchSendRecv(it, 2, comm, s), HCCL_SUCCESS);
+    it[0].count = it[1].count = 1025;
+    cr_expect_eq(HcclBatchSendRecv(it, 2, comm, s), HCCL_E_PARA, "4 bytes past known buffers must be refused");
+    it[0].count = it[1].count = 1024;
+    it[1].remoteRank = 1;
+    cr_expect_eq(HcclBatchSendRecv(it, 2, comm, s), HCCL_E_PARA, "a receive from rank 1 of 1 must be refused");
+    it[1].remoteRank = 0;
+    cr_assert_eq(HcclBatchSendRecv(it, 2, comm, s), HCCL_SUCCESS);
+    cr_assert_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    cr_assert_eq(aclrtFree(src), ACL_SUCCESS);
+    cr_expect_eq(HcclBatchSendRecv(it, 2, comm, s), HCCL_E_PARA, "a freed send buffer checked good before must be "
+                 "refused");
+    cr_assert_eq(HcclCommDestroy(comm), HCCL_SUCCESS);
+    aclrtFree(dst);
+    aclrtDestroyStream(s);
+    aclFinalize();
+}
+
 Test(launch_reuse, known_buffer_is_not_stretched, .timeout = 60)
 {
     aclrtStream s;
