@@ -36,9 +36,12 @@ static hal_result submit_insn(rt_comm *c, hal_stream *s, const hal_insn *in)
     }
 }
 
-/* Bytes the DMA instructions of ctx's one program move, stopping past `most`. */
+/* Bytes the DMA instructions of ctx's first program move (what a run at once would run), stopping
+ * past `most`; past it where the launch does not start with a program on its stream. */
 static uint64_t prog_bytes(const rt_launch_ctx *ctx, uint64_t most)
 {
+    if (!ctx->nsegs || ctx->segs[0].kind != RT_SEG_PROG)
+        return most + 1;
     const rt_seg *g = &ctx->segs[0];
     uint64_t bytes = 0;
     for (uint32_t i = g->first; i < g->first + g->n && bytes <= most; i++) {
