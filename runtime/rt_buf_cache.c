@@ -85,3 +85,8 @@ uint64_t rt_buf_cache_epoch(const rt_comm *c)
 {
     return listening(c->hal) ? atomic_load(&g_epoch) : 0;
 }
+
+uint64_t rt_repeat_epoch(const rt_comm *c)
+{
+    return rt_mem_ranges_set() ? 0 : rt_buf_cache_epoch(c);
+}

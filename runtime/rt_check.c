@@ -131,7 +131,7 @@ static bool checked_before(HcclComm comm, const rt_call *call, uint64_t epoch)
 
 static uint64_t checks_epoch(const rt_comm *c, const rt_call *call)
 {
-    return call->op.counts || rt_mem_ranges_set() ? 0 : rt_buf_cache_epoch(c);
+    return call->op.counts ? 0 : rt_repeat_epoch(c);
 }
 
 static HcclResult check_call(rt_comm *c, const rt_call *call, const char *api)

@@ -353,6 +353,10 @@ void rt_buf_cache_note(const rt_comm *c, const void *p, uint64_t bytes_after, ui
 /* The epoch entries are noted under: it moves at every free of device memory in this process; 0
  * where the HAL does not report frees. */
 uint64_t rt_buf_cache_epoch(const rt_comm *c);
+/* The epoch a repeated-call check (rt_check.c, rt_p2p.c) keys a good call under, read before its
+ * checks: 0 (check every call) where buffers may change without a free (HcclCommSetMemoryRange
+ * ranges) or the HAL does not report frees. */
+uint64_t rt_repeat_epoch(const rt_comm *c);
 /* Registered VMM ranges (rt_mem_range.c): true if p lies in a range set by HcclCommSetMemoryRange
  * on c's device; then *verdict says whether [p, p + bytes) is activated memory (logged if not). */
 bool rt_mem_range_check(rt_comm *c, const char *api, const char *what, const void *p, uint64_t bytes,

@@ -78,7 +78,7 @@ static bool checked_before(HcclComm comm, const rt_p2p_req *reqs, uint32_t n, ui
 /* Every item checked, or none where this thread's last good call had the same ones. */
 static HcclResult check_items(rt_comm *c, HcclComm comm, const rt_p2p_req *reqs, uint32_t n, const char *api)
 {
-    uint64_t epoch = n <= RT_P2P_CHECKED_ITEMS && !rt_mem_ranges_set() ? rt_buf_cache_epoch(c) : 0;
+    uint64_t epoch = n <= RT_P2P_CHECKED_ITEMS ? rt_repeat_epoch(c) : 0;
     if (checked_before(comm, reqs, n, epoch))
         return HCCL_SUCCESS;
     for (uint32_t i = 0; i < n; i++)
