@@ -53,6 +53,7 @@ static HcclResult alloc_device_state(rt_comm *c)
     c->flag_waits = c->eager_hdr && c->hal->flag_wait && c->hal->notify_wake;
     /* As ow_slots, from the CPUs: every rank of this server lays its boxes out alike. */
     c->p2p_box_bytes = rt_ranks_fit_cpus(c->nranks) ? RT_P2P_EAGER_FIT : RT_P2P_EAGER_SHARED;
+    rt_inbox_layout_set(c);
     CHECK(rt_inbox_acquire(c));
     if (c->staging)
         CHECK(rt_staging_alloc(c));

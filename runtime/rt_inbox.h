@@ -46,6 +46,7 @@ typedef enum rt_slot_kind {
     RT_SLOT_GATHER_SMALL, /* a line per writer: its header and at most RT_GATHER_SMALL_BYTES */
     RT_SLOT_KINDS
 } rt_slot_kind;
+_Static_assert(RT_SLOT_KINDS == RT_INBOX_KINDS, "rt_comm.inbox_kind_at has a start per kind");
 #define RT_GATHER_SMALL_PART 64u /* a small gather slot's part per writer: one line */
 #define RT_GATHER_SMALL_BYTES (RT_GATHER_SMALL_PART - RT_BOX_HDR)
 static inline uint32_t rt_inbox_slots(const rt_comm *c)
@@ -191,7 +192,8 @@ static inline uint64_t rt_kind_slot_bytes(const rt_comm *c, rt_slot_kind kind)
     default: return RT_OW_BOX_STRIDE;
     }
 }
-/* Where the slots of a kind past the eager ones start, from the first one-way slot. */
+/* Where the slots of a kind past the eager ones start, from the first one-way slot: a loop over
+ * the kinds, run once per communicator (rt_inbox_layout_set). */
 static inline uint64_t rt_kind_offset(const rt_comm *c, rt_slot_kind kind)
 {
     uint64_t at = 0;
@@ -199,20 +201,28 @@ static inline uint64_t rt_kind_offset(const rt_comm *c, rt_slot_kind kind)
         at += c->ow_slots * rt_kind_slot_bytes(c, (rt_slot_kind)k);
     return at;
 }
+/* The layout's offsets, from the communicator's nranks, ow_slots, flag_waits and p2p_box_bytes:
+ * every launch binds its slot or box through them. */
+static inline void rt_inbox_layout_set(rt_comm *c)
+{
+    for (uint32_t k = 0; k < RT_SLOT_KINDS; k++)
+        c->inbox_kind_at[k] = rt_inbox_eager_bytes(c) + (k == RT_SLOT_EAGER ? 0 : rt_kind_offset(c, (rt_slot_kind)k));
+    c->inbox_p2p_at = rt_inbox_eager_bytes(c) + rt_kind_offset(c, RT_SLOT_KINDS);
+}
 /* Where the pos-th slot of a kind past the eager ones lies in an inbox. */
 static inline uint64_t rt_kind_slot_offset(const rt_comm *c, rt_slot_kind kind, uint32_t pos)
 {
-    return rt_inbox_eager_bytes(c) + rt_kind_offset(c, kind) + pos * rt_kind_slot_bytes(c, kind);
+    return c->inbox_kind_at[kind] + pos * rt_kind_slot_bytes(c, kind);
 }
 /* Bytes of one rank's inbox. */
 static inline uint64_t rt_inbox_bytes(const rt_comm *c)
 {
-    return rt_inbox_eager_bytes(c) + rt_kind_offset(c, RT_SLOT_KINDS) + rt_inbox_p2p_bytes(c);
+    return c->inbox_p2p_at + rt_inbox_p2p_bytes(c);
 }
 /* writer's `read` line in an inbox, ours or a peer's. */
 static inline _Atomic uint64_t *rt_p2p_read(const rt_comm *c, void *inbox, uint32_t writer)
 {
-    uint64_t at = rt_inbox_bytes(c) - rt_inbox_p2p_bytes(c) + (uint64_t)writer * rt_p2p_writer_bytes(c);
+    uint64_t at = c->inbox_p2p_at + (uint64_t)writer * rt_p2p_writer_bytes(c);
     return (_Atomic uint64_t *)(void *)((char *)inbox + at);
 }
 /* writer's `posted` line in an inbox: the ordinal of the last receive from writer whose record

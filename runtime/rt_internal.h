@@ -23,6 +23,7 @@
                                                receiver (rt_oneway.c), an eager exchange's FETCH (flag_waits) */
 #define RT_SLOT_P2P_CREDIT (ALGO_MAX_SLOTS + 2) /* a p2p box read: wakes its sender asleep in its wait for it */
 #define RT_MAX_STREAMS ALGO_MAX_STREAMS
+#define RT_INBOX_KINDS 5 /* kinds of inbox slot (rt_inbox.h, rt_slot_kind) */
 #define RT_CTRL_MAGIC 0x4f48434cu /* "OHCL" */
 #define RT_MSG_LEN 512
 #define RT_EAGER_AUTO ALGO_EAGER_AUTO /* rt_comm.eager_max: HCCL_EAGER_MAX_BYTES unset (algo_eager_default) */
@@ -143,6 +144,9 @@ typedef struct rt_comm {
                                * (rt_hdr_flags, rt_prog.c) */
     bool p2p_eager;           /* HCCL_EAGER_P2P (default on): this rank sends small messages eager */
     uint32_t p2p_box_bytes;   /* a p2p box's data, the eager limit (RT_P2P_EAGER_FIT / _SHARED) */
+    uint64_t inbox_kind_at[RT_INBOX_KINDS]; /* where each kind of slot starts in an inbox, and */
+    uint64_t inbox_p2p_at;    /* its p2p part: from nranks, ow_slots, flag_waits and p2p_box_bytes,
+                                 once (rt_inbox_layout_set; rt_inbox.h computed them per call) */
     size_t inbox_pool_bytes;
     bool staging;             /* HCCL_ASCEND_STAGING: calls go through the staging buffers (rt_staging.c) */
     void *stage;              /* staging IN (stage_half bytes), then staging OUT (stage_half bytes) */

@@ -53,10 +53,11 @@ static inline uint64_t rt_p2p_item_bytes(const rt_p2p_item *it)
  * another call (rt_prog_reuse.c). Direct, not indirect: a backend may run direct transfers cheaper
  * (hal/ascend enqueues them as they are, an indirect one costs a host callback). */
 typedef struct rt_rebind {
-    uint32_t desc;  /* in ctx->descs */
-    uint8_t field;  /* 0 dst, 1 src, 2 src2 */
+    uint32_t at;    /* where the address goes: the byte offset of a hal_ref's base in ctx->descs
+                       (an offset, not a pointer: a clone copies the array, rt_prog_clone.c) */
     uint8_t buf;    /* ALGO_BUF_IN, _OUT or _INBOX, or RT_REBIND_ITEM */
-    uint32_t owner; /* the rank whose buffer (IN/OUT: this rank); RT_REBIND_ITEM: the p2p item */
+    uint32_t index; /* IN/OUT: in ctx->base (buf x nranks + this rank); INBOX: the rank whose inbox;
+                       RT_REBIND_ITEM: the p2p item. Set once at build: rebinding is a load and a store */
 } rt_rebind;
 #define RT_REBIND_ITEM 0xffu /* a p2p item's buffer of this rank (rt_p2p_bind) */
 

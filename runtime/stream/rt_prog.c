@@ -4,6 +4,7 @@
  * stream's list becomes its own program, submitted by rt_prog_submit.c. Arrays live in the launch
  * context until it is reclaimed. */
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "runtime/net/rt_net.h"
 #include "runtime/stream/rt_prog_build.h"
@@ -157,8 +158,15 @@ static hal_result note_rebinds(rt_launch_ctx *ctx, const algo_step *st, uint32_t
             owner = (uint32_t)refs[f]->vdispl;
             buf = RT_REBIND_ITEM;
         }
-        for (uint32_t i = 0; i < n; i++)
-            ctx->rebinds[ctx->nrebinds++] = (rt_rebind){ctx->ndescs + i, f, buf, owner};
+        size_t field = f == 0 ? offsetof(hal_dma_desc, dst) : f == 1 ? offsetof(hal_dma_desc, src)
+                                                                     : offsetof(hal_dma_desc, src2);
+        uint32_t index = buf == ALGO_BUF_INBOX || buf == RT_REBIND_ITEM ? owner : buf * ctx->c->nranks + owner;
+        for (uint32_t i = 0; i < n; i++) {
+            size_t at = (size_t)(ctx->ndescs + i) * sizeof(hal_dma_desc) + field + offsetof(hal_ref, base);
+            if (at > UINT32_MAX)
+                return HAL_E_NOMEM; /* 4 GiB of descriptors: no plan comes near */
+            ctx->rebinds[ctx->nrebinds++] = (rt_rebind){(uint32_t)at, buf, index};
+        }
     }
     return HAL_OK;
 }

@@ -35,15 +35,13 @@ static void mark_built(rt_launch_ctx *ctx, uint64_t evictions)
 /* Sets a reused program's per-call addresses from this call's bindings (bind_self, bind_inbox). */
 static void rebind(rt_launch_ctx *ctx)
 {
-    uint32_t n = ctx->c->nranks;
     for (uint32_t i = 0; i < ctx->nrebinds; i++) {
         const rt_rebind *rb = &ctx->rebinds[i];
-        hal_dma_desc *d = &ctx->descs[rb->desc];
-        hal_ref *f = rb->field == 0 ? &d->dst : rb->field == 1 ? &d->src : &d->src2;
-        if (rb->buf == RT_REBIND_ITEM)
-            f->base = ctx->p2p_items[rb->owner].buf;
+        void **field = (void **)(void *)((char *)ctx->descs + rb->at);
+        if (rb->buf == ALGO_BUF_INBOX)
+            *field = rt_ctx_inbox(ctx, rb->index);
         else
-            f->base = rb->buf == ALGO_BUF_INBOX ? rt_ctx_inbox(ctx, rb->owner) : ctx->base[(size_t)rb->buf * n + rb->owner];
+            *field = rb->buf == RT_REBIND_ITEM ? ctx->p2p_items[rb->index].buf : ctx->base[rb->index];
     }
 }
 

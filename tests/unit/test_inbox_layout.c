@@ -17,6 +17,7 @@ static rt_comm layout_comm(uint32_t nranks, uint32_t ow_slots)
     c.ow_slots = ow_slots;
     c.flag_waits = true;
     c.p2p_box_bytes = 4096;
+    rt_inbox_layout_set(&c);
     return c;
 }
 
