@@ -1,7 +1,8 @@
 /* The emulator's process boundary: who may map a device's memory (SO_PEERCRED), a stopped owner
- * (the memory hand-over is bounded by HCCL_CONNECT_TIMEOUT) and a visible message for an
- * out-of-range HCCL_EMU_DEVICES. Processes fork before opening any device and pass plain-data
- * handles through pipes, as test_hal_proc does. */
+ * (the memory hand-over is bounded by HCCL_CONNECT_TIMEOUT), a visible message for an
+ * out-of-range HCCL_EMU_DEVICES, and which regions the VMM check of a DMA address reads.
+ * Processes fork before opening any device and pass plain-data handles through pipes, as
+ * test_hal_proc does. */
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -143,4 +144,38 @@ Test(emu_env, mapped_devices_follow_open_and_close)
     cr_expect_eq(emu_regions_mapped(), before + 1);
     HT_OK(h->device_close(a));
     cr_expect_eq(emu_regions_mapped(), before);
+}
+
+/* emu_vmm_sync_at runs for every address a DMA resolves to (emu_vmm_share.c). It reads a region's
+ * VMM table only where this process knows the region is mapped: an address of another server's
+ * slot, of this server's slot of a device not opened here, or outside the regions is left alone
+ * (reading a table there would fault: the test would crash), twice in a row (the second time from
+ * what the first learned), and a DMA through an opened device, before and after, still copies. */
+Test(emu_vmm, sync_reads_only_regions_mapped_here)
+{
+    const hal_ops *h = ht_hal();
+    hal_device *d = ht_open(h, 0);
+    uint32_t server = emu_cfg()->server_index;
+    char *other_server = (char *)emu_region_base(server + 1, 0) + 4096;
+    char *not_opened = (char *)emu_region_base(server, EMU_MAX_DEVICES - 1) + 4096;
+    int host = 0;
+    const void *outside[] = {NULL, &host, other_server, not_opened, (void *)(uintptr_t)EMU_REGION_BASE - 64};
+    hal_stream *s;
+    void *a, *b;
+    HT_OK(h->stream_create(d, &s));
+    HT_OK(h->mem_alloc(d, 4096, &a));
+    HT_OK(h->mem_alloc(d, 4096, &b));
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
+            emu_vmm_sync_at(outside[i]);
+        ht_fill(a, 4096, 3 + round);
+        hal_dma_desc desc = {.kind = HAL_DMA_COPY, .dst = hal_ref_ptr(b), .src = hal_ref_ptr(a), .bytes = 4096};
+        HT_OK(h->dma_batch(s, &desc, 1));
+        HT_OK(h->stream_sync(s, -1));
+        cr_assert(memcmp(a, b, 4096) == 0, "round %d: the copy through device 0", round);
+    }
+    HT_OK(h->mem_free(d, a));
+    HT_OK(h->mem_free(d, b));
+    HT_OK(h->stream_destroy(s));
+    HT_OK(h->device_close(d));
 }
