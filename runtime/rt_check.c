@@ -108,7 +108,7 @@ HcclResult rt_comm_failed(rt_comm *c, const char *api)
  * HcclCommSetMemoryRange (activations change without a free) are checked every call. */
 typedef struct checked_call {
     HcclComm comm;
-    uint64_t epoch; /* rt_buf_cache_epoch before the checks; 0: nothing remembered */
+    uint64_t epoch; /* rt_repeat_epoch before the checks; 0: nothing remembered */
     algo_coll coll;
     hal_dtype dtype;
     hal_redop redop;

@@ -192,22 +192,18 @@ static inline uint64_t rt_kind_slot_bytes(const rt_comm *c, rt_slot_kind kind)
     default: return RT_OW_BOX_STRIDE;
     }
 }
-/* Where the slots of a kind past the eager ones start, from the first one-way slot: a loop over
- * the kinds, run once per communicator (rt_inbox_layout_set). */
-static inline uint64_t rt_kind_offset(const rt_comm *c, rt_slot_kind kind)
-{
-    uint64_t at = 0;
-    for (uint32_t k = RT_SLOT_OW; k < (uint32_t)kind; k++)
-        at += c->ow_slots * rt_kind_slot_bytes(c, (rt_slot_kind)k);
-    return at;
-}
-/* The layout's offsets, from the communicator's nranks, ow_slots, flag_waits and p2p_box_bytes:
- * every launch binds its slot or box through them. */
+/* The layout's offsets, from the communicator's nranks, ow_slots, flag_waits and p2p_box_bytes,
+ * once per communicator: every launch binds its slot or box through them. The eager slots come
+ * first, then ow_slots of each other kind, then the p2p part. */
 static inline void rt_inbox_layout_set(rt_comm *c)
 {
-    for (uint32_t k = 0; k < RT_SLOT_KINDS; k++)
-        c->inbox_kind_at[k] = rt_inbox_eager_bytes(c) + (k == RT_SLOT_EAGER ? 0 : rt_kind_offset(c, (rt_slot_kind)k));
-    c->inbox_p2p_at = rt_inbox_eager_bytes(c) + rt_kind_offset(c, RT_SLOT_KINDS);
+    uint64_t at = rt_inbox_eager_bytes(c);
+    c->inbox_kind_at[RT_SLOT_EAGER] = 0;
+    for (uint32_t k = RT_SLOT_OW; k < RT_SLOT_KINDS; k++) {
+        c->inbox_kind_at[k] = at;
+        at += c->ow_slots * rt_kind_slot_bytes(c, (rt_slot_kind)k);
+    }
+    c->inbox_p2p_at = at;
 }
 /* Where the pos-th slot of a kind past the eager ones lies in an inbox. */
 static inline uint64_t rt_kind_slot_offset(const rt_comm *c, rt_slot_kind kind, uint32_t pos)

@@ -51,7 +51,7 @@ static HcclResult check_item(rt_comm *c, const HcclSendRecvItem *it, const char 
 
 typedef struct checked_p2p {
     HcclComm comm;
-    uint64_t epoch; /* rt_buf_cache_epoch before the checks; 0: nothing remembered */
+    uint64_t epoch; /* rt_repeat_epoch before the checks; 0: nothing remembered */
     uint32_t n;
     HcclSendRecvItem items[RT_P2P_CHECKED_ITEMS];
 } checked_p2p;
