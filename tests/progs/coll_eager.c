@@ -3,7 +3,7 @@
  * plans alternate and the inbox slots are reused while peers are at most two calls apart), several
  * dtypes and ops, in and out of place, rotating roots. Then one synchronize and every element of
  * every output checked against a host reference. */
-#include "coll_misc.h"
+#include "coll_eop.h"
 
 #include "algos/plan.h" /* algo_oneway_slots: the runs go around the real depth */
 
@@ -12,23 +12,6 @@
 
 enum { ES_OPS = 42 };
 
-typedef enum { E_AR, E_AG, E_RS, E_A2A, E_BC, E_RED, E_SC, E_NCOLL } ecoll;
-static const char *const ecoll_name[E_NCOLL] = {"AllReduce", "AllGather", "ReduceScatter", "AlltoAll",
-                                               "Broadcast", "Reduce",    "Scatter"};
-
-typedef struct eop {
-    ecoll coll;
-    HcclDataType dt;
-    HcclReduceOp op;
-    uint64_t count;
-    uint32_t root;
-    bool inplace;
-    bool hold;                    /* onewayseq: receivers' streams stall before this call (a Reduce's: its root's) */
-    uint64_t in_elems, out_elems; /* per rank */
-    void *in, *out;               /* device; equal (or overlapping) in place */
-    void *host_in;                /* [n][in_elems]: every rank's input, for the reference */
-} eop;
-
 static const struct { HcclDataType dt; HcclReduceOp op; } k_types[] = {
     {HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM}, {HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM},
     {HCCL_DATA_TYPE_INT8, HCCL_REDUCE_MAX},  {HCCL_DATA_TYPE_INT64, HCCL_REDUCE_PROD},
@@ -36,18 +19,6 @@ static const struct { HcclDataType dt; HcclReduceOp op; } k_types[] = {
 };
 /* Bytes of one box's data straddle 16 KiB and 64 KiB (the default and largest crossover). */
 static const uint64_t k_bytes[] = {4, 20, 16380, 16384, 16388, 65536, 65540, 200004, 1000};
-
-static void layout(eop *o, uint32_t n)
-{
-    uint64_t c = o->count;
-    switch (o->coll) {
-    case E_AG: o->in_elems = c, o->out_elems = n * c; break;
-    case E_RS: o->in_elems = n * c, o->out_elems = c; break;
-    case E_A2A: o->in_elems = n * c, o->out_elems = n * c; break;
-    case E_SC: o->in_elems = n * c, o->out_elems = c; break;
-    default: o->in_elems = c, o->out_elems = c;
-    }
-}
 
 static void plan_op(eop *o, int i, uint32_t n)
 {
@@ -59,146 +30,7 @@ static void plan_op(eop *o, int i, uint32_t n)
     o->count = bytes / dt_size(o->dt) ? bytes / dt_size(o->dt) : 1;
     o->root = (uint32_t)i % n;
     o->inplace = o->coll != E_A2A && o->coll != E_SC && (i / E_NCOLL) % 2 == 1;
-    layout(o, n);
-}
-
-/* Buffers and inputs; in place as HCCL defines it (AllGather: my block of OUT; ReduceScatter:
- * OUT is my block of IN). */
-static void prepare(eop *o, prog_env *e, int i)
-{
-    size_t es = dt_size(o->dt);
-    gen_spec g = {o->coll == E_AR || o->coll == E_RS || o->coll == E_RED ? GEN_REDUCE : GEN_BITS, o->dt, o->op, e->n,
-                  (uint32_t)i + 1000};
-    o->host_in = xmalloc(e->n * o->in_elems * es + 1);
-    for (uint32_t r = 0; r < e->n; r++)
-        gen_fill(&g, r, 0, o->in_elems, (char *)o->host_in + r * o->in_elems * es);
-    const void *mine = (char *)o->host_in + e->rank * o->in_elems * es;
-    if (o->inplace && o->coll == E_AG) {
-        o->out = dev_alloc(o->out_elems * es);
-        o->in = (char *)o->out + e->rank * o->count * es;
-    } else if (o->inplace) {
-        o->in = dev_alloc(o->in_elems * es);
-        o->out = o->coll == E_RS ? (char *)o->in + e->rank * o->count * es : o->in;
-    } else {
-        o->in = dev_alloc(o->in_elems * es);
-        o->out = o->coll == E_BC ? o->in : dev_alloc(o->out_elems * es);
-        if (o->out != o->in) {
-            void *s = xmalloc(o->out_elems * es);
-            fill_sentinel(s, o->out_elems * es);
-            to_dev(o->out, s, o->out_elems * es);
-            free(s);
-        }
-    }
-    to_dev(o->in, mine, o->in_elems * es);
-}
-
-static HcclResult issue(eop *o, prog_env *e)
-{
-    switch (o->coll) {
-    case E_AR: return HcclAllReduce(o->in, o->out, o->count, o->dt, o->op, e->comm, e->stream);
-    case E_AG: return HcclAllGather(o->in, o->out, o->count, o->dt, e->comm, e->stream);
-    case E_RS: return HcclReduceScatter(o->in, o->out, o->count, o->dt, o->op, e->comm, e->stream);
-    case E_A2A:
-        return HcclAlltoAll(o->in, o->count, o->dt, o->out, o->count, o->dt, e->comm, e->stream);
-    case E_BC: return HcclBroadcast(o->in, o->count, o->dt, o->root, e->comm, e->stream);
-    case E_RED: return HcclReduce(o->in, o->out, o->count, o->dt, o->op, o->root, e->comm, e->stream);
-    default: return HcclScatter(o->in, o->out, o->count, o->dt, o->root, e->comm, e->stream);
-    }
-}
-
-/* What this rank's OUT must hold; false when nothing is checked (Reduce off the root). */
-static bool expect(const eop *o, const prog_env *e, void *want)
-{
-    size_t es = dt_size(o->dt);
-    uint64_t c = o->count, ie = o->in_elems;
-    const char *in = o->host_in;
-    switch (o->coll) {
-    case E_AR:
-    case E_RED:
-    case E_RS: {
-        if (o->coll == E_RED && e->rank != o->root)
-            return false;
-        uint64_t off = o->coll == E_RS ? e->rank * c : 0;
-        memcpy(want, in + off * es, c * es);
-        for (uint32_t r = 1; r < e->n; r++)
-            ref_reduce(want, in + (r * ie + off) * es, o->dt, o->op, c);
-        return true;
-    }
-    case E_AG:
-        for (uint32_t j = 0; j < e->n; j++)
-            memcpy((char *)want + j * c * es, in + j * ie * es, c * es);
-        return true;
-    case E_A2A:
-        for (uint32_t j = 0; j < e->n; j++)
-            memcpy((char *)want + j * c * es, in + (j * ie + e->rank * c) * es, c * es);
-        return true;
-    case E_BC: memcpy(want, in + o->root * ie * es, c * es); return true;
-    default: memcpy(want, in + (o->root * ie + e->rank * c) * es, c * es); return true;
-    }
-}
-
-static int check(const eop *o, prog_env *e, int i)
-{
-    size_t es = dt_size(o->dt);
-    void *want = xmalloc(o->out_elems * es + 1), *got = xmalloc(o->out_elems * es + 1);
-    int bad = 0;
-    if (expect(o, e, want)) {
-        to_host(got, o->out, o->out_elems * es);
-        for (uint64_t k = 0; k < o->out_elems && !bad; k++)
-            if (memcmp((char *)got + k * es, (char *)want + k * es, es)) {
-                char g[64], w[64];
-                dt_format(g, sizeof g, o->dt, got, k);
-                dt_format(w, sizeof w, o->dt, want, k);
-                FAILIF(1, "rank %u op %d %s(count=%llu, %s, %s, root=%u, %s): element %llu is %s, expected %s",
-                       e->rank, i, ecoll_name[o->coll], (unsigned long long)o->count, dt_name(o->dt),
-                       op_name(o->op), o->root, o->inplace ? "in place" : "out of place", (unsigned long long)k, g, w);
-            }
-    }
-    free(want);
-    free(got);
-    return bad;
-}
-
-static void release(eop *o)
-{
-    bool own_out = o->out != o->in && !(o->inplace && o->coll == E_RS);
-    if (o->inplace && o->coll == E_AG)
-        dev_free(o->out);
-    else {
-        dev_free(o->in);
-        if (own_out)
-            dev_free(o->out);
-    }
-    free(o->host_in);
-}
-
-static void stall_fn(void *arg)
-{
-    (void)arg;
-    usleep(30000);
-}
-
-/* Prepares ops[0, nops), issues them back to back (no synchronize in between), synchronizes once,
- * checks every output and frees ops. */
-static int run_back_to_back(prog_env *e, eop *ops, int nops, const char *what)
-{
-    for (int i = 0; i < nops; i++)
-        prepare(&ops[i], e, i);
-    ACL_OK(aclrtSynchronizeDevice());
-    for (int i = 0; i < nops; i++) {
-        if (ops[i].hold && (e->rank == ops[i].root) == (ops[i].coll == E_RED))
-            ACL_OK(aclrtLaunchHostFunc(e->stream, stall_fn, NULL));
-        HCCL_OK(issue(&ops[i], e));
-    }
-    ACL_OK(aclrtSynchronizeStream(e->stream));
-    int bad = 0;
-    for (int i = 0; i < nops; i++) {
-        bad |= check(&ops[i], e, i);
-        release(&ops[i]);
-    }
-    free(ops);
-    printf("rank %u: %d back-to-back %s checked, %s\n", e->rank, nops, what, bad ? "FAILED" : "all exact");
-    return bad;
+    eop_layout(o, n);
 }
 
 int misc_eagerseq(prog_env *e)
@@ -206,7 +38,7 @@ int misc_eagerseq(prog_env *e)
     eop *ops = xmalloc(ES_OPS * sizeof *ops);
     for (int i = 0; i < ES_OPS; i++)
         plan_op(&ops[i], i, e->n);
-    return run_back_to_back(e, ops, ES_OPS, "collectives");
+    return eop_run_back_to_back(e, ops, ES_OPS, 1000, "collectives");
 }
 
 /* coll_misc onewayseq: eager Broadcasts and Scatters in runs go one-way (docs/runtime.md, "One-way
@@ -242,7 +74,7 @@ static void plan_oneway(eop *o, int i, ecoll coll, uint32_t root, uint32_t n)
     uint64_t b = bytes[i % 4];
     o->count = b / dt_size(o->dt) ? b / dt_size(o->dt) : 1;
     o->root = root % n;
-    layout(o, n);
+    eop_layout(o, n);
 }
 
 static int oneway_schedule(eop *ops, uint32_t n)
@@ -261,7 +93,7 @@ static int oneway_schedule(eop *ops, uint32_t n)
         if (r == 2) { /* past the one-way size: a Broadcast that exchanges with every rank */
             plan_oneway(&ops[k], k, E_BC, 1, n);
             ops[k].count = 2052 / dt_size(ops[k].dt);
-            layout(&ops[k++], n);
+            eop_layout(&ops[k++], n);
         }
     }
     for (int j = 0; j < 2 * S + 3; j++, k++) /* a new root every call */
@@ -271,7 +103,7 @@ static int oneway_schedule(eop *ops, uint32_t n)
     return k;
 }
 
-/* Makes the `want` calls of a schedule, then issues and checks them (run_back_to_back). */
+/* Makes the `want` calls of a schedule, then issues and checks them (eop_run_back_to_back). */
 static int run_schedule(prog_env *e, int want, int (*make)(eop *, uint32_t), const char *name, const char *what)
 {
     eop *ops = xmalloc((size_t)want * sizeof *ops);
@@ -281,7 +113,7 @@ static int run_schedule(prog_env *e, int want, int (*make)(eop *, uint32_t), con
         free(ops);
         return 1;
     }
-    return run_back_to_back(e, ops, nops, what);
+    return eop_run_back_to_back(e, ops, nops, 1000, what);
 }
 
 int misc_onewayseq(prog_env *e)
@@ -305,7 +137,7 @@ static void plan_reduce(eop *o, int i, uint32_t root, uint32_t n)
     plan_oneway(o, i, E_RED, root, n);
     o->count = bytes[i % 4] / dt_size(o->dt) ? bytes[i % 4] / dt_size(o->dt) : 1;
     o->inplace = i % 2;
-    layout(o, n);
+    eop_layout(o, n);
 }
 
 static int owr_ops(uint32_t n) /* what oneway_reduce_schedule makes */
@@ -328,7 +160,7 @@ static int oneway_reduce_schedule(eop *ops, uint32_t n)
     plan_oneway(&ops[k], k, E_AR, 0, n), k++;
     plan_reduce(&ops[k], k, 0, n); /* past what a writer's part holds: the full exchange */
     ops[k].count = (algo_oneway_gather_bytes(n) + 64) / dt_size(ops[k].dt);
-    layout(&ops[k++], n);
+    eop_layout(&ops[k++], n);
     for (int j = 0; j < (int)n + 3; j++, k++)
         plan_reduce(&ops[k], k, (uint32_t)j, n);
     for (int j = 0; j < S + 3; j++, k++)

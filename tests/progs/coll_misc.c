@@ -18,6 +18,10 @@
  *   deepqueue  1000 AllReduces issued without a synchronize: more than the runtime queues (coll_eager.c)
  *   mismatch-skip|mismatch-destroy|mismatch-op|mismatch-count|mismatch-root   (coll_mismatch.c)
  *   badinput   bad arguments get an error code at once (coll_mismatch.c)
+ *   random-SEED 160 calls drawn from SEED (every collective and V form, Send/Recv, Barrier, dtypes,
+ *              sizes across the crossovers, runs, two streams, stalls) back to back, checked (coll_random.c)
+ *   threads-N-random-SEED  the same on N ranks that are threads of this one process (HcclCommInitAll),
+ *              run with hcclrun -n 1 or alone (coll_random.c)
  * Prints "coll_misc SCENARIO: PASS" or "... FAIL" and exits non-zero on failure. */
 #include "coll_misc.h"
 
@@ -327,10 +331,15 @@ int main(int argc, char **argv)
     if (argc != 2) {
         fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|framework|framework_lean|eagerseq|"
                         "onewayseq|"
-                        "onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND\n");
+                        "onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND|random-SEED|threads-N-random-SEED\n");
         return 2;
     }
     const char *s = argv[1];
+    if (!strncmp(s, "threads-", 8)) { /* one process, its ranks as threads: no launcher's communicator */
+        int bad = misc_random_threads(s + 8);
+        printf("coll_misc %s: %s\n", s, bad ? "FAIL" : "PASS");
+        return bad ? 1 : 0;
+    }
     prog_env e;
     prog_init(&e);
     int bad;
@@ -349,6 +358,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "onewayreduce")) bad = misc_onewayreduce(&e);
     else if (!strcmp(s, "eagerchain")) bad = misc_eagerchain(&e);
     else if (!strncmp(s, "mismatch-", 9)) bad = misc_mismatch(&e, s + 9);
+    else if (!strncmp(s, "random-", 7)) bad = misc_randomseq(&e, s + 7);
     else {
         fprintf(stderr, "coll_misc: unknown scenario %s\n", s);
         return 2;
