@@ -54,10 +54,17 @@ static bool reduces(ecoll c)
     return c == E_AR || c == E_RS || c == E_RED || c == E_RSV;
 }
 
+/* The communicator an op runs on: the program's, or the sub-communicator it names. */
+static prog_env *env_of(const eop *o, prog_env *e)
+{
+    return o->env ? o->env : e;
+}
+
 /* Buffers and inputs; in place as HCCL defines it (AllGather: my block of OUT; ReduceScatter:
  * OUT is my block of IN). */
 static void prepare(eop *o, prog_env *e, uint32_t salt)
 {
+    e = env_of(o, e);
     size_t es = dt_size(o->dt);
     gen_spec g = {reduces(o->coll) ? GEN_REDUCE : GEN_BITS, o->dt, o->op, e->n, salt};
     o->host_in = xmalloc(e->n * o->in_elems * es + 1);
@@ -130,6 +137,7 @@ static HcclResult issue_v(eop *o, prog_env *e, aclrtStream s)
 
 static HcclResult issue(eop *o, prog_env *e)
 {
+    e = env_of(o, e);
     aclrtStream s = stream_of(o, e);
     if (o->vt)
         return issue_v(o, e, s);
@@ -215,6 +223,7 @@ static bool expect(const eop *o, const prog_env *e, void *want)
 
 static int check(const eop *o, prog_env *e, int i)
 {
+    e = env_of(o, e);
     size_t es = dt_size(o->dt);
     void *want = xmalloc(o->out_elems * es + 1), *got = xmalloc(o->out_elems * es + 1);
     int bad = 0;
@@ -227,8 +236,9 @@ static int check(const eop *o, prog_env *e, int i)
                 dt_format(w, sizeof w, o->dt, want, k);
                 char count[32];
                 snprintf(count, sizeof count, o->vt ? "its tables" : "count=%llu", (unsigned long long)o->count);
-                FAILIF(1, "rank %u op %d %s(%s, %s, %s, root=%u, shift=%u, %s, %s stream): element %llu is %s, "
-                       "expected %s", e->rank, i, ecoll_name[o->coll], count, dt_name(o->dt),
+                FAILIF(1, "rank %u%s op %d %s(%s, %s, %s, root=%u, shift=%u, %s, %s stream): element %llu is %s, "
+                       "expected %s", e->rank, o->env ? " of a sub-communicator" : "", i, ecoll_name[o->coll], count,
+                       dt_name(o->dt),
                        op_name(o->op), o->root, o->shift, o->inplace ? "in place" : "out of place",
                        o->stream ? "second" : "first", (unsigned long long)k, g, w);
             }
@@ -266,7 +276,7 @@ static HcclResult prepare_and_issue(prog_env *e, eop *ops, int nops, uint32_t sa
     ACL_OK(aclrtSynchronizeDevice());
     HcclResult rc = HCCL_SUCCESS;
     for (int i = 0; i < nops && rc == HCCL_SUCCESS; i++) {
-        if (ops[i].hold && (e->rank == ops[i].root) == (ops[i].coll == E_RED))
+        if (ops[i].hold && (env_of(&ops[i], e)->rank == ops[i].root) == (ops[i].coll == E_RED))
             ACL_OK(aclrtLaunchHostFunc(stream_of(&ops[i], e), stall_fn, NULL));
         rc = issue(&ops[i], e);
         if (rc != HCCL_SUCCESS)

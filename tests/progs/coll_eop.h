@@ -28,6 +28,8 @@ typedef struct eop {
     bool inplace;
     bool hold;                    /* receivers' streams stall 30 ms before this call (a Reduce's: its root's) */
     aclrtStream stream;           /* NULL: the program's stream */
+    prog_env *env;                /* NULL: the program's communicator; else a sub-communicator's
+                                     (this rank's rank in it, its size, its handle) */
     uint64_t in_elems, out_elems; /* per rank */
     void *in, *out;               /* device; equal (or overlapping) in place */
     void *host_in;                /* [n][in_elems]: every rank's input, for the reference */

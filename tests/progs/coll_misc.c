@@ -19,7 +19,8 @@
  *   mismatch-skip|mismatch-destroy|mismatch-op|mismatch-count|mismatch-root   (coll_mismatch.c)
  *   badinput   bad arguments get an error code at once (coll_mismatch.c)
  *   random-SEED 160 calls drawn from SEED (every collective and V form, Send/Recv, Barrier, dtypes,
- *              sizes across the crossovers, runs, two streams, stalls) back to back, checked (coll_random.c)
+ *              sizes across the crossovers, runs, two streams, sub-communicators, stalls) back to
+ *              back, checked (coll_random.c); random-SEED-mismatch: one rank's call differs
  *   threads-N-random-SEED  the same on N ranks that are threads of this one process (HcclCommInitAll),
  *              run with hcclrun -n 1 or alone (coll_random.c)
  * Prints "coll_misc SCENARIO: PASS" or "... FAIL" and exits non-zero on failure. */

@@ -6,8 +6,10 @@
  * host can reduce, for reductions) and op; zero counts, odd sizes on both sides of every crossover
  * (one-way up to 2 KiB, eager to 16 and 64 KiB, the full exchange past them); in and out of place;
  * runs of one root and kind, which go one-way, broken at random; a second stream for some calls
- * (the communicator orders them); and now and then a call whose receivers stall 30 ms first. A
- * failure names the seed, round and call: `hcclrun -n N coll_misc random-SEED` replays it. */
+ * (the communicator orders them); from 4 ranks, a quarter of the calls on sub-communicators (the
+ * halves and the parities, as tensor- and data-parallel groups are), between the others; and now
+ * and then a call whose receivers stall 30 ms first. A failure names the seed, round and call:
+ * `hcclrun -n N coll_misc random-SEED` replays it. */
 #include "coll_eop.h"
 
 #include <stdio.h>
@@ -120,8 +122,11 @@ static void draw_size(rng *g, eop *o, uint32_t n, bool run)
     o->inplace = o->coll < E_NCOLL && o->coll != E_A2A && o->coll != E_SC && below(g, 2);
 }
 
-/* Call i: a new draw, or (a run) the kind and root of the call before with a new small size. */
-static eop draw_op(rng *g, const eop *prev, uint32_t n, aclrtStream second)
+/* Call i: a new draw, or (a run) the kind, communicator and root of the call before with a new
+ * small size. A call goes to one of the sub-communicators (groups[0] or [1], when there are) one
+ * time in four; every rank draws the same values whatever its sub-communicator: where a group's
+ * size decides (root, peer, count), it only scales a value drawn alike. */
+static eop draw_op(rng *g, const eop *prev, uint32_t n, aclrtStream second, prog_env *groups)
 {
     bool run = prev && (prev->coll == E_BC || prev->coll == E_SC || prev->coll == E_RED || prev->coll == E_P2P) &&
                below(g, 10) < 7;
@@ -129,18 +134,46 @@ static eop draw_op(rng *g, const eop *prev, uint32_t n, aclrtStream second)
     o->coll = run ? prev->coll : draw_kind(g);
     if (n < 2 && (o->coll == E_SR || o->coll == E_GRP || o->coll == E_P2P))
         o->coll = E_AR; /* no peer to send to */
-    o->root = run ? prev->root : below(g, n);
-    o->shift = run ? prev->shift : n > 1 ? 1 + below(g, n - 1) : 0;
+    uint32_t sub = below(g, 8); /* V forms only on the program's communicator: their tables are n x n */
+    o->env = run ? prev->env : groups && sub < 2 && o->coll < E_A2AV ? &groups[sub] : NULL;
+    uint32_t ne = o->env ? o->env->n : n;
+    uint64_t root = next(g), shift = next(g);
+    o->root = run ? prev->root : (uint32_t)(root % ne);
+    o->shift = run ? prev->shift : ne > 1 ? 1 + (uint32_t)(shift % (ne - 1)) : 0;
     draw_types(g, o);
     if (o->coll >= E_A2AV) {
         draw_v(g, o, n);
         eop_layout(o, n);
     } else {
-        draw_size(g, o, n, run);
+        draw_size(g, o, ne, run);
     }
     o->hold = below(g, 60) == 0;
     o->stream = below(g, 5) == 0 ? second : NULL;
     return op;
+}
+
+/* The sub-communicators of random-SEED at 4 ranks or more (each then has 2 at least): the halves
+ * (ranks [0, n/2) and [n/2, n)) and the parities (even and odd ranks), made with
+ * HcclCreateSubCommConfig. groups[0] is this rank's half, groups[1] its parity. */
+static void make_groups(prog_env *e, prog_env groups[2])
+{
+    uint32_t h = e->n / 2, *ids = xmalloc(e->n * sizeof *ids);
+    for (int k = 0; k < 2; k++) {
+        uint32_t m = 0, me = 0;
+        for (uint32_t r = 0; r < e->n; r++) {
+            bool same = k == 0 ? (r < h) == (e->rank < h) : r % 2 == e->rank % 2;
+            if (r == e->rank)
+                me = m;
+            if (same)
+                ids[m++] = r;
+        }
+        uint64_t id = 1 + 2 * (uint64_t)k + (k == 0 ? e->rank >= h : e->rank % 2);
+        HcclCommConfig cfg;
+        HcclCommConfigInit(&cfg);
+        groups[k] = (prog_env){me, m, e->local_rank, NULL, e->stream};
+        HCCL_OK(HcclCreateSubCommConfig(&e->comm, m, ids, id, me, &cfg, &groups[k].comm));
+    }
+    free(ids);
 }
 
 /* random-SEED-mismatch: where rank d's call differs from the others' (the same seed draws it on
@@ -194,11 +227,12 @@ static const char *mismatch(eop *o, const rs_mismatch *m, uint32_t n)
 }
 
 /* Draws round `round`'s calls (their kinds counted in kinds); with a mismatch there, makes it. */
-static eop *draw_round(rng *g, prog_env *e, int round, aclrtStream second, int *kinds, const rs_mismatch *m)
+static eop *draw_round(rng *g, prog_env *e, int round, aclrtStream second, prog_env *groups, int *kinds,
+                       const rs_mismatch *m)
 {
     eop *ops = xmalloc(RS_OPS * sizeof *ops);
     for (int i = 0; i < RS_OPS; i++) {
-        ops[i] = draw_op(g, i ? &ops[i - 1] : NULL, e->n, second);
+        ops[i] = draw_op(g, i ? &ops[i - 1] : NULL, e->n, second, groups);
         kinds[ops[i].coll]++;
     }
     if (m->round != round)
@@ -231,9 +265,16 @@ int misc_randomseq(prog_env *e, const char *seed_text)
     ACL_OK(aclrtCreateStream(&second));
     rng g = {seed};
     rs_mismatch m = draw_mismatch(&g, e->n, mismatched);
-    int bad = 0, kinds[E_NKINDS] = {0};
+    /* Not with a mismatch: a failure on the program's communicator would leave a sub-communicator's
+     * peers waiting for calls this rank no longer makes. */
+    prog_env groups[2], *sub = e->n >= 4 && !mismatched ? groups : NULL;
+    if (sub)
+        make_groups(e, sub);
+    int bad = 0, kinds[E_NKINDS] = {0}, on_sub = 0;
     for (int round = 0; round < RS_ROUNDS && !bad; round++) {
-        eop *ops = draw_round(&g, e, round, second, kinds, &m);
+        eop *ops = draw_round(&g, e, round, second, sub, kinds, &m);
+        for (int i = 0; i < RS_OPS; i++)
+            on_sub += ops[i].env != NULL;
         char what[96];
         snprintf(what, sizeof what, "random calls (seed %llu, round %d)", seed, round);
         uint32_t salt = (uint32_t)(seed * 7919 + (uint64_t)round * RS_OPS);
@@ -243,12 +284,14 @@ int misc_randomseq(prog_env *e, const char *seed_text)
         }
         bad = eop_run_back_to_back(e, ops, RS_OPS, salt, what);
     }
+    for (int k = 0; sub && k < 2; k++)
+        HCCL_OK(HcclCommDestroy(sub[k].comm));
     ACL_OK(aclrtDestroyStream(second));
     if (e->rank == 0) { /* what the seed drew: a reader sees what a passing seed covered */
         printf("seed %llu drew", seed);
         for (int k = 0; k < E_NKINDS; k++)
             printf("%s %s %d", k ? "," : "", ecoll_name[k], kinds[k]);
-        printf("\n");
+        printf("; %d of them on sub-communicators\n", on_sub);
     }
     return bad;
 }
