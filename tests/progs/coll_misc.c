@@ -20,7 +20,8 @@
  *   badinput   bad arguments get an error code at once (coll_mismatch.c)
  *   random-SEED 160 calls drawn from SEED (every collective and V form, Send/Recv, Barrier, dtypes,
  *              sizes across the crossovers, runs, two streams, sub-communicators, stalls) back to
- *              back, checked (coll_random.c); random-SEED-mismatch: one rank's call differs
+ *              back, checked, the communicators made again between some rounds (coll_random.c);
+ *              random-SEED-mismatch: one rank's call differs
  *   threads-N-random-SEED  the same on N ranks that are threads of this one process (HcclCommInitAll),
  *              run with hcclrun -n 1 or alone (coll_random.c)
  * Prints "coll_misc SCENARIO: PASS" or "... FAIL" and exits non-zero on failure. */
@@ -359,7 +360,7 @@ int main(int argc, char **argv)
     else if (!strcmp(s, "onewayreduce")) bad = misc_onewayreduce(&e);
     else if (!strcmp(s, "eagerchain")) bad = misc_eagerchain(&e);
     else if (!strncmp(s, "mismatch-", 9)) bad = misc_mismatch(&e, s + 9);
-    else if (!strncmp(s, "random-", 7)) bad = misc_randomseq(&e, s + 7);
+    else if (!strncmp(s, "random-", 7)) bad = misc_randomseq(&e, s + 7, true);
     else {
         fprintf(stderr, "coll_misc: unknown scenario %s\n", s);
         return 2;

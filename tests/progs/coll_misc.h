@@ -42,7 +42,7 @@ int misc_deepqueue(prog_env *e); /* coll_eager.c */
 int misc_onewayseq(prog_env *e); /* coll_eager.c */
 int misc_onewayreduce(prog_env *e); /* coll_eager.c */
 int misc_eagerchain(prog_env *e); /* coll_eager.c */
-int misc_randomseq(prog_env *e, const char *seed); /* coll_random.c */
+int misc_randomseq(prog_env *e, const char *seed, bool can_recreate); /* coll_random.c */
 int misc_random_threads(const char *spec);         /* coll_random.c: "N-random-SEED" */
 
 #endif

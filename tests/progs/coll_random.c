@@ -7,9 +7,10 @@
  * (one-way up to 2 KiB, eager to 16 and 64 KiB, the full exchange past them); in and out of place;
  * runs of one root and kind, which go one-way, broken at random; a second stream for some calls
  * (the communicator orders them); from 4 ranks, a quarter of the calls on sub-communicators (the
- * halves and the parities, as tensor- and data-parallel groups are), between the others; and now
- * and then a call whose receivers stall 30 ms first. A failure names the seed, round and call:
- * `hcclrun -n N coll_misc random-SEED` replays it. */
+ * halves and the parities, as tensor- and data-parallel groups are), between the others; now and
+ * then a call whose receivers stall 30 ms first; and, after a third of the rounds, every
+ * communicator destroyed and made again while peers may still be finishing the round. A failure
+ * names the seed, round and call: `hcclrun -n N coll_misc random-SEED` replays it. */
 #include "coll_eop.h"
 
 #include <stdio.h>
@@ -252,7 +253,21 @@ static eop *draw_round(rng *g, prog_env *e, int round, aclrtStream second, prog_
     return ops;
 }
 
-int misc_randomseq(prog_env *e, const char *seed_text)
+/* Between rounds, now and then: every rank destroys its communicators and makes new ones (its
+ * peers may still be in the round's last calls, a one-way root's receivers reading its inbox). */
+static void recreate(prog_env *e, prog_env *sub)
+{
+    for (int k = 0; sub && k < 2; k++)
+        HCCL_OK(HcclCommDestroy(sub[k].comm));
+    HCCL_OK(HcclCommDestroy(e->comm));
+    HcclRootInfo root;
+    HCCL_OK(HcclExtShareRootInfo(e->rank, &root));
+    HCCL_OK(HcclCommInitRootInfo(e->n, &root, e->rank, &e->comm));
+    if (sub)
+        make_groups(e, sub);
+}
+
+int misc_randomseq(prog_env *e, const char *seed_text, bool can_recreate)
 {
     char *end;
     unsigned long long seed = strtoull(seed_text, &end, 10);
@@ -270,7 +285,7 @@ int misc_randomseq(prog_env *e, const char *seed_text)
     prog_env groups[2], *sub = e->n >= 4 && !mismatched ? groups : NULL;
     if (sub)
         make_groups(e, sub);
-    int bad = 0, kinds[E_NKINDS] = {0}, on_sub = 0;
+    int bad = 0, kinds[E_NKINDS] = {0}, on_sub = 0, made = 0;
     for (int round = 0; round < RS_ROUNDS && !bad; round++) {
         eop *ops = draw_round(&g, e, round, second, sub, kinds, &m);
         for (int i = 0; i < RS_OPS; i++)
@@ -283,6 +298,10 @@ int misc_randomseq(prog_env *e, const char *seed_text)
             break; /* the communicator has failed */
         }
         bad = eop_run_back_to_back(e, ops, RS_OPS, salt, what);
+        if (below(&g, 3) == 0 && can_recreate && !bad && round + 1 < RS_ROUNDS) {
+            recreate(e, sub);
+            made++;
+        }
     }
     for (int k = 0; sub && k < 2; k++)
         HCCL_OK(HcclCommDestroy(sub[k].comm));
@@ -291,7 +310,7 @@ int misc_randomseq(prog_env *e, const char *seed_text)
         printf("seed %llu drew", seed);
         for (int k = 0; k < E_NKINDS; k++)
             printf("%s %s %d", k ? "," : "", ecoll_name[k], kinds[k]);
-        printf("; %d of them on sub-communicators\n", on_sub);
+        printf("; %d of them on sub-communicators; communicators made again %d times\n", on_sub, made);
     }
     return bad;
 }
@@ -310,7 +329,7 @@ static void *rs_thread_main(void *arg)
     rs_thread *t = arg;
     ACL_OK(aclrtSetDevice((int32_t)t->e.rank));
     ACL_OK(aclrtCreateStream(&t->e.stream));
-    t->bad = misc_randomseq(&t->e, t->seed);
+    t->bad = misc_randomseq(&t->e, t->seed, false); /* HcclCommInitAll made them: no re-creation */
     ACL_OK(aclrtDestroyStream(t->e.stream));
     return NULL;
 }
