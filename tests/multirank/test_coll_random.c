@@ -12,14 +12,33 @@
 #define RAND_SEEDS 3
 
 /* How a case runs its seeds: the environment, hcclrun's server split (NULL: one server), ranks as
- * threads of one process (threads-N-random-SEED), and the calls with one rank's call differing
- * (random-SEED-mismatch: every rank must report the failure). */
+ * threads of one process (threads-N-random-SEED), and a fault: one rank's call differing
+ * (random-SEED-mismatch) or one rank leaving the job (random-SEED-exit), which every rank left must
+ * report. */
 typedef struct rand_case {
     const char *env;
     unsigned n;
     const char *servers;
-    bool threads, mismatch;
+    bool threads;
+    const char *fault; /* "", "-mismatch" or "-exit" */
 } rand_case;
+
+/* The survivors' error names the rank that left: on its server, that it exited without
+ * HcclCommDestroy; across servers, the link to it (whichever a rank learned first). */
+static void expect_exit_named(const char *out, unsigned n, const char *what)
+{
+    for (unsigned r = 0; r < n; r++) {
+        char left[48], exited[48], link[48];
+        snprintf(left, sizeof left, "rank %u: exiting after", r);
+        if (!strstr(out, left))
+            continue;
+        snprintf(exited, sizeof exited, "rank %u (pid", r);
+        snprintf(link, sizeof link, "the link to rank %u ", r);
+        cr_expect(strstr(out, exited) || strstr(out, link), "%s: no survivor's error names rank %u", what, r);
+        return;
+    }
+    cr_expect(0, "%s: no rank said it was leaving", what);
+}
 
 /* coll_misc's random calls for seeds first .. first + RAND_SEEDS - 1, as the case says. */
 static void run_seeds(rand_case k, unsigned first)
@@ -32,19 +51,22 @@ static void run_seeds(rand_case k, unsigned first)
     for (unsigned seed = first; seed < first + RAND_SEEDS; seed++) {
         char args[64], env[256], what[512], pass[96];
         snprintf(args, sizeof args, "%s%.0u%srandom-%u%s", k.threads ? "threads-" : "", k.threads ? k.n : 0,
-                 k.threads ? "-" : "", seed, k.mismatch ? "-mismatch" : "");
-        /* A mismatch the signatures miss would end in the timeout: a minute, not half an hour. */
-        snprintf(env, sizeof env, "%s%s", k.mismatch ? "HCCL_EXEC_TIMEOUT=60 " : "", k.env);
+                 k.threads ? "-" : "", seed, k.fault);
+        /* A fault nothing detects would end in the timeout: a minute, not half an hour. */
+        snprintf(env, sizeof env, "%s%s", *k.fault ? "HCCL_EXEC_TIMEOUT=60 " : "", k.env);
         snprintf(what, sizeof what, "%s coll_misc %s on %u ranks%s%s", env, args, k.n, k.servers ? ", servers " : "",
                  k.servers ? k.servers : "");
         snprintf(pass, sizeof pass, "coll_misc %s: PASS", args);
-        mr_expect_ok(mr_run_t(env, k.threads ? 1 : k.n, 240, prog, args), what, pass);
+        mr_result r = mr_run_t(env, k.threads ? 1 : k.n, 240, prog, args);
+        if (!strcmp(k.fault, "-exit"))
+            expect_exit_named(r.out, k.n, what);
+        mr_expect_ok(r, what, pass);
     }
 }
 
 static void random_calls(const char *env, unsigned n, const char *servers, unsigned first)
 {
-    run_seeds((rand_case){env, n, servers, false, false}, first);
+    run_seeds((rand_case){env, n, servers, false, ""}, first);
 }
 
 /* The defaults: eager, one-way and mesh by size; every rank count from 2 to 8, and 16. */
@@ -82,15 +104,15 @@ Test(random, ascend_servers_2x2, .timeout = 300) { random_calls("HCCL_HAL=ascend
 
 /* Ranks that are threads of one process (HcclCommInitAll), as a program that drives every device
  * of a server from one process has them. */
-Test(random, threads_n4, .timeout = 300) { run_seeds((rand_case){"", 4, NULL, true, false}, 2200); }
-Test(random, threads_n8, .timeout = 300) { run_seeds((rand_case){"", 8, NULL, true, false}, 2300); }
+Test(random, threads_n4, .timeout = 300) { run_seeds((rand_case){"", 4, NULL, true, ""}, 2200); }
+Test(random, threads_n8, .timeout = 300) { run_seeds((rand_case){"", 8, NULL, true, ""}, 2300); }
 
 /* One rank's call differs from the others' (its count, root, reduce op or dtype) at a call the seed
  * draws, after whole rounds that pass: every rank reports the failure, at the call, its synchronize
  * or the HcclBarrier after it, and none hangs. */
 static void mismatched(const char *env, unsigned n, const char *servers, unsigned first)
 {
-    run_seeds((rand_case){env, n, servers, false, true}, first);
+    run_seeds((rand_case){env, n, servers, false, "-mismatch"}, first);
 }
 Test(random, mismatch_n2, .timeout = 300) { mismatched("", 2, NULL, 2400); }
 Test(random, mismatch_n3, .timeout = 300) { mismatched("", 3, NULL, 2500); }
@@ -98,4 +120,17 @@ Test(random, mismatch_n8, .timeout = 300) { mismatched("", 8, NULL, 2600); }
 Test(random, mismatch_oneway_off_n4, .timeout = 300) { mismatched("HCCL_EAGER_ONEWAY=0", 4, NULL, 2700); }
 Test(random, mismatch_ring_n5, .timeout = 300) { mismatched("HCCL_ALGO='level0:NA;level1:ring'", 5, NULL, 2800); }
 Test(random, mismatch_servers_2x2, .timeout = 300) { mismatched("", 4, "2", 2900); }
-Test(random, mismatch_threads_n4, .timeout = 300) { run_seeds((rand_case){"", 4, NULL, true, true}, 3000); }
+Test(random, mismatch_threads_n4, .timeout = 300) { run_seeds((rand_case){"", 4, NULL, true, "-mismatch"}, 3000); }
+
+/* One rank leaves the job at a call the seed draws, without HcclCommDestroy, after synchronizing
+ * the calls it made or at once with some of them not done: every other rank reports the failure
+ * (naming the rank that left), and none hangs. hcclrun's -n counts the rank that leaves, which
+ * prints no PASS line. */
+static void peer_exits(const char *env, unsigned n, const char *servers, unsigned first)
+{
+    run_seeds((rand_case){env, n, servers, false, "-exit"}, first);
+}
+Test(random, exit_n3, .timeout = 300) { peer_exits("", 3, NULL, 3100); }
+Test(random, exit_n8, .timeout = 300) { peer_exits("", 8, NULL, 3200); }
+Test(random, exit_servers_2x2, .timeout = 300) { peer_exits("", 4, "2", 3300); }
+Test(random, exit_ascend_n4, .timeout = 300) { peer_exits("HCCL_HAL=ascend", 4, NULL, 3400); }

@@ -268,14 +268,15 @@ static void stall_fn(void *arg)
     usleep(30000);
 }
 
-/* Prepares ops[0, nops) and issues them back to back until one fails (its result, or success). */
-static HcclResult prepare_and_issue(prog_env *e, eop *ops, int nops, uint32_t salt0)
+/* Prepares ops[0, nops) and issues ops[0, upto) back to back until one fails (its result, or
+ * success). */
+static HcclResult prepare_and_issue(prog_env *e, eop *ops, int nops, int upto, uint32_t salt0)
 {
     for (int i = 0; i < nops; i++)
         prepare(&ops[i], e, salt0 + (uint32_t)i);
     ACL_OK(aclrtSynchronizeDevice());
     HcclResult rc = HCCL_SUCCESS;
-    for (int i = 0; i < nops && rc == HCCL_SUCCESS; i++) {
+    for (int i = 0; i < upto && rc == HCCL_SUCCESS; i++) {
         if (ops[i].hold && (env_of(&ops[i], e)->rank == ops[i].root) == (ops[i].coll == E_RED))
             ACL_OK(aclrtLaunchHostFunc(stream_of(&ops[i], e), stall_fn, NULL));
         rc = issue(&ops[i], e);
@@ -298,10 +299,10 @@ static aclError sync_other_streams(const eop *ops, int nops)
     return worst;
 }
 
-int eop_run_mismatch(prog_env *e, eop *ops, int nops, uint32_t salt0, const char *what)
+int eop_run_failing(prog_env *e, eop *ops, int nops, uint32_t salt0, const char *what, const char *failure)
 {
     double t0 = prog_now_s();
-    HcclResult rc = prepare_and_issue(e, ops, nops, salt0);
+    HcclResult rc = prepare_and_issue(e, ops, nops, nops, salt0);
     if (sync_other_streams(ops, nops) != ACL_SUCCESS && rc == HCCL_SUCCESS)
         rc = HCCL_E_INTERNAL; /* the second stream failed: as if a call had returned it */
     bool seen = prog_saw_failure(e, rc, what);
@@ -310,16 +311,29 @@ int eop_run_mismatch(prog_env *e, eop *ops, int nops, uint32_t salt0, const char
         snprintf(next, sizeof next, "HcclBarrier after %s", what);
         seen = prog_saw_failure(e, HcclBarrier(e->comm, e->stream), next);
     }
-    printf("rank %u: MISMATCH %s after %.2f s\n", e->rank, seen ? "DETECTED" : "NOT DETECTED", prog_now_s() - t0);
+    printf("rank %u: %s %s after %.2f s\n", e->rank, failure, seen ? "DETECTED" : "NOT DETECTED", prog_now_s() - t0);
     for (int i = 0; i < nops; i++)
         release(&ops[i]);
     free(ops);
     return seen ? 0 : 1;
 }
 
+_Noreturn void eop_run_exit(prog_env *e, eop *ops, int at, uint32_t salt0, bool sync)
+{
+    HCCL_OK(prepare_and_issue(e, ops, at, at, salt0));
+    if (sync) {
+        ACL_OK(aclrtSynchronizeStream(e->stream));
+        ACL_OK(sync_other_streams(ops, at));
+    }
+    printf("rank %u: exiting after %d calls%s, without HcclCommDestroy\n", e->rank, at,
+           sync ? " and their synchronize" : ", some of them not done");
+    fflush(stdout);
+    _exit(0);
+}
+
 int eop_run_back_to_back(prog_env *e, eop *ops, int nops, uint32_t salt0, const char *what)
 {
-    HCCL_OK(prepare_and_issue(e, ops, nops, salt0));
+    HCCL_OK(prepare_and_issue(e, ops, nops, nops, salt0));
     ACL_OK(aclrtSynchronizeStream(e->stream));
     ACL_OK(sync_other_streams(ops, nops));
     int bad = 0;

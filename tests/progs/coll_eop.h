@@ -56,11 +56,15 @@ void eop_layout(eop *o, uint32_t n);
  * between), synchronizes every stream they used once, checks every output and frees ops. */
 int eop_run_back_to_back(prog_env *e, eop *ops, int nops, uint32_t salt0, const char *what);
 
-/* The same for ops of which one does not match the other ranks' call: issues them until a call
- * fails, synchronizes every stream, and, when nothing failed yet, calls HcclBarrier (a one-way
- * root learns of its receivers' failure at its next call that waits). Returns 0 when this rank
- * saw the failure (a call or a synchronize failed, and the communicator reports an async error);
- * frees ops. */
-int eop_run_mismatch(prog_env *e, eop *ops, int nops, uint32_t salt0, const char *what);
+/* The same for ops of which one does not match the other ranks' call, or whose round a peer
+ * leaves (`failure` names it: "MISMATCH", "PEER EXIT"): issues them until a call fails,
+ * synchronizes every stream, and, when nothing failed yet, calls HcclBarrier (a one-way root learns
+ * of its receivers' failure at its next call that waits). Returns 0 when this rank saw the failure
+ * (a call or a synchronize failed, and the communicator reports an async error); frees ops. */
+int eop_run_failing(prog_env *e, eop *ops, int nops, uint32_t salt0, const char *what, const char *failure);
+
+/* The peer that leaves: issues ops[0, at), synchronizes its streams first when sync is set, and
+ * exits (status 0) without HcclCommDestroy. */
+_Noreturn void eop_run_exit(prog_env *e, eop *ops, int at, uint32_t salt0, bool sync);
 
 #endif

@@ -21,7 +21,7 @@
  *   random-SEED 160 calls drawn from SEED (every collective and V form, Send/Recv, Barrier, dtypes,
  *              sizes across the crossovers, runs, two streams, sub-communicators, stalls) back to
  *              back, checked, the communicators made again between some rounds (coll_random.c);
- *              random-SEED-mismatch: one rank's call differs
+ *              random-SEED-mismatch: one rank's call differs; random-SEED-exit: one rank leaves
  *   threads-N-random-SEED  the same on N ranks that are threads of this one process (HcclCommInitAll),
  *              run with hcclrun -n 1 or alone (coll_random.c)
  * Prints "coll_misc SCENARIO: PASS" or "... FAIL" and exits non-zero on failure. */
@@ -333,7 +333,8 @@ int main(int argc, char **argv)
     if (argc != 2) {
         fprintf(stderr, "usage: coll_misc ordering|overlap|planreuse|twocomms|barrier|twostreams|framework|framework_lean|eagerseq|"
                         "onewayseq|"
-                        "onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND|random-SEED|threads-N-random-SEED\n");
+                        "onewayreduce|eagerchain|deepqueue|badinput|mismatch-KIND|random-SEED[-mismatch|-exit]|"
+                        "threads-N-random-SEED[-mismatch]\n");
         return 2;
     }
     const char *s = argv[1];

@@ -10,7 +10,8 @@
  * halves and the parities, as tensor- and data-parallel groups are), between the others; now and
  * then a call whose receivers stall 30 ms first; and, after a third of the rounds, every
  * communicator destroyed and made again while peers may still be finishing the round. A failure
- * names the seed, round and call: `hcclrun -n N coll_misc random-SEED` replays it. */
+ * names the seed, round and call: `hcclrun -n N coll_misc random-SEED` replays it. With a fault
+ * (random-SEED-mismatch, random-SEED-exit; rs_fault below) every rank left must report it. */
 #include "coll_eop.h"
 
 #include <stdio.h>
@@ -177,24 +178,30 @@ static void make_groups(prog_env *e, prog_env groups[2])
     free(ids);
 }
 
-/* random-SEED-mismatch: where rank d's call differs from the others' (the same seed draws it on
- * every rank): its count, root, reduce op or dtype, as a caller's bug would. */
-typedef struct rs_mismatch {
-    int round, call; /* where; round -1: none */
-    uint32_t rank;   /* whose call differs */
-    uint32_t what;   /* 0 count, 1 root, 2 reduce op, 3 dtype (where the call has one, else count) */
-} rs_mismatch;
+/* random-SEED-mismatch and random-SEED-exit: where rank `rank`'s round goes wrong (the same seed
+ * draws it on every rank). A mismatch: its call differs from the others' (`what`: its count, root,
+ * reduce op or dtype), as a caller's bug would. An exit: it leaves the job there, without
+ * HcclCommDestroy (`what` odd: after synchronizing the calls it made; even: at once, some of
+ * them not done), as a crashing rank does. */
+typedef enum { RS_NONE, RS_MISMATCH, RS_EXIT } rs_fault_kind;
 
-static rs_mismatch draw_mismatch(rng *g, uint32_t n, bool on)
+typedef struct rs_fault {
+    rs_fault_kind kind;
+    int round, call; /* where; round -1: nowhere */
+    uint32_t rank;   /* whose */
+    uint32_t what;
+} rs_fault;
+
+static rs_fault draw_fault(rng *g, uint32_t n, rs_fault_kind kind)
 {
-    rs_mismatch m = {-1, 0, 0, 0};
-    if (!on || n < 2)
-        return m;
-    m.round = (int)below(g, RS_ROUNDS);
-    m.call = (int)below(g, RS_OPS);
-    m.rank = below(g, n);
-    m.what = below(g, 4);
-    return m;
+    rs_fault f = {kind, -1, 0, 0, 0};
+    if (kind == RS_NONE || n < 2)
+        return f;
+    f.round = (int)below(g, RS_ROUNDS);
+    f.call = (int)below(g, RS_OPS);
+    f.rank = below(g, n);
+    f.what = below(g, 4);
+    return f;
 }
 
 static bool collective(ecoll c)
@@ -203,7 +210,7 @@ static bool collective(ecoll c)
 }
 
 /* Makes call o of rank m->rank differ from the others' (m->what). Returns what it changed. */
-static const char *mismatch(eop *o, const rs_mismatch *m, uint32_t n)
+static const char *mismatch(eop *o, const rs_fault *m, uint32_t n)
 {
     bool rooted = o->coll == E_BC || o->coll == E_RED || o->coll == E_SC;
     bool reduces = o->coll == E_AR || o->coll == E_RS || o->coll == E_RED || o->coll == E_RSV;
@@ -227,28 +234,31 @@ static const char *mismatch(eop *o, const rs_mismatch *m, uint32_t n)
     return "count";
 }
 
-/* Draws round `round`'s calls (their kinds counted in kinds); with a mismatch there, makes it. */
+/* Draws round `round`'s calls (their kinds counted in kinds). In the fault's round, *at is where
+ * it strikes (a mismatch: the first collective from the drawn call on, made to differ on the
+ * fault's rank); elsewhere -1. */
 static eop *draw_round(rng *g, prog_env *e, int round, aclrtStream second, prog_env *groups, int *kinds,
-                       const rs_mismatch *m)
+                       const rs_fault *m, int *at)
 {
     eop *ops = xmalloc(RS_OPS * sizeof *ops);
     for (int i = 0; i < RS_OPS; i++) {
         ops[i] = draw_op(g, i ? &ops[i - 1] : NULL, e->n, second, groups);
         kinds[ops[i].coll]++;
     }
-    if (m->round != round)
+    *at = m->round == round ? m->call : -1;
+    if (*at < 0 || m->kind != RS_MISMATCH)
         return ops;
-    int at = m->call, seen = 0;
-    while (!collective(ops[at].coll) && ++seen < RS_OPS) /* the first collective from there on, around */
-        at = (at + 1) % RS_OPS;
-    if (!collective(ops[at].coll)) { /* none in the round (every rank alike): the call becomes one */
-        ops[at].coll = E_AR, ops[at].dt = HCCL_DATA_TYPE_INT32, ops[at].op = HCCL_REDUCE_SUM;
-        eop_layout(&ops[at], e->n);
+    int seen = 0;
+    while (!collective(ops[*at].coll) && ++seen < RS_OPS) /* the first collective from there on, around */
+        *at = (*at + 1) % RS_OPS;
+    if (!collective(ops[*at].coll)) { /* none in the round (every rank alike): the call becomes one */
+        ops[*at].coll = E_AR, ops[*at].dt = HCCL_DATA_TYPE_INT32, ops[*at].op = HCCL_REDUCE_SUM;
+        eop_layout(&ops[*at], e->n);
     }
     if (e->rank == m->rank) {
-        const char *what = mismatch(&ops[at], m, e->n);
-        printf("rank %u: round %d call %d, %s: another %s than the other ranks'\n", e->rank, round, at,
-               ecoll_name[ops[at].coll], what);
+        const char *what = mismatch(&ops[*at], m, e->n);
+        printf("rank %u: round %d call %d, %s: another %s than the other ranks'\n", e->rank, round, *at,
+               ecoll_name[ops[*at].coll], what);
     }
     return ops;
 }
@@ -271,30 +281,35 @@ int misc_randomseq(prog_env *e, const char *seed_text, bool can_recreate)
 {
     char *end;
     unsigned long long seed = strtoull(seed_text, &end, 10);
-    bool mismatched = !strcmp(end, "-mismatch");
-    if (!*seed_text || (*end && !mismatched) || (mismatched && e->n < 2)) {
-        fprintf(stderr, "coll_misc random-SEED[-mismatch] (that on 2 ranks or more): not \"%s\"\n", seed_text);
+    bool known = !*end || !strcmp(end, "-mismatch") || !strcmp(end, "-exit");
+    rs_fault_kind kind = !*end ? RS_NONE : !strcmp(end, "-mismatch") ? RS_MISMATCH : RS_EXIT;
+    if (!*seed_text || !known || (kind != RS_NONE && e->n < 2)) {
+        fprintf(stderr, "coll_misc random-SEED[-mismatch|-exit] (those on 2 ranks or more): not \"%s\"\n",
+                seed_text);
         return 1;
     }
     aclrtStream second;
     ACL_OK(aclrtCreateStream(&second));
     rng g = {seed};
-    rs_mismatch m = draw_mismatch(&g, e->n, mismatched);
-    /* Not with a mismatch: a failure on the program's communicator would leave a sub-communicator's
+    rs_fault m = draw_fault(&g, e->n, kind);
+    /* Not with a fault: a failure of the program's communicator would leave a sub-communicator's
      * peers waiting for calls this rank no longer makes. */
-    prog_env groups[2], *sub = e->n >= 4 && !mismatched ? groups : NULL;
+    prog_env groups[2], *sub = e->n >= 4 && kind == RS_NONE ? groups : NULL;
     if (sub)
         make_groups(e, sub);
     int bad = 0, kinds[E_NKINDS] = {0}, on_sub = 0, made = 0;
     for (int round = 0; round < RS_ROUNDS && !bad; round++) {
-        eop *ops = draw_round(&g, e, round, second, sub, kinds, &m);
+        int at;
+        eop *ops = draw_round(&g, e, round, second, sub, kinds, &m, &at);
         for (int i = 0; i < RS_OPS; i++)
             on_sub += ops[i].env != NULL;
         char what[96];
         snprintf(what, sizeof what, "random calls (seed %llu, round %d)", seed, round);
         uint32_t salt = (uint32_t)(seed * 7919 + (uint64_t)round * RS_OPS);
-        if (round == m.round) {
-            bad = eop_run_mismatch(e, ops, RS_OPS, salt, what);
+        if (at >= 0 && kind == RS_EXIT && e->rank == m.rank)
+            eop_run_exit(e, ops, at, salt, m.what % 2);
+        if (at >= 0) {
+            bad = eop_run_failing(e, ops, RS_OPS, salt, what, kind == RS_EXIT ? "PEER EXIT" : "MISMATCH");
             break; /* the communicator has failed */
         }
         bad = eop_run_back_to_back(e, ops, RS_OPS, salt, what);
@@ -338,8 +353,9 @@ int misc_random_threads(const char *spec)
 {
     unsigned n = 0;
     int used = 0;
-    if (sscanf(spec, "%u-random-%n", &n, &used) != 1 || !used || n < 1 || n > 16) {
-        fprintf(stderr, "coll_misc threads-N-random-SEED: N from 1 to 16, not \"%s\"\n", spec);
+    if (sscanf(spec, "%u-random-%n", &n, &used) != 1 || !used || n < 1 || n > 16 || strstr(spec, "-exit")) {
+        /* a rank that exits would take every thread with it */
+        fprintf(stderr, "coll_misc threads-N-random-SEED[-mismatch]: N from 1 to 16, not \"%s\"\n", spec);
         return 1;
     }
     ACL_OK(aclInit(NULL));
