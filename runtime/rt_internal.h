@@ -58,6 +58,16 @@ typedef struct rt_pub_record {
     uint32_t rkey_in, rkey_out; /* remote keys of in/out for peers on other servers (runtime/net) */
 } rt_pub_record;
 
+/* A sub-communicator's root info as its first member leaves it for the others in its control
+ * block (rt_subcomm.c). Across servers the block's mirror receives it through a link whose writes
+ * may land in any order (several sockets), the tag write before the info: so the info carries its
+ * tag and a checksum of both, and a reader takes only a copy whose checksum holds for its tag. */
+typedef struct rt_mailbox {
+    HcclRootInfo info;
+    uint64_t tag;   /* subCommId + 1 */
+    uint64_t check; /* rt_mailbox_check of info and tag */
+} rt_mailbox;
+
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
  * this header (sized by nranks): notify handles [nranks][RT_SLOTS], publication ring
  * [RT_PUB_RING], p2p rings [nranks][RT_P2P_RING], V-op tables [RT_PUB_RING][3*nranks+1].
@@ -91,7 +101,7 @@ typedef struct rt_ctrl {
     char abort_msg[RT_MSG_LEN];
     _Atomic uint32_t destroyed; /* set by HcclCommDestroy: this rank left on purpose */
     _Atomic uint64_t mailbox_tag; /* sub-communicator creation: subCommId + 1 once mailbox is valid */
-    HcclRootInfo mailbox;
+    rt_mailbox mailbox;
 } rt_ctrl;
 #define RT_CTRL_GUARDED_BYTES 16 /* the epoch-tagged words at the start, never cleared by reuse */
 
@@ -211,6 +221,13 @@ bool rt_sig_equal(const rt_sig *a, const rt_sig *b); /* the same call (seq aside
 /* Fails the communicator on every rank with one line naming rank peer's call and this rank's
  * (mine: its seq is this rank's op number); returns HAL_E_ABORTED. */
 int rt_mismatch_report(rt_comm *c, uint32_t peer, const rt_sig *theirs, const rt_sig *mine, char *msg, size_t len);
+
+/* --- sub-communicator mailboxes (rt_subcomm.c, rt_mailbox) --- */
+/* Leaves info in ctrl's mailbox for sub-communicator `tag`, then says so in its tag word. */
+void rt_mailbox_put(rt_ctrl *ctrl, const HcclRootInfo *info, uint64_t tag);
+/* A whole copy of sub-communicator `tag`'s info from ctrl (the owner's block or its mirror), or
+ * false: the tag word says another, or the info landed only in part or is another's. */
+bool rt_mailbox_take(const rt_ctrl *ctrl, uint64_t tag, HcclRootInfo *info);
 
 /* --- results, names --- */
 HcclResult rt_from_hal(int hal_rc);

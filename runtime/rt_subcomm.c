@@ -1,7 +1,8 @@
 /* HcclCreateSubCommConfig: a communicator over a subset of a global one. The sub-communicator's
  * first member starts a rendezvous and leaves its root info in its global control block (the
- * "mailbox", peer-visible device memory); the other members read it from there, so no user-side
- * exchange is needed. */
+ * "mailbox", peer-visible device memory, rt_mailbox); the other members read it from there, so no
+ * user-side exchange is needed. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -12,24 +13,52 @@
 
 #define RT_SUBCOMM_NOT_MEMBER 0xFFFFFFFFull
 
+/* FNV-1a over the info and the tag (rt_mailbox). */
+static uint64_t mailbox_check(const rt_mailbox *m)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const unsigned char *b = (const unsigned char *)&m->info;
+    for (size_t i = 0; i < sizeof m->info; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    for (int i = 0; i < 8; i++)
+        h = (h ^ (unsigned char)(m->tag >> (8 * i))) * 0x100000001b3ull;
+    return h;
+}
+
+void rt_mailbox_put(rt_ctrl *ctrl, const HcclRootInfo *info, uint64_t tag)
+{
+    ctrl->mailbox.info = *info;
+    ctrl->mailbox.tag = tag;
+    ctrl->mailbox.check = mailbox_check(&ctrl->mailbox);
+    atomic_store_explicit(&ctrl->mailbox_tag, tag, memory_order_release);
+}
+
+bool rt_mailbox_take(const rt_ctrl *ctrl, uint64_t tag, HcclRootInfo *info)
+{
+    if (atomic_load_explicit(&ctrl->mailbox_tag, memory_order_acquire) != tag)
+        return false;
+    rt_mailbox m;
+    memcpy(&m, &ctrl->mailbox, sizeof m);
+    atomic_thread_fence(memory_order_acquire);
+    if (m.tag != tag || m.check != mailbox_check(&m))
+        return false;
+    *info = m.info;
+    return true;
+}
+
 static HcclResult wait_mailbox(rt_comm *g, uint32_t owner, uint64_t tag, HcclRootInfo *info)
 {
     rt_ctrl *ctrl = g->peers[owner].ctrl;
     int limit_ms = rt_bootstrap_timeout_s() * 1000;
     struct timespec nap = {0, 1000000}; /* init path only: a 1 ms poll costs nothing */
     for (int waited = 0; waited <= limit_ms; waited++) {
-        if (atomic_load_explicit(&ctrl->mailbox_tag, memory_order_acquire) == tag) {
-            memcpy(info, &ctrl->mailbox, sizeof *info);
-            atomic_thread_fence(memory_order_acquire);
-            /* Read from a block the owner has released since (it destroyed the global comm)? */
-            CHECK_ARG(rt_ctrl_peer_live(g, owner), HCCL_E_PARA, "comm",
-                      "rank %u: sub-communicator %llu: global rank %u destroyed the global communicator", g->rank,
-                      (unsigned long long)(tag - 1), owner);
-            return HCCL_SUCCESS;
-        }
+        bool taken = rt_mailbox_take(ctrl, tag, info);
+        /* Read from a block the owner has released since (it destroyed the global comm)? */
         CHECK_ARG(rt_ctrl_peer_live(g, owner), HCCL_E_PARA, "comm",
                   "rank %u: sub-communicator %llu: global rank %u destroyed the global communicator", g->rank,
                   (unsigned long long)(tag - 1), owner);
+        if (taken)
+            return HCCL_SUCCESS;
         nanosleep(&nap, NULL);
     }
     OH_ERR("comm", "rank %u: sub-communicator %llu: global rank %u never started it (HCCL_CONNECT_TIMEOUT=%d s)",
@@ -72,8 +101,7 @@ HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *r
     HcclRootInfo info;
     if (subCommRankId == 0) {
         CHECK(rt_bootstrap_root_listen(&info));
-        memcpy(&g->ctrl->mailbox, &info, sizeof info);
-        atomic_store_explicit(&g->ctrl->mailbox_tag, tag, memory_order_release);
+        rt_mailbox_put(g->ctrl, &info, tag);
         if (g->net) /* members on other servers read it in their mirrors of this block */
             CHECK(rt_net_push_mailbox(g, true));
     } else {

@@ -357,7 +357,9 @@ HcclResult rt_net_push_mailbox(rt_comm *c, bool with_info)
         const rt_net_hello *h = &n->hello[p];
         net_link *l = n->peer[p].link;
         hal_result rc = HAL_OK;
-        if (with_info) /* the root info lands before the tag that says it is there (one socket: in order) */
+        /* The link's sockets may land the tag before the info: the reader checks the info's own tag
+         * and checksum (rt_mailbox). */
+        if (with_info)
             rc = net_write(l, &c->ctrl->mailbox, sizeof c->ctrl->mailbox, h->mirror + offsetof(rt_ctrl, mailbox),
                            h->mirror_rkey, NET_NOTIFY_NONE, 0);
         if (rc == HAL_OK)

@@ -2,10 +2,11 @@
  * from a seed, every collective and V form, Send/Recv rings (batched or grouped), a lone Send/Recv
  * pair, Barriers, every dtype and op, zero and odd sizes across every crossover, runs that go
  * one-way, two streams, sub-communicators (from 4 ranks), stalled receivers and communicators made
- * again between rounds, issued back to back and checked element by element. The fixed sequences of test_coll_eager test each mechanism
- * alone; these test them mixed, under every protocol and algorithm setting a user can choose, on
- * one server and across emulated servers, on hal/emu and hal/ascend, with ranks as processes and
- * as threads of one process. Each case runs RAND_SEEDS fixed seeds (a failure names its seed;
+ * again between rounds, issued back to back and checked element by element. The fixed sequences
+ * of test_coll_eager test each mechanism alone; these test them mixed, under every protocol and
+ * algorithm setting a user can choose, on one server and across emulated servers, on hal/emu and
+ * hal/ascend, with ranks as processes and as threads of one process; and with a rank whose call
+ * differs or that leaves the job. Each case runs RAND_SEEDS fixed seeds (a failure names its seed;
  * `hcclrun -n N tests/progs/coll_misc random-SEED` with the case's environment replays it). */
 #include "multirank/mr_run.h"
 
