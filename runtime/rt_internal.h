@@ -65,7 +65,7 @@ typedef struct rt_pub_record {
 typedef struct rt_mailbox {
     HcclRootInfo info;
     uint64_t tag;   /* subCommId + 1 */
-    uint64_t check; /* rt_mailbox_check of info and tag */
+    uint64_t check; /* FNV-1a of info and tag (rt_subcomm.c) */
 } rt_mailbox;
 
 /* Peer-visible control block in device memory, one per rank per communicator. Layout after
