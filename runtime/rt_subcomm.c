@@ -7,22 +7,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/oh_hash.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/net/rt_net.h"
 #include "runtime/rt_internal.h"
 
 #define RT_SUBCOMM_NOT_MEMBER 0xFFFFFFFFull
 
-/* FNV-1a over the info and the tag (rt_mailbox). */
 static uint64_t mailbox_check(const rt_mailbox *m)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    const unsigned char *b = (const unsigned char *)&m->info;
-    for (size_t i = 0; i < sizeof m->info; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    for (int i = 0; i < 8; i++)
-        h = (h ^ (unsigned char)(m->tag >> (8 * i))) * 0x100000001b3ull;
-    return h;
+    return oh_fnv1a(oh_fnv1a(OH_FNV1A_BASIS, &m->info, sizeof m->info), &m->tag, sizeof m->tag);
 }
 
 void rt_mailbox_put(rt_ctrl *ctrl, const HcclRootInfo *info, uint64_t tag)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/oh_hash.h"
 #include "common/oh_log.h"
 #include "hal/emu/emu_internal.h"
 
@@ -29,16 +30,6 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
     return x;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static void cfg_init(void)
 {
     const char *ns = getenv("HCCL_EMU_NAMESPACE");
@@ -46,7 +37,7 @@ static void cfg_init(void)
         snprintf(g_cfg.ns, sizeof g_cfg.ns, "%s", ns);
     else
         snprintf(g_cfg.ns, sizeof g_cfg.ns, "default-%u", (unsigned)getuid());
-    g_cfg.server_key = fnv1a(g_cfg.ns);
+    g_cfg.server_key = oh_fnv1a(OH_FNV1A_BASIS, g_cfg.ns, strlen(g_cfg.ns));
     g_cfg.server_index = (uint32_t)env_u64("HCCL_EMU_SERVER_INDEX", 0, 0, 1u << 20);
     g_cfg.ndev = (uint32_t)env_u64("HCCL_EMU_DEVICES", 8, 1, EMU_MAX_DEVICES);
     g_cfg.dma_engines = (uint32_t)env_u64("HCCL_EMU_DMA_ENGINES", 2, 0, 64);

@@ -2,6 +2,7 @@
  * or rank 0 of a rank table). */
 #include "runtime/bootstrap/bootstrap.h"
 
+#include "common/oh_hash.h"
 #include "common/oh_log.h"
 #include "runtime/ranktable.h"
 
@@ -149,24 +150,16 @@ HcclResult rt_bootstrap_root_listen(HcclRootInfo *info)
     return HCCL_SUCCESS;
 }
 
-/* FNV-1a: every rank hashes the same table to the same job id without talking to anyone. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
+/* Every rank hashes the same table to the same job id without talking to anyone. */
 static uint64_t ranktable_job_id(const rt_ranktable *t, const rt_root_info *ri)
 {
-    uint64_t h = fnv(0xcbf29ce484222325ull, ri->ip, strlen(ri->ip));
-    h = fnv(h, &ri->port, sizeof ri->port);
-    h = fnv(h, &t->nranks, sizeof t->nranks);
+    uint64_t h = oh_fnv1a(OH_FNV1A_BASIS, ri->ip, strlen(ri->ip));
+    h = oh_fnv1a(h, &ri->port, sizeof ri->port);
+    h = oh_fnv1a(h, &t->nranks, sizeof t->nranks);
     for (uint32_t i = 0; i < t->nranks; i++) {
         const rt_rank_entry *e = &t->ranks[i];
-        h = fnv(h, e->server_id, strlen(e->server_id));
-        h = fnv(h, &e->device_id, sizeof e->device_id);
+        h = oh_fnv1a(h, e->server_id, strlen(e->server_id));
+        h = oh_fnv1a(h, &e->device_id, sizeof e->device_id);
     }
     return h ? h : 1;
 }

@@ -49,7 +49,7 @@ void eop_layout(eop *o, uint32_t n)
     }
 }
 
-static bool reduces(ecoll c)
+bool eop_reduces(ecoll c)
 {
     return c == E_AR || c == E_RS || c == E_RED || c == E_RSV;
 }
@@ -66,7 +66,7 @@ static void prepare(eop *o, prog_env *e, uint32_t salt)
 {
     e = env_of(o, e);
     size_t es = dt_size(o->dt);
-    gen_spec g = {reduces(o->coll) ? GEN_REDUCE : GEN_BITS, o->dt, o->op, e->n, salt};
+    gen_spec g = {eop_reduces(o->coll) ? GEN_REDUCE : GEN_BITS, o->dt, o->op, e->n, salt};
     o->host_in = xmalloc(e->n * o->in_elems * es + 1);
     for (uint32_t r = 0; r < e->n; r++)
         gen_fill(&g, r, 0, o->in_elems, (char *)o->host_in + r * o->in_elems * es);

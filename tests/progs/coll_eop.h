@@ -48,6 +48,9 @@ static inline uint64_t *eop_vt(const eop *o, uint32_t n, int table, uint32_t r)
     return o->vt + ((size_t)table * n + r) * n;
 }
 
+/* Whether a kind reduces (its inputs are then values whose reduction is exact in any order). */
+bool eop_reduces(ecoll c);
+
 /* Sets in_elems and out_elems from coll and count (the V forms: from their tables, the largest of
  * any rank, so every rank's buffers have the same size and the reference indexes them alike). */
 void eop_layout(eop *o, uint32_t n);

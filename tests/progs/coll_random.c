@@ -104,10 +104,9 @@ static void draw_v(rng *g, eop *o, uint32_t n)
 static void draw_types(rng *g, eop *o)
 {
     static const HcclReduceOp ops[] = {HCCL_REDUCE_SUM, HCCL_REDUCE_PROD, HCCL_REDUCE_MAX, HCCL_REDUCE_MIN};
-    bool reduces = o->coll == E_AR || o->coll == E_RS || o->coll == E_RED || o->coll == E_RSV;
     do
         o->dt = prog_all_dtypes[below(g, PROG_NDTYPES)];
-    while (reduces && !dt_reducible(o->dt));
+    while (eop_reduces(o->coll) && !dt_reducible(o->dt));
     o->op = ops[below(g, 4)];
 }
 
@@ -213,12 +212,11 @@ static bool collective(ecoll c)
 static const char *mismatch(eop *o, const rs_fault *m, uint32_t n)
 {
     bool rooted = o->coll == E_BC || o->coll == E_RED || o->coll == E_SC;
-    bool reduces = o->coll == E_AR || o->coll == E_RS || o->coll == E_RED || o->coll == E_RSV;
     if (m->what == 1 && rooted) {
         o->root = (o->root + 1) % n;
         return "root";
     }
-    if (m->what == 2 && reduces) {
+    if (m->what == 2 && eop_reduces(o->coll)) {
         o->op = o->op == HCCL_REDUCE_SUM ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;
         return "reduce op";
     }
